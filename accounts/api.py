@@ -1,0 +1,91 @@
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import selectors, services
+from .serializers import (
+    ApiKeyCreateSerializer,
+    ApiKeySerializer,
+    SignupSerializer,
+    TeamMemberSerializer,
+    TeamSerializer,
+)
+
+
+class SignupApi(APIView):
+    permission_classes = [AllowAny]
+    authentication_classes = []
+
+    @extend_schema(request=SignupSerializer, responses={201: None})
+    def post(self, request):
+        data = SignupSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = services.user_create(**data.validated_data)
+        return Response({"id": user.pk, "username": user.username}, status=status.HTTP_201_CREATED)
+
+
+class MeApi(APIView):
+    @extend_schema(responses={200: None})
+    def get(self, request):
+        key = request.auth if hasattr(request.auth, "tier") else None
+        return Response({"id": request.user.pk, "username": request.user.username,
+                         "tier": key.tier if key else None})
+
+
+class ApiKeyListApi(APIView):
+    @extend_schema(responses=ApiKeySerializer(many=True))
+    def get(self, request):
+        return Response(ApiKeySerializer(selectors.api_key_list(user=request.user), many=True).data)
+
+    @extend_schema(request=ApiKeyCreateSerializer, responses={201: ApiKeySerializer})
+    def post(self, request):
+        data = ApiKeyCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        key, raw = services.api_key_create(user=request.user, **data.validated_data)
+        # The raw key is in this response only; we keep its hash.
+        return Response(ApiKeySerializer(key).data | {"key": raw}, status=status.HTTP_201_CREATED)
+
+
+class ApiKeyDetailApi(APIView):
+    @extend_schema(responses={200: ApiKeySerializer})
+    def delete(self, request, key_id: int):
+        key = get_object_or_404(selectors.api_key_list(user=request.user), pk=key_id)
+        return Response(ApiKeySerializer(services.api_key_revoke(key=key)).data)
+
+
+class TeamListApi(APIView):
+    @extend_schema(responses=TeamSerializer(many=True))
+    def get(self, request):
+        return Response(TeamSerializer(selectors.team_list(user=request.user), many=True).data)
+
+    @extend_schema(request=TeamSerializer, responses={201: TeamSerializer})
+    def post(self, request):
+        data = TeamSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        team = services.team_create(owner=request.user, name=data.validated_data["name"])
+        return Response(TeamSerializer(team).data, status=status.HTTP_201_CREATED)
+
+
+class TeamMemberApi(APIView):
+    @extend_schema(request=TeamMemberSerializer, responses={200: TeamSerializer})
+    def post(self, request, team_id: int):
+        team = selectors.access_team_as_owner(user=request.user, team_id=team_id)
+        data = TeamMemberSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        member = selectors.user_by_username(data.validated_data["username"])
+        services.team_member_add(team=team, user=member)
+        return Response(TeamSerializer(team).data)
+
+    @extend_schema(request=TeamMemberSerializer, responses={200: TeamSerializer})
+    def delete(self, request, team_id: int):
+        team = selectors.access_team_as_owner(user=request.user, team_id=team_id)
+        data = TeamMemberSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        member = selectors.user_by_username(data.validated_data["username"])
+        services.team_member_remove(team=team, user=member)
+        return Response(TeamSerializer(team).data)
+
+

@@ -1,0 +1,39 @@
+"""`manage.py serve`: migrate, ensure a demo user, print the URL, serve ASGI.
+
+The README's run command ends here; it works the same on the embedded default
+and with services (the environment decides).
+"""
+
+import uvicorn
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import BaseCommand, call_command
+
+DEMO_USERNAME = "demo"
+DEMO_PASSWORD = "promptyard-demo"
+
+
+class Command(BaseCommand):
+    help = "Migrate, create the demo user, and serve HTTP + websockets with uvicorn."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-demo", action="store_true", help="do not create the demo user")
+
+    def handle(self, *args, host, port, no_demo, **options):
+        settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
+        call_command("migrate", interactive=False, verbosity=0)
+        if settings.S3_BUCKET:
+            from playground.blobstore import get_blob_store
+
+            get_blob_store().ensure_bucket()
+        url = f"http://{host}:{port}/"
+        self.stdout.write(self.style.SUCCESS(f"Promptyard is running at {url}"))
+        if not no_demo:
+            users = get_user_model().objects
+            if not users.filter(username=DEMO_USERNAME).exists():
+                users.create_user(DEMO_USERNAME, password=DEMO_PASSWORD)
+            self.stdout.write(f"Log in as {DEMO_USERNAME} / {DEMO_PASSWORD}")
+        uvicorn.run("config.asgi:application", host=host, port=port, log_level="info",
+                    lifespan="off")

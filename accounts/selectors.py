@@ -1,0 +1,23 @@
+from django.contrib.auth import get_user_model
+from django.shortcuts import get_object_or_404
+
+from .models import ApiKey, Team
+
+User = get_user_model()
+
+
+def api_key_list(*, user):
+    return ApiKey.objects.filter(user=user)
+
+
+def team_list(*, user):
+    return Team.objects.filter(members=user).select_related("owner").prefetch_related("members")
+
+
+def access_team_as_owner(*, user, team_id: int) -> Team:
+    """Strangers get 404: a team they are not in does not exist for them."""
+    return get_object_or_404(Team, pk=team_id, owner=user)
+
+
+def user_by_username(username: str):
+    return get_object_or_404(User, username=username)

@@ -1,0 +1,118 @@
+"""One error shape for every API response:
+
+    {"error": {"code": "...", "message": "...", "field": "...", "type": "...", "param": "..."}}
+
+`code`, `message`, `field` are ours; `type` and `param` repeat them the way
+OpenAI's SDKs read errors, so /v1 clients get the shape they expect.
+"""
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_default_handler
+
+
+class ApiError(exceptions.APIException):
+    """Raise from services and views with a stable code and a status."""
+
+    def __init__(self, message: str, *, code: str, status_code: int = 400,
+                 field: str | None = None, extra: dict | None = None, headers: dict | None = None):
+        super().__init__(detail=message, code=code)
+        self.status_code = status_code
+        self.field = field
+        self.extra = extra or {}
+        self.headers = headers or {}
+
+
+_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+          404: "not_found_error", 409: "conflict_error", 422: "invalid_request_error",
+          429: "rate_limit_error"}
+
+
+def error_body(code: str, message: str, status_code: int, field: str | None = None, **extra) -> dict:
+    body = {
+        "code": code,
+        "message": message,
+        "field": field,
+        "type": _TYPES.get(status_code, "server_error" if status_code >= 500 else "api_error"),
+        "param": field,
+    }
+    body.update(extra)
+    return {"error": body}
+
+
+def _first_validation_error(detail, prefix: str = "") -> tuple[str | None, str, str]:
+    """Walk DRF's nested ValidationError detail to the first message; returns
+    (dotted field, message, code)."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = prefix if key == "non_field_errors" else (f"{prefix}.{key}" if prefix else str(key))
+            return _first_validation_error(value, name)
+    if isinstance(detail, list) and detail:
+        return _first_validation_error(detail[0], prefix)
+    code = getattr(detail, "code", "invalid") or "invalid"
+    return (prefix or None), str(detail), code
+
+
+def api_exception_handler(exc, context):
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = drf_default_handler(exc, context)
+    if response is None:
+        return None  # not an API exception: Django's 500 handler (JSON for API paths)
+
+    if isinstance(exc, ApiError):
+        body = error_body(exc.get_codes(), str(exc.detail), exc.status_code, exc.field, **exc.extra)
+        response = Response(body, status=exc.status_code, headers={**response.headers, **exc.headers})
+    elif isinstance(exc, exceptions.ValidationError):
+        field, message, code = _first_validation_error(exc.detail)
+        if code == "invalid":
+            code = "invalid_request"
+        response.data = error_body(code, message if not field else f"{field}: {message}",
+                                   response.status_code, field, details=exc.detail)
+    else:
+        codes = exc.get_codes()
+        code = codes if isinstance(codes, str) else "error"
+        response.data = error_body(code, str(exc.detail), response.status_code)
+    return response
+
+
+def json_error(code: str, message: str, status_code: int, *, headers: dict | None = None,
+               **extra) -> JsonResponse:
+    return JsonResponse(error_body(code, message, status_code, **extra), status=status_code,
+                        headers=headers)
+
+
+def api_not_found(request, *args, **kwargs):
+    return json_error("not_found", f"No API route matches {request.path}.", status.HTTP_404_NOT_FOUND)
+
+
+def is_api_path(path: str) -> bool:
+    return path.startswith(("/api/", "/v1/"))
+
+
+def handler404(request, exception=None):
+    if is_api_path(request.path):
+        return api_not_found(request)
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception)
+
+
+def handler500(request):
+    # Called inside Django's except block: a down service is a 503, not a 500.
+    import sys
+
+    from .middleware import service_unavailable_response
+
+    exc = sys.exc_info()[1]
+    if exc is not None and (response := service_unavailable_response(request, exc)):
+        return response
+    if is_api_path(request.path):
+        return json_error("server_error", "The server failed to handle this request.", 500)
+    from django.views.defaults import server_error
+
+    return server_error(request)

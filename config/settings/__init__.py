@@ -1,0 +1,12 @@
+"""Settings are chosen by environment variables only (see README).
+
+Unset variables give the embedded default: SQLite, in-memory channel layer,
+local-memory cache, local file store, in-process inference worker. Each topic
+module documents its own variables.
+"""
+
+from .base import *  # noqa: F403
+from .celery import *  # noqa: F403
+from .channels import *  # noqa: F403
+from .inference import *  # noqa: F403
+from .storage import *  # noqa: F403

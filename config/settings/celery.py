@@ -1,0 +1,20 @@
+"""Celery: the GPU queues.
+
+CELERY_BROKER_URL: broker for the GPU queues; RabbitMQ redelivers a task held
+by a dead worker as soon as its connection drops (Redis only after a
+visibility timeout), so prefer amqp:// in production. Defaults to REDIS_URL.
+With neither set, inference runs on an in-process worker thread (embedded
+default) and Celery is not used.
+"""
+
+from .base import REDIS_URL
+from .env import env_str
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL) or None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_TIMEOUT = 3
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

@@ -1,0 +1,21 @@
+"""Object store for large prompt bodies.
+
+S3_ENDPOINT_URL / S3_BUCKET / S3_ACCESS_KEY_ID / S3_SECRET_ACCESS_KEY /
+S3_REGION: any S3-protocol server. Unset S3_BUCKET: a local directory with the
+same interface (embedded default).
+"""
+
+from .base import VAR_DIR
+from .env import env_int, env_str
+
+S3_ENDPOINT_URL = env_str("S3_ENDPOINT_URL") or None
+S3_BUCKET = env_str("S3_BUCKET")
+S3_ACCESS_KEY_ID = env_str("S3_ACCESS_KEY_ID")
+S3_SECRET_ACCESS_KEY = env_str("S3_SECRET_ACCESS_KEY")
+S3_REGION = env_str("S3_REGION", "us-east-1")
+LOCAL_BLOB_DIR = VAR_DIR / "blobs"
+
+# Presigned URL lifetimes (seconds). GET is short: it is the only window in
+# which a revoked user can still read a body they were handed.
+PRESIGN_PUT_EXPIRES = env_int("PRESIGN_PUT_EXPIRES", 900)
+PRESIGN_GET_EXPIRES = env_int("PRESIGN_GET_EXPIRES", 60)

@@ -1,0 +1,28 @@
+from django.contrib import admin
+from django.urls import include, path, re_path
+from django.views.generic import TemplateView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from accounts import urls as accounts_urls
+
+from .errors import api_not_found
+from .health import healthz
+
+api_patterns = [
+    path("accounts/", include(accounts_urls.api_urls)),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/", include(api_patterns)),
+    # Anything else under /api/ or /v1/ is a JSON 404, never an HTML page.
+    re_path(r"^(api|v1)/", api_not_found),
+    path("", include(accounts_urls.pages)),
+    path("", TemplateView.as_view(template_name="home.html"), name="home"),
+]
+
+handler404 = "config.errors.handler404"
+handler500 = "config.errors.handler500"

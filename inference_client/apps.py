@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class InferenceClientConfig(AppConfig):
+    name = "inference_client"

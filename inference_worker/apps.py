@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class InferenceWorkerConfig(AppConfig):
+    name = "inference_worker"

@@ -1,0 +1,131 @@
+"""The engine interface: the one thing a device-owning scheduler talks to.
+
+An engine owns one device (a GPU, or the CPU in the embedded default) and is
+driven by exactly one scheduler thread, one ``step`` at a time. The scheduler
+decides *which* sequences run; the engine decides *how* to run them.
+
+A step takes the sequences that were already running (their state, e.g. a KV
+cache, lives inside the engine keyed by ``Sequence.id``) plus new sequences to
+prefill, and returns one ``StepResult`` per sequence: the tokens produced in
+this step and whether the sequence finished. Continuous-batching engines
+produce one token per sequence per step; fixed-batch engines (one device call
+maps a list of inputs to a list of outputs) finish every sequence in its
+first step.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import time
+from typing import Any
+
+
+class EngineError(Exception):
+    """A request-level failure with a stable code (bad input, too long...)."""
+
+    code = "engine_error"
+
+    def __init__(self, message: str, *, code: str | None = None):
+        super().__init__(message)
+        if code:
+            self.code = code
+
+
+class EngineLoadError(EngineError):
+    """The engine could not load its model: the worker must not serve."""
+
+    code = "engine_load_failed"
+
+
+@dataclasses.dataclass(frozen=True)
+class SamplingParams:
+    max_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+    def __post_init__(self):
+        if self.max_tokens < 1:
+            raise EngineError("max_tokens must be at least 1", code="invalid_max_tokens")
+        if self.temperature < 0:
+            raise EngineError("temperature must be >= 0", code="invalid_temperature")
+        if not 0 < self.top_p <= 1:
+            raise EngineError("top_p must be in (0, 1]", code="invalid_top_p")
+        if any(s == "" for s in self.stop):
+            raise EngineError("stop sequences must not be empty", code="invalid_stop")
+
+
+@dataclasses.dataclass
+class Sequence:
+    """One generation request as the engine sees it.
+
+    ``messages`` is the OpenAI-style chat (list of {"role", "content"});
+    fixed-batch engines read ``messages[-1]["content"]`` as their one input.
+    ``prompt_tokens`` is filled by ``Engine.prepare`` (the engine's own
+    tokenizer), so usage counts are exact.
+    """
+
+    id: str
+    messages: list[dict[str, str]]
+    params: SamplingParams = dataclasses.field(default_factory=SamplingParams)
+    prompt_tokens: list[int] = dataclasses.field(default_factory=list)
+    output_tokens: list[int] = dataclasses.field(default_factory=list)
+    output_text: str = ""
+    created_at: float = dataclasses.field(default_factory=time.monotonic)
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class StepResult:
+    seq_id: str
+    text: str = ""                       # text produced in this step (a delta)
+    token_ids: list[int] = dataclasses.field(default_factory=list)
+    finished: bool = False
+    finish_reason: str | None = None     # "stop" | "length" when finished
+
+
+@dataclasses.dataclass(frozen=True)
+class Capacity:
+    max_batch_size: int                  # sequences in one step
+    max_batch_tokens: int                # prompt + generated tokens held at once
+    context_window: int                  # longest sequence (prompt + output)
+    fixed_batch: bool = False            # True: one call per batch, flush by size/wait
+
+
+class Engine(abc.ABC):
+    """Subclasses implement ``capacity``, ``prepare``, ``step``; ``release`` and
+    ``health`` have safe defaults."""
+
+    model_name: str = ""
+
+    @property
+    @abc.abstractmethod
+    def capacity(self) -> Capacity: ...
+
+    @abc.abstractmethod
+    def prepare(self, seq: Sequence) -> None:
+        """Validate and tokenize ``seq`` before it is queued (fails fast with
+        EngineError: prompt longer than the context window, bad params)."""
+
+    @abc.abstractmethod
+    def step(self, running: list[Sequence], new: list[Sequence]) -> list[StepResult]:
+        """Advance every sequence in ``running + new`` by one step.
+
+        Must return exactly one result per sequence. May raise: the scheduler
+        then splits the batch to isolate the failing sequence(s), so a step
+        must leave sequences it did not finish in a state where they can be
+        stepped again (or released)."""
+
+    def release(self, seq_id: str) -> None:
+        """Free per-sequence state (KV cache) of a finished or cancelled sequence."""
+        return None
+
+    def health(self) -> bool:
+        return True
+
+    def count_tokens(self, messages: list[dict[str, str]]) -> int:
+        seq = Sequence(id="count", messages=messages)
+        self.prepare(seq)
+        return len(seq.prompt_tokens)

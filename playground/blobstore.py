@@ -1,0 +1,206 @@
+"""Object store for large bodies: S3 (any S3-protocol server) or a local
+directory with the same interface (embedded default).
+
+Keys are content addresses (``sha256/<hex>``); callers keep size and hash in
+the database, since some S3 servers keep metadata in memory only.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+import hashlib
+from pathlib import Path
+
+from django.conf import settings
+from django.core import signing
+from django.urls import reverse
+
+
+class BlobNotFound(Exception):
+    pass
+
+
+class BlobStore(abc.ABC):
+    @abc.abstractmethod
+    def put(self, key: str, data: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def get(self, key: str, byte_range: tuple[int, int] | None = None) -> bytes:
+        """Whole object, or bytes [start, end) of it."""
+
+    @abc.abstractmethod
+    def size(self, key: str) -> int | None:
+        """Object size in bytes, None when absent."""
+
+    @abc.abstractmethod
+    def iter_chunks(self, key: str, chunk_size: int = 1 << 20): ...
+
+    @abc.abstractmethod
+    def presign_put(self, key: str, *, size: int, expires: int) -> dict:
+        """{"url", "method", "headers"} for a direct client upload of exactly `size` bytes."""
+
+    @abc.abstractmethod
+    def presign_get(self, key: str, *, expires: int) -> str: ...
+
+    @abc.abstractmethod
+    def check(self) -> None:
+        """Raise if the store cannot be reached (for /healthz)."""
+
+    @abc.abstractmethod
+    def describe(self) -> str: ...
+
+    def sha256(self, key: str) -> str:
+        """Hash the stored object by streaming it (never trust a client's claim)."""
+        digest = hashlib.sha256()
+        for chunk in self.iter_chunks(key):
+            digest.update(chunk)
+        return digest.hexdigest()
+
+
+class S3BlobStore(BlobStore):
+    def __init__(self):
+        import boto3
+        from botocore.config import Config
+
+        self.bucket = settings.S3_BUCKET
+        self.client = boto3.client(
+            "s3",
+            endpoint_url=settings.S3_ENDPOINT_URL,
+            aws_access_key_id=settings.S3_ACCESS_KEY_ID or None,
+            aws_secret_access_key=settings.S3_SECRET_ACCESS_KEY or None,
+            region_name=settings.S3_REGION,
+            # Presigned URLs must be SigV4 for servers that check them; path style
+            # works with any endpoint (no per-bucket DNS).
+            config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                          connect_timeout=3, read_timeout=30, retries={"max_attempts": 2}),
+        )
+
+    def put(self, key, data):
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
+
+    def get(self, key, byte_range=None):
+        kwargs = {"Bucket": self.bucket, "Key": key}
+        if byte_range:
+            kwargs["Range"] = f"bytes={byte_range[0]}-{byte_range[1] - 1}"
+        try:
+            return self.client.get_object(**kwargs)["Body"].read()
+        except self.client.exceptions.NoSuchKey as exc:
+            raise BlobNotFound(key) from exc
+
+    def iter_chunks(self, key, chunk_size=1 << 20):
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+        except self.client.exceptions.NoSuchKey as exc:
+            raise BlobNotFound(key) from exc
+        yield from body.iter_chunks(chunk_size)
+
+    def size(self, key):
+        from botocore.exceptions import ClientError
+
+        try:
+            return self.client.head_object(Bucket=self.bucket, Key=key)["ContentLength"]
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in {"404", "NoSuchKey", "NotFound"}:
+                return None
+            raise
+
+    def presign_put(self, key, *, size, expires):
+        url = self.client.generate_presigned_url(
+            "put_object",
+            Params={"Bucket": self.bucket, "Key": key, "ContentLength": size},
+            ExpiresIn=expires,
+        )
+        return {"url": url, "method": "PUT", "headers": {"Content-Length": str(size)}}
+
+    def presign_get(self, key, *, expires):
+        return self.client.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires
+        )
+
+    def ensure_bucket(self):
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except ClientError:
+            self.client.create_bucket(Bucket=self.bucket)
+
+    def check(self):
+        self.client.head_bucket(Bucket=self.bucket)
+
+    def describe(self):
+        return f"s3 {settings.S3_ENDPOINT_URL or 'aws'}/{self.bucket}"
+
+
+class LocalBlobStore(BlobStore):
+    """Files under LOCAL_BLOB_DIR; 'presigned' URLs are signed, expiring links
+    to the app's own blob endpoint, so clients use one upload flow for both."""
+
+    salt = "playground.blobstore.local"
+
+    def __init__(self, root: Path | None = None):
+        self.root = Path(root or settings.LOCAL_BLOB_DIR)
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if self.root.resolve() not in path.parents:
+            raise BlobNotFound(key)
+        return path
+
+    def put(self, key, data):
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".part")
+        tmp.write_bytes(data)
+        tmp.replace(path)  # atomic: readers never see half an object
+
+    def get(self, key, byte_range=None):
+        path = self._path(key)
+        if not path.exists():
+            raise BlobNotFound(key)
+        with path.open("rb") as fh:
+            if byte_range is None:
+                return fh.read()
+            fh.seek(byte_range[0])
+            return fh.read(byte_range[1] - byte_range[0])
+
+    def iter_chunks(self, key, chunk_size=1 << 20):
+        path = self._path(key)
+        if not path.exists():
+            raise BlobNotFound(key)
+        with path.open("rb") as fh:
+            while chunk := fh.read(chunk_size):
+                yield chunk
+
+    def size(self, key):
+        path = self._path(key)
+        return path.stat().st_size if path.exists() else None
+
+    def sign(self, key: str, method: str, size: int | None = None) -> str:
+        return signing.dumps({"k": key, "m": method, "s": size}, salt=self.salt, compress=True)
+
+    def unsign(self, token: str, max_age: int) -> dict:
+        return signing.loads(token, salt=self.salt, max_age=max_age)
+
+    def presign_put(self, key, *, size, expires):
+        url = reverse("blob-local", args=[self.sign(key, "PUT", size)])
+        return {"url": url, "method": "PUT", "headers": {"Content-Length": str(size)},
+                "expires_in": expires}
+
+    def presign_get(self, key, *, expires):
+        return reverse("blob-local", args=[self.sign(key, "GET")])
+
+    def check(self):
+        self.root.mkdir(parents=True, exist_ok=True)
+        probe = self.root / ".healthz"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+
+    def describe(self):
+        return f"local {self.root}"
+
+
+@functools.cache
+def get_blob_store() -> BlobStore:
+    return S3BlobStore() if settings.S3_BUCKET else LocalBlobStore()

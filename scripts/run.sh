@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Install, then run the app on the embedded default (no services needed:
+# SQLite, in-memory channel layer, local file store, in-process worker).
+# Prints the URL and a demo login. Extra args go to `manage.py serve`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install.sh
+exec .venv/bin/python manage.py serve "$@"

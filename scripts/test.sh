@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install, then run lint and the whole test suite against the real parts:
+# PostgreSQL, Redis, RabbitMQ (already running on the machine) and an S3-protocol
+# server (rclone serve s3) that this script starts. Extra args go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install.sh --dev
+
+# Chromium for the browser tests (Debian's package; Playwright drives it).
+if [ ! -x /usr/bin/chromium ]; then
+  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
+    || echo "warning: could not install chromium; browser tests will fail" >&2
+fi
+
+export DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/promptyard}
+export REDIS_URL=${TEST_REDIS_URL:-redis://127.0.0.1:6379/1}
+export CELERY_BROKER_URL=${TEST_CELERY_BROKER_URL:-amqp://guest:guest@127.0.0.1:5672//}
+export CELERY_RESULT_BACKEND=$REDIS_URL
+export DEBUG=false SECRET_KEY=test-secret-key-not-for-production
+
+# A real S3-protocol server that checks SigV4 signatures and presigned-URL expiry.
+if [ -z "${S3_ENDPOINT_URL:-}" ]; then
+  s3dir=$(mktemp -d)
+  port=$(.venv/bin/python -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+  RCLONE_CONFIG=/dev/null .venv/bin/rclone serve s3 "$s3dir" --addr "127.0.0.1:$port" \
+    --auth-key testkey,testsecret >"$s3dir.log" 2>&1 &
+  s3pid=$!
+  trap 'kill $s3pid 2>/dev/null; rm -rf "$s3dir" "$s3dir.log"' EXIT
+  export S3_ENDPOINT_URL=http://127.0.0.1:$port S3_ACCESS_KEY_ID=testkey S3_SECRET_ACCESS_KEY=testsecret
+fi
+export S3_BUCKET=${S3_BUCKET:-promptyard-test}
+
+.venv/bin/ruff check .
+.venv/bin/python -m pytest "$@"

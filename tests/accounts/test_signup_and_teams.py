@@ -1,0 +1,72 @@
+import pytest
+from django.contrib.auth import get_user_model
+
+from tests.factories import PASSWORD, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_signup_api_creates_a_user(api_client):
+    response = api_client.post("/api/accounts/signup",
+                               {"username": "ada", "password": "an-excellent-passphrase"}, format="json")
+    assert response.status_code == 201
+    assert get_user_model().objects.filter(username="ada").exists()
+
+
+def test_signup_with_a_taken_username_names_the_field(api_client):
+    UserFactory(username="taken")
+    response = api_client.post("/api/accounts/signup",
+                               {"username": "Taken", "password": "an-excellent-passphrase"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"] | {"details": None} == {
+        "code": "username_taken", "message": "The username 'Taken' is taken.", "field": "username",
+        "type": "invalid_request_error", "param": "username", "details": None}
+
+
+def test_signup_with_a_weak_password_says_why(api_client):
+    response = api_client.post("/api/accounts/signup", {"username": "bob", "password": "123"}, format="json")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "weak_password" and error["field"] == "password"
+    assert "too short" in error["message"]
+
+
+def test_signup_page_shows_the_error_and_keeps_the_username(client):
+    response = client.post("/signup/", {"username": "carol", "password": "123"})
+    assert response.status_code == 400
+    assert b"too short" in response.content and b'value="carol"' in response.content
+    assert not get_user_model().objects.filter(username="carol").exists()
+
+
+def test_signup_page_logs_the_new_user_in(client):
+    response = client.post("/signup/", {"username": "dave", "password": "an-excellent-passphrase"})
+    assert response.status_code == 302
+    assert client.get("/").context["user"].username == "dave"
+
+
+def test_login_page_logs_in(client):
+    user = UserFactory()
+    response = client.post("/login/", {"username": user.username, "password": PASSWORD})
+    assert response.status_code == 302
+    assert client.get("/settings/api-keys/").status_code == 200
+
+
+def test_team_owner_adds_and_removes_members(auth_client, user):
+    team = auth_client.post("/api/accounts/teams", {"name": "core"}, format="json").json()
+    assert team["owner"] == user.username and team["members"] == [user.username]
+    member = UserFactory()
+    added = auth_client.post(f"/api/accounts/teams/{team['id']}/members", {"username": member.username},
+                             format="json").json()
+    assert sorted(added["members"]) == sorted([user.username, member.username])
+    removed = auth_client.delete(f"/api/accounts/teams/{team['id']}/members",
+                                 {"username": member.username}, format="json").json()
+    assert removed["members"] == [user.username]
+
+
+def test_non_owner_cannot_manage_a_team(auth_client, api_client):
+    team = auth_client.post("/api/accounts/teams", {"name": "core"}, format="json").json()
+    stranger = UserFactory()
+    api_client.force_login(stranger)
+    response = api_client.post(f"/api/accounts/teams/{team['id']}/members", {"username": stranger.username},
+                               format="json")
+    assert response.status_code == 404

@@ -1,0 +1,58 @@
+import pytest
+
+
+@pytest.mark.django_db
+def test_healthz_reports_every_part_ok(client):
+    response = client.get("/healthz")
+    body = response.json()
+    assert response.status_code == 200, body
+    assert set(body["parts"]) == {"database", "cache", "channel_layer", "broker", "object_store"}
+    assert all(part["status"] == "ok" for part in body["parts"].values())
+    assert body["parts"]["database"]["detail"] == "postgresql"
+    assert body["parts"]["object_store"]["detail"].startswith("s3 ")
+
+
+@pytest.mark.django_db
+def test_healthz_is_503_when_a_part_is_down(client, settings):
+    from playground.blobstore import get_blob_store
+
+    settings.S3_BUCKET = "no-such-bucket-here"
+    get_blob_store.cache_clear()
+    try:
+        response = client.get("/healthz")
+    finally:
+        get_blob_store.cache_clear()
+    assert response.status_code == 503
+    assert response.json()["parts"]["object_store"]["status"] == "error"
+    assert response.json()["parts"]["database"]["status"] == "ok"
+
+
+@pytest.mark.parametrize("path", ["/api/nope", "/v1/nope/deeper", "/api/accounts/nope"])
+@pytest.mark.django_db
+def test_unknown_api_routes_are_json_404s(client, path):
+    response = client.get(path)
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.django_db
+def test_malformed_json_is_a_json_400(auth_client):
+    response = auth_client.post("/api/accounts/keys", "{not json", content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "parse_error"
+
+
+@pytest.mark.django_db
+def test_validation_errors_name_the_field(auth_client):
+    response = auth_client.post("/api/accounts/keys", {"name": "x", "tier": "platinum"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "tier"
+    assert response.json()["error"]["code"] == "invalid_choice"
+
+
+@pytest.mark.django_db
+def test_openapi_schema_is_served(client):
+    response = client.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    assert "/api/accounts/keys" in response.json()["paths"]
