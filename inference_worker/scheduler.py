@@ -1,0 +1,644 @@
+"""The per-device scheduler: one thread owns the engine and runs one step at a time.
+
+Callers (a Celery task thread, the embedded in-process server, ``batchstring``)
+``submit`` a sequence and get a ``RequestHandle``: tokens stream through its
+callbacks and ``handle.result(timeout)`` blocks for the final result. The
+scheduler thread decides what runs in each step:
+
+- continuous batching: between steps, finished and cancelled sequences leave
+  and waiting ones join, up to ``max_batch_size`` sequences and
+  ``max_batch_tokens`` tokens (prompt + max_tokens reserved per sequence, so a
+  running batch can never outgrow the device);
+- fixed-batch engines (one call maps inputs to outputs): a batch is sealed only
+  when the device is free, so everything that arrived during a call goes into
+  the next call at once (up to the size cap), and an idle device is handed
+  waiting work immediately. ``max_wait_ms`` (default 0) can make an idle device
+  hold a partial batch, bounded by the oldest request's age; see
+  ``SchedulerConfig``;
+- priority: paid before free, FIFO within a tier; a free request waiting
+  longer than ``free_age_bound_s`` competes with paid ones by arrival order, so
+  free traffic is never starved;
+- deadlines: a request whose deadline passed is dropped at the next step
+  boundary with ``deadline_exceeded`` (never run if it was still waiting);
+- cancellation: ``handle.cancel()`` (a client that went away) removes a
+  waiting request at once, or a running one at the next step boundary, and the
+  engine releases its state;
+- partial failure: if ``engine.step`` raises, the batch is split in halves and
+  retried recursively, so only the failing sequence(s) get an error and the
+  rest complete.
+
+Time is read only through an injectable clock (``inference_worker.clock``):
+tests and the benchmark drive ``run_once`` on a virtual clock, with no sleeps.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
+import itertools
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from inference_worker.clock import RealClock
+from inference_worker.engines.base import Engine, EngineError, Sequence, StepResult
+
+log = logging.getLogger(__name__)
+
+TokenCallback = Callable[[str], None]
+DoneCallback = Callable[["GenerationResult"], None]
+ErrorCallback = Callable[[str, str], None]
+
+
+class Priority(enum.IntEnum):
+    PAID = 0
+    FREE = 1
+
+    @classmethod
+    def parse(cls, value: Priority | str | int) -> Priority:
+        if isinstance(value, str):
+            try:
+                return cls[value.upper()]
+            except KeyError:
+                raise ValueError(f"unknown priority {value!r} (paid or free)") from None
+        return cls(value)
+
+
+class RequestFailed(EngineError):
+    """A request did not complete; ``code`` says why (stable, machine-readable):
+
+    ``deadline_exceeded``, ``cancelled``, ``queue_full``, ``scheduler_stopped``,
+    ``out_of_memory``, ``engine_error`` or an ``EngineError`` code of the engine.
+    """
+
+    code = "request_failed"
+
+
+@dataclasses.dataclass(frozen=True)
+class SchedulerConfig:
+    # Caps below the engine's capacity (None: use the engine's).
+    max_batch_size: int | None = None
+    max_batch_tokens: int | None = None
+    # Fixed-batch engines only. 0 (default): an idle device is never kept
+    # waiting while work waits (DESIGN, "Inference"). > 0: an idle device may
+    # hold a partial batch until it is full or its oldest request has waited
+    # this long, whichever first; a request that already waited through a busy
+    # call is never held further. It never applies while the device is busy.
+    max_wait_ms: float = 0.0
+    # A free request older than this ranks with paid ones by arrival order.
+    free_age_bound_s: float = 10.0
+    # Waiting requests beyond this are refused at submit (queue_full).
+    max_queue: int = 10_000
+    # Window for tokens/s and requests/s in stats().
+    stats_window_s: float = 10.0
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerationResult:
+    request_id: str
+    text: str
+    token_ids: tuple[int, ...]
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    queued_s: float          # submit -> first step
+    latency_s: float         # submit -> finished
+
+
+@dataclasses.dataclass(frozen=True)
+class SchedulerStats:
+    """A snapshot for heartbeats and metrics."""
+
+    model: str
+    queue_length: int
+    queue_paid: int
+    queue_free: int
+    running: int
+    max_batch_size: int
+    free_slots: int           # sequences the device could take right now
+    tokens_per_s: float       # over the last stats_window_s
+    requests_per_s: float     # completed, over the last stats_window_s
+    busy_fraction: float      # device time in steps, over the last stats_window_s
+    steps: int
+    engine_calls: int         # > steps when failing batches were split
+    last_batch_size: int
+    mean_batch_size: float
+    batch_sizes: dict[int, int]
+    completed: int
+    failed: int
+    cancelled: int
+    expired: int
+    oldest_wait_s: float
+    healthy: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+_WAITING, _RUNNING, _DONE = "waiting", "running", "done"
+
+
+class RequestHandle:
+    """The caller's side of one request: result, cancellation, streamed text.
+
+    Callbacks run on the scheduler thread, in order (every ``on_token`` before
+    ``on_done``/``on_error``); keep them short (publish and return). An
+    exception in a callback is logged and does not affect the request.
+    """
+
+    def __init__(self, scheduler: Scheduler, seq: Sequence, priority: Priority,
+                 deadline: float | None, submitted_at: float, order: int,
+                 on_token: TokenCallback | None, on_done: DoneCallback | None,
+                 on_error: ErrorCallback | None):
+        self._scheduler = scheduler
+        self.seq = seq
+        self.priority = priority
+        self.deadline = deadline
+        self.submitted_at = submitted_at
+        self.started_at: float | None = None
+        self.finished_at: float | None = None
+        self._order = order
+        self._on_token, self._on_done, self._on_error = on_token, on_done, on_error
+        self._state = _WAITING
+        self._chunks: list[str] = []
+        self._token_ids: list[int] = []
+        self._completion_tokens = 0
+        self._footprint = 0
+        self._cancel_reason: str | None = None
+        self._result: GenerationResult | None = None
+        self._error: RequestFailed | None = None
+        self._event = threading.Event()
+
+    @property
+    def id(self) -> str:
+        return self.seq.id
+
+    @property
+    def text(self) -> str:
+        """Text produced so far."""
+        return "".join(self._chunks)
+
+    @property
+    def error(self) -> RequestFailed | None:
+        return self._error
+
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def result(self, timeout: float | None = None) -> GenerationResult:
+        """Block until the request finishes (real seconds). Raises
+        ``RequestFailed`` if it failed, ``TimeoutError`` if ``timeout`` passed
+        first (the request keeps going: call ``cancel`` to stop it)."""
+        if not self._event.wait(timeout):
+            raise TimeoutError(f"request {self.id} still in progress after {timeout}s")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def cancel(self, reason: str = "client went away") -> bool:
+        """Cancel the request; False if it had already finished."""
+        return self._scheduler._cancel(self, reason)
+
+    def __repr__(self) -> str:
+        return f"<RequestHandle {self.id} {self.priority.name.lower()} {self._state}>"
+
+
+class Scheduler:
+    def __init__(self, engine: Engine, config: SchedulerConfig | None = None, *,
+                 clock: Any = None, name: str | None = None):
+        self.engine = engine
+        self.config = config or SchedulerConfig()
+        self.clock = clock or RealClock()
+        self.name = name or engine.model_name or type(engine).__name__
+        cap = engine.capacity
+        self.fixed_batch = cap.fixed_batch
+        self.context_window = cap.context_window
+        self.max_batch_size = min(cap.max_batch_size,
+                                  self.config.max_batch_size or cap.max_batch_size)
+        self.max_batch_tokens = min(cap.max_batch_tokens,
+                                    self.config.max_batch_tokens or cap.max_batch_tokens)
+        if self.max_batch_size < 1 or self.max_batch_tokens < 1:
+            raise ValueError("max_batch_size and max_batch_tokens must be at least 1")
+
+        self._lock = threading.Condition()
+        self._waiting: dict[Priority, collections.deque[RequestHandle]] = {
+            Priority.PAID: collections.deque(), Priority.FREE: collections.deque()}
+        self._running: dict[str, RequestHandle] = {}  # insertion order = join order
+        self._ids: set[str] = set()                   # waiting or running
+        self._order = itertools.count()
+        self._dirty = False          # work arrived or changed since run_once looked
+        self._stopping = False
+        self._drain = False
+        self._thread: threading.Thread | None = None
+        self._device_free_at = self.clock.now()
+        self._healthy = True
+
+        # counters (written by the scheduler thread, read by stats())
+        self._steps = self._engine_calls = self._last_batch = self._batched = 0
+        self._batch_sizes: collections.Counter[int] = collections.Counter()
+        self._completed = self._failed = self._cancelled = self._expired = 0
+        self._window: collections.deque[tuple[float, int, int, float]] = collections.deque()
+
+    # ---- submitting -------------------------------------------------------
+
+    def submit(self, seq: Sequence, priority: Priority | str = Priority.PAID,
+               deadline: float | None = None, *, timeout: float | None = None,
+               on_token: TokenCallback | None = None, on_done: DoneCallback | None = None,
+               on_error: ErrorCallback | None = None) -> RequestHandle:
+        """Queue ``seq``. ``deadline`` is absolute on ``self.clock`` (``timeout``:
+        the same, relative to now). Bad requests fail fast here, before queueing:
+        the engine's ``prepare`` (EngineError), a request larger than a whole
+        batch, a passed deadline, a full queue, a stopped scheduler."""
+        priority = Priority.parse(priority)
+        # Tokenizing can be slow: do it on the caller's thread, outside the lock.
+        self.engine.prepare(seq)
+        footprint = self._footprint(seq)
+        if footprint > self.max_batch_tokens:
+            raise EngineError(
+                f"request needs {footprint} tokens (prompt + max_tokens), more than one "
+                f"batch holds ({self.max_batch_tokens})", code="request_too_large")
+        now = self.clock.now()
+        if timeout is not None:
+            deadline = now + timeout if deadline is None else min(deadline, now + timeout)
+        if deadline is not None and deadline <= now:
+            raise RequestFailed("deadline already passed at submit", code="deadline_exceeded")
+        with self._lock:
+            if self._stopping:
+                raise RequestFailed("the scheduler is stopping", code="scheduler_stopped")
+            if seq.id in self._ids:
+                raise EngineError(f"request id {seq.id!r} is already queued or running",
+                                  code="duplicate_request")
+            if self._queue_length() >= self.config.max_queue:
+                raise RequestFailed(f"queue full ({self.config.max_queue} waiting)",
+                                    code="queue_full")
+            handle = RequestHandle(self, seq, priority, deadline, now, next(self._order),
+                                   on_token, on_done, on_error)
+            handle._footprint = footprint
+            self._waiting[priority].append(handle)
+            self._ids.add(seq.id)
+            self._dirty = True
+            self._lock.notify_all()
+        return handle
+
+    def _footprint(self, seq: Sequence) -> int:
+        # Reserve the worst case (prompt + max_tokens): admitted sequences can
+        # then always run to completion without outgrowing the device.
+        return min(len(seq.prompt_tokens) + seq.params.max_tokens, self.context_window)
+
+    def _cancel(self, handle: RequestHandle, reason: str) -> bool:
+        with self._lock:
+            if handle._state == _DONE:
+                return False
+            if handle._state == _WAITING:
+                self._waiting[handle.priority].remove(handle)
+                self._ids.discard(handle.id)
+                self._cancelled += 1
+                notify = self._finish(handle, error=RequestFailed(
+                    f"cancelled: {reason}", code="cancelled"))
+            else:
+                # Running: the engine is owned by the scheduler thread, which
+                # releases the sequence at the next step boundary.
+                handle._cancel_reason = reason
+                self._dirty = True
+                self._lock.notify_all()
+                return True
+        notify()
+        return True
+
+    # ---- the loop ---------------------------------------------------------
+
+    def run_once(self) -> float | None:
+        """Make one scheduling decision and run at most one step.
+
+        Returns 0.0 after running a step (call again at once), a number of
+        seconds to wait before calling again (a held partial batch or a waiting
+        deadline), or None when there is nothing to do until a submit."""
+        with self._lock:
+            self._dirty = False
+            gone = self._reap_locked(self.clock.now())
+        self._release_and_notify(gone)
+
+        with self._lock:
+            now = self.clock.now()
+            hold = self._hold_locked(now)
+            if hold is not None:
+                return hold
+            new = self._admit_locked(now)
+            batch = list(self._running.values())
+            if not batch:
+                return None
+            new_ids = {h.id for h in new}
+            running = [h.seq for h in batch if h.id not in new_ids]
+        started = self.clock.now()
+        results, errors = self._step(running, [h.seq for h in new])
+        return self._apply(batch, results, errors, started)
+
+    def _reap_locked(self, now: float) -> list[tuple[RequestHandle, Callable[[], None], bool]]:
+        """Drop cancelled and expired requests; returns (handle, notify, release)."""
+        gone = []
+        for queue in self._waiting.values():
+            if not any(h.deadline is not None and h.deadline <= now for h in queue):
+                continue
+            for h in [h for h in queue if h.deadline is not None and h.deadline <= now]:
+                queue.remove(h)
+                self._ids.discard(h.id)
+                self._expired += 1
+                gone.append((h, self._finish(h, error=RequestFailed(
+                    f"deadline exceeded after waiting {now - h.submitted_at:.3f}s in the "
+                    "queue; not run", code="deadline_exceeded")), False))
+        for h in list(self._running.values()):
+            if h._cancel_reason is not None:
+                self._cancelled += 1
+                err = RequestFailed(f"cancelled: {h._cancel_reason}", code="cancelled")
+            elif h.deadline is not None and h.deadline <= now:
+                self._expired += 1
+                err = RequestFailed("deadline exceeded while running; stopped",
+                                    code="deadline_exceeded")
+            else:
+                continue
+            del self._running[h.id]
+            self._ids.discard(h.id)
+            gone.append((h, self._finish(h, error=err), True))
+        return gone
+
+    def _hold_locked(self, now: float) -> float | None:
+        """Seconds to keep an idle fixed-batch device waiting, or None to go."""
+        wait_s = self.config.max_wait_ms / 1000.0
+        if not (self.fixed_batch and wait_s > 0 and not self._running):
+            return None
+        waiting = [h for q in self._waiting.values() for h in q]
+        if not waiting or len(waiting) >= self.max_batch_size:
+            return None
+        if sum(h._footprint for h in waiting) >= self.max_batch_tokens:
+            return None
+        flush_at = min(h.submitted_at for h in waiting) + wait_s
+        if flush_at <= now:
+            return None
+        # Wake for an earlier deadline too, so expiry is reported on time.
+        deadlines = [h.deadline for h in waiting if h.deadline is not None]
+        return min([flush_at, *deadlines]) - now
+
+    def _next_queue_locked(self, now: float) -> collections.deque[RequestHandle] | None:
+        paid, free = self._waiting[Priority.PAID], self._waiting[Priority.FREE]
+        if not free:
+            return paid or None
+        if not paid:
+            return free
+        promoted = now - free[0].submitted_at >= self.config.free_age_bound_s
+        return free if promoted and free[0]._order < paid[0]._order else paid
+
+    def _admit_locked(self, now: float) -> list[RequestHandle]:
+        tokens = sum(h._footprint for h in self._running.values())
+        new = []
+        while len(self._running) < self.max_batch_size:
+            queue = self._next_queue_locked(now)
+            if queue is None:
+                break
+            # Strict order: a big request at the head is not overtaken (it
+            # would starve), it waits for room.
+            if tokens + queue[0]._footprint > self.max_batch_tokens:
+                break
+            h = queue.popleft()
+            tokens += h._footprint
+            h._state = _RUNNING
+            h.started_at = now
+            self._running[h.id] = h
+            new.append(h)
+        return new
+
+    # ---- stepping and isolating failures -----------------------------------
+
+    def _step(self, running: list[Sequence], new: list[Sequence]
+              ) -> tuple[dict[str, StepResult], dict[str, RequestFailed]]:
+        results: dict[str, StepResult] = {}
+        errors: dict[str, RequestFailed] = {}
+        self._step_part(running, new, results, errors)
+        return results, errors
+
+    def _step_part(self, running: list[Sequence], new: list[Sequence],
+                   results: dict[str, StepResult], errors: dict[str, RequestFailed]) -> None:
+        self._engine_calls += 1
+        try:
+            out = self.engine.step(running, new)
+            by_id = {r.seq_id: r for r in out}
+            expected = {s.id for s in running} | {s.id for s in new}
+            if len(out) != len(expected) or set(by_id) != expected:
+                raise EngineError(f"engine returned {len(out)} results for {len(expected)} "
+                                  "sequences", code="engine_protocol_error")
+        except Exception as exc:  # any engine failure: isolate, never crash the loop
+            tagged = [(s, False) for s in running] + [(s, True) for s in new]
+            if len(tagged) == 1:
+                errors[tagged[0][0].id] = _request_error(exc)
+                log.warning("%s: request %s failed alone: %r", self.name, tagged[0][0].id, exc)
+                return
+            log.warning("%s: step over %d sequences failed (%r); splitting the batch",
+                        self.name, len(tagged), exc)
+            mid = len(tagged) // 2
+            for part in (tagged[:mid], tagged[mid:]):
+                self._step_part([s for s, is_new in part if not is_new],
+                                [s for s, is_new in part if is_new], results, errors)
+            return
+        results.update(by_id)
+
+    def _apply(self, batch: list[RequestHandle], results: dict[str, StepResult],
+               errors: dict[str, RequestFailed], started: float) -> float:
+        events: list[tuple[RequestHandle, Callable[[], None], bool]] = []
+        tokens = completed = 0
+        with self._lock:
+            now = self.clock.now()
+            self._device_free_at = now
+            self._steps += 1
+            self._last_batch = len(batch)
+            self._batched += len(batch)
+            self._batch_sizes[len(batch)] += 1
+            for h in batch:
+                if h._state == _DONE:
+                    continue
+                if h._cancel_reason is not None:
+                    # Cancelled during the step: its output is discarded.
+                    self._cancelled += 1
+                    self._drop_running(h)
+                    events.append((h, self._finish(h, error=RequestFailed(
+                        f"cancelled: {h._cancel_reason}", code="cancelled")), True))
+                    continue
+                if h.id in errors:
+                    self._failed += 1
+                    self._drop_running(h)
+                    events.append((h, self._finish(h, error=errors[h.id]), True))
+                    continue
+                r = results[h.id]
+                produced = len(r.token_ids) or (1 if r.text else 0)
+                tokens += produced
+                h._completion_tokens += produced
+                h._token_ids.extend(r.token_ids)
+                if r.text:
+                    h._chunks.append(r.text)
+                    events.append((h, _token_notifier(h, r.text), False))
+                finish = (r.finish_reason or "stop") if r.finished else None
+                if finish is None and h._completion_tokens >= h.seq.params.max_tokens:
+                    finish = "length"   # an engine that overran max_tokens is cut off
+                if finish is not None:
+                    completed += 1
+                    self._completed += 1
+                    self._drop_running(h)
+                    events.append((h, self._finish(h, finish_reason=finish), True))
+            self._window.append((now, tokens, completed, now - started))
+            self._trim_window(now)
+        self._release_and_notify(events)
+        return 0.0
+
+    def _drop_running(self, h: RequestHandle) -> None:
+        self._running.pop(h.id, None)
+        self._ids.discard(h.id)
+
+    def _finish(self, h: RequestHandle, *, finish_reason: str | None = None,
+                error: RequestFailed | None = None) -> Callable[[], None]:
+        """Mark ``h`` done (under the lock); returns the notification to run
+        after the lock is released."""
+        h._state = _DONE
+        h.finished_at = self.clock.now()
+        if error is not None:
+            h._error = error
+        else:
+            h._result = GenerationResult(
+                request_id=h.id, text="".join(h._chunks), token_ids=tuple(h._token_ids),
+                finish_reason=finish_reason or "stop", prompt_tokens=len(h.seq.prompt_tokens),
+                completion_tokens=h._completion_tokens,
+                queued_s=(h.started_at if h.started_at is not None else h.finished_at)
+                - h.submitted_at,
+                latency_s=h.finished_at - h.submitted_at)
+
+        def notify() -> None:
+            if h._error is not None:
+                _safe(h._on_error, h._error.code, str(h._error))
+            else:
+                _safe(h._on_done, h._result)
+            h._event.set()
+        return notify
+
+    def _release_and_notify(self, events: list[tuple[RequestHandle, Callable[[], None], bool]]
+                            ) -> None:
+        for h, notify, release in events:
+            if release:
+                try:
+                    self.engine.release(h.id)
+                except Exception:
+                    log.exception("%s: engine.release(%s) failed", self.name, h.id)
+            notify()
+
+    # ---- running as a thread ------------------------------------------------
+
+    def start(self) -> Scheduler:
+        """Run the loop on a daemon thread (the one thread that owns the engine)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name=f"scheduler-{self.name}",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, *, drain: bool = False, timeout: float | None = None) -> None:
+        """Stop the loop. ``drain``: finish what is queued first; otherwise
+        waiting and running requests fail with ``scheduler_stopped``."""
+        with self._lock:
+            self._stopping = True
+            self._drain = drain
+            self._lock.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        if not drain:
+            self._fail_all("scheduler_stopped", "the scheduler stopped before this request ran")
+
+    def _fail_all(self, code: str, message: str) -> None:
+        events = []
+        with self._lock:
+            for queue in self._waiting.values():
+                while queue:
+                    h = queue.popleft()
+                    events.append((h, self._finish(h, error=RequestFailed(message, code=code)),
+                                   False))
+            for h in list(self._running.values()):
+                self._drop_running(h)
+                events.append((h, self._finish(h, error=RequestFailed(message, code=code)), True))
+            self._ids.clear()
+        self._release_and_notify(events)
+
+    def _loop(self) -> None:
+        while True:
+            with self._lock:
+                if self._stopping and (not self._drain or not self._ids):
+                    return
+            try:
+                delay = self.run_once()
+            except Exception:  # a bug here must not kill the device's only thread
+                log.exception("%s: scheduler loop error", self.name)
+                delay = 0.1
+            if delay == 0:
+                continue
+            with self._lock:
+                if not self._dirty and not self._stopping:
+                    self.clock.wait(self._lock, delay)
+
+    # ---- introspection ----------------------------------------------------
+
+    def _queue_length(self) -> int:
+        return sum(len(q) for q in self._waiting.values())
+
+    def _trim_window(self, now: float) -> None:
+        while self._window and self._window[0][0] < now - self.config.stats_window_s:
+            self._window.popleft()
+
+    def stats(self) -> SchedulerStats:
+        with self._lock:
+            now = self.clock.now()
+            self._trim_window(now)
+            span = self.config.stats_window_s
+            tokens = sum(w[1] for w in self._window)
+            done = sum(w[2] for w in self._window)
+            busy = sum(w[3] for w in self._window)
+            heads = [q[0].submitted_at for q in self._waiting.values() if q]
+            queued = self._queue_length()
+            try:
+                healthy = bool(self.engine.health())
+            except Exception:
+                healthy = False
+            return SchedulerStats(
+                model=self.name, queue_length=queued,
+                queue_paid=len(self._waiting[Priority.PAID]),
+                queue_free=len(self._waiting[Priority.FREE]),
+                running=len(self._running), max_batch_size=self.max_batch_size,
+                free_slots=max(0, self.max_batch_size - len(self._running) - queued),
+                tokens_per_s=tokens / span, requests_per_s=done / span,
+                busy_fraction=min(1.0, busy / span), steps=self._steps,
+                engine_calls=self._engine_calls, last_batch_size=self._last_batch,
+                mean_batch_size=self._batched / self._steps if self._steps else 0.0,
+                batch_sizes=dict(self._batch_sizes), completed=self._completed,
+                failed=self._failed, cancelled=self._cancelled, expired=self._expired,
+                oldest_wait_s=now - min(heads) if heads else 0.0, healthy=healthy)
+
+
+def _request_error(exc: BaseException) -> RequestFailed:
+    if isinstance(exc, EngineError):
+        code = exc.code
+    elif isinstance(exc, MemoryError) or "out of memory" in str(exc).lower():
+        code = "out_of_memory"
+    else:
+        code = "engine_error"
+    return RequestFailed(f"the engine failed on this request (isolated from its batch): "
+                         f"{type(exc).__name__}: {exc}", code=code)
+
+
+def _token_notifier(h: RequestHandle, delta: str) -> Callable[[], None]:
+    return lambda: _safe(h._on_token, delta)
+
+
+def _safe(callback: Callable[..., None] | None, *args: Any) -> None:
+    if callback is None:
+        return
+    try:
+        callback(*args)
+    except Exception:
+        log.exception("request callback %r failed", callback)
