@@ -2,7 +2,7 @@
 
 INFERENCE_MODELS: JSON object, model name -> engine spec, e.g.
   {"smollm2": {"engine": "llamacpp"},
-   "fixed-cost": {"engine": "fixed_cost", "max_batch_size": 50, "call_ms": 200}}
+   "fixed-cost": {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.2}}
 """
 
 import json
@@ -15,7 +15,7 @@ INFERENCE_MODELS = json.loads(
         json.dumps(
             {
                 "smollm2": {"engine": "llamacpp"},
-                "fixed-cost": {"engine": "fixed_cost", "max_batch_size": 50, "call_ms": 200},
+                "fixed-cost": {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.2},
             }
         ),
     )

@@ -1,0 +1,103 @@
+"""How the gateway hands a generation to a worker and reads its events back.
+
+Two backends, one interface:
+- CeleryBackend: a task on the model's queue (gpu.<model>) to GPU workers; events
+  come back through the Redis event log.
+- InProcessBackend (embedded default): the same `run_generation` on a worker
+  thread in this process; events through the in-memory log.
+
+Readers get each character of output exactly once, even when a worker died
+mid-generation and the redelivered task replayed it (events carry offsets).
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import functools
+import time
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+
+from inference_worker.events import EventLog, get_event_log
+from inference_worker.generation import GenerationRequest, run_generation
+
+# How long one blocking read of the event log waits (ms) before checking again.
+READ_BLOCK_MS = 1000
+
+
+class Backend(abc.ABC):
+    def __init__(self, log: EventLog | None = None):
+        self.log = log or get_event_log()
+
+    @abc.abstractmethod
+    def submit(self, request: GenerationRequest) -> None:
+        """Queue the request; returns at once."""
+
+    def cancel(self, request_id: str) -> None:
+        self.log.cancel(request_id)
+
+    def events(self, request_id: str, *, timeout_s: float | None = None) -> Iterator[dict]:
+        """Token events (deduplicated), then one terminal event (done/error)."""
+        cursor, delivered = "0", 0
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            if deadline is not None and time.monotonic() > deadline:
+                yield {"type": "error", "code": "timeout",
+                       "message": f"no result within {timeout_s:.0f}s"}
+                return
+            for position, event in self.log.read(request_id, cursor, READ_BLOCK_MS):
+                cursor = position
+                if event["type"] != "token":
+                    yield event
+                    return
+                # Skip what an earlier attempt already delivered.
+                start = delivered - event["offset"]
+                if start < len(event["text"]):
+                    text = event["text"][max(start, 0):]
+                    delivered += len(text)
+                    yield {"type": "token", "text": text}
+
+    async def aevents(self, request_id: str, *, timeout_s: float | None = None) -> AsyncIterator[dict]:
+        """`events` for async views: each blocking read runs in a thread."""
+        iterator = self.events(request_id, timeout_s=timeout_s)
+        sentinel = object()
+        while True:
+            event = await asyncio.to_thread(next, iterator, sentinel)
+            if event is sentinel:
+                return
+            yield event
+
+    def result(self, request_id: str, *, timeout_s: float | None = None) -> dict:
+        """Wait for the terminal event (done carries the full text)."""
+        for event in self.events(request_id, timeout_s=timeout_s):
+            if event["type"] != "token":
+                return event
+        raise RuntimeError("event stream ended without a terminal event")
+
+
+class CeleryBackend(Backend):
+    def submit(self, request):
+        from inference_worker.tasks import generate, queue_for
+
+        generate.apply_async(args=[request.to_dict()], queue=queue_for(request.model),
+                             task_id=request.request_id)
+
+
+class InProcessBackend(Backend):
+    """Embedded default: worker threads in this process (no broker)."""
+
+    def __init__(self, log=None, max_in_flight: int = 256):
+        super().__init__(log)
+        # Threads only wait on the scheduler; the scheduler thread does the work.
+        self._pool = ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="inference")
+
+    def submit(self, request):
+        self._pool.submit(run_generation, request, self.log)
+
+
+@functools.cache
+def get_backend() -> Backend:
+    return CeleryBackend() if settings.CELERY_BROKER_URL else InProcessBackend()

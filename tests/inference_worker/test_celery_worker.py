@@ -1,0 +1,110 @@
+"""The GPU worker for real: Celery over RabbitMQ, events and heartbeats in Redis."""
+
+import os
+import signal
+import uuid
+
+import pytest
+
+from inference_client.backend import CeleryBackend
+from inference_worker.generation import GenerationRequest
+from inference_worker.heartbeat import live_workers
+from tests.inference_worker.workers import celery_worker, delete_queues, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def model():
+    """A fresh model (and queue) name per test: no leftovers from other runs."""
+    name = f"fixed-{uuid.uuid4().hex[:8]}"
+    yield name
+    delete_queues([f"gpu.{name}"])
+
+
+def _request(model: str, text: str, **kwargs) -> GenerationRequest:
+    return GenerationRequest(request_id=uuid.uuid4().hex, model=model,
+                             messages=[{"role": "user", "content": text}], seed=7, **kwargs)
+
+
+def _wait_live(model: str, count: int = 1):
+    return wait_for(lambda: len(live_workers(model)) >= count and live_workers(model), timeout=60,
+                    what=f"{count} live worker(s) for {model}")
+
+
+def test_should_batch_concurrent_requests_and_stream_results_back(model):
+    backend = CeleryBackend()
+    spec = {model: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.3}}
+    with celery_worker(spec, [f"gpu.{model}"]):
+        heartbeat = _wait_live(model)[0]
+        assert heartbeat["max_batch_size"] == 50 and heartbeat["healthy"]
+        requests = [_request(model, f"hello {i}") for i in range(20)]
+        for request in requests:
+            backend.submit(request)
+        for i, request in enumerate(requests):
+            events = list(backend.events(request.request_id, timeout_s=30))
+            assert events[-1]["type"] == "done", events
+            assert "".join(e["text"] for e in events[:-1]) == f"hello {i}"[::-1]
+            assert events[-1]["result"]["completion_tokens"] == len(f"hello {i}")
+        # 20 requests arrived within one 0.3 s device call: a handful of calls, not 20.
+        stats = wait_for(lambda: [h for h in live_workers(model) if h["requests_per_s"] > 0], timeout=5)
+        assert stats
+        # A client that reconnects later reads the same stored result.
+        again = backend.result(requests[3].request_id, timeout_s=5)
+        assert again["result"]["text"] == "hello 3"[::-1]
+
+
+def test_should_fail_only_the_bad_request_with_a_clear_error(model):
+    backend = CeleryBackend()
+    spec = {model: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.05, "context_window": 64}}
+    with celery_worker(spec, [f"gpu.{model}"]):
+        _wait_live(model)
+        good, too_long = _request(model, "fine", max_tokens=16), _request(model, "x" * 100, max_tokens=16)
+        backend.submit(good)
+        backend.submit(too_long)
+        assert backend.result(good.request_id, timeout_s=30)["result"]["text"] == "enif"
+        failed = backend.result(too_long.request_id, timeout_s=30)
+        assert failed["type"] == "error" and failed["code"] == "context_length_exceeded"
+
+
+def test_should_redeliver_requests_of_a_killed_worker_and_complete_each_once(model):
+    backend = CeleryBackend()
+    # Slow calls so the first worker is surely holding requests when it dies.
+    spec = {model: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 4.0}}
+    requests = [_request(model, f"survive {i}") for i in range(6)]
+    with celery_worker(spec, [f"gpu.{model}"], name="doomed") as doomed:
+        _wait_live(model)
+        for request in requests:
+            backend.submit(request)
+        wait_for(lambda: any(h["running"] for h in live_workers(model)), timeout=30,
+                 what="the first worker to start a batch")
+        with celery_worker(spec, [f"gpu.{model}"], name="rescuer"):
+            _wait_live(model, count=2)
+            os.kill(doomed.pid, signal.SIGKILL)
+            doomed.wait()
+            # The dead worker's heartbeat expires within its TTL.
+            wait_for(lambda: len(live_workers(model)) == 1, timeout=10, what="the dead worker to vanish")
+            for i, request in enumerate(requests):
+                events = list(backend.events(request.request_id, timeout_s=60))
+                assert events[-1]["type"] == "done", events
+                # Exactly once from the client's view: one terminal event, the text once.
+                assert "".join(e["text"] for e in events[:-1]) == f"survive {i}"[::-1]
+                raw = backend.log.read(request.request_id, "0", 0)
+                assert sum(e["type"] in ("done", "error") for _, e in raw) == 1
+
+
+def test_should_not_advertise_a_model_the_worker_cannot_load(model, tmp_path):
+    broken = f"broken-{model}"
+    spec = {model: {"engine": "fixed_cost", "call_s": 0.01},
+            broken: {"engine": "transformers", "model_dir": str(tmp_path / "missing")}}
+    try:
+        with celery_worker(spec, [f"gpu.{model}", f"gpu.{broken}"]) as proc:
+            _wait_live(model)
+            assert live_workers(broken) == []
+            # It still serves the model it could load.
+            request = _request(model, "ok")
+            CeleryBackend().submit(request)
+            assert CeleryBackend().result(request.request_id, timeout_s=30)["result"]["text"] == "ko"
+        assert f"cannot load model {broken}" in proc.stdout.read()
+    finally:
+        delete_queues([f"gpu.{broken}"])

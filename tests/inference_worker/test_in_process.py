@@ -1,0 +1,65 @@
+"""The embedded default: the same scheduler and generation code, no Celery."""
+
+import threading
+import uuid
+
+from inference_client.backend import InProcessBackend
+from inference_worker.events import MemoryEventLog
+from inference_worker.generation import GenerationRequest
+from inference_worker.heartbeat import live_workers
+from inference_worker.runtime import get_scheduler
+
+
+def _request(model, text):
+    return GenerationRequest(request_id=uuid.uuid4().hex, model=model,
+                             messages=[{"role": "user", "content": text}], max_tokens=32)
+
+
+def test_should_batch_requests_on_the_in_process_worker(settings):
+    model = f"inproc-{uuid.uuid4().hex[:6]}"
+    settings.INFERENCE_MODELS = {model: {"engine": "fixed_cost", "max_inputs": 8, "call_s": 0.1}}
+    backend = InProcessBackend(MemoryEventLog())
+    requests = [_request(model, f"msg {i}") for i in range(12)]
+    for request in requests:
+        backend.submit(request)
+    results = [backend.result(r.request_id, timeout_s=10) for r in requests]
+    assert [r["result"]["text"] for r in results] == [f"msg {i}"[::-1] for i in range(12)]
+    stats = get_scheduler(model).stats()
+    assert stats.completed == 12 and stats.engine_calls < 12  # batched, not one call each
+    assert max(stats.batch_sizes) > 1
+
+
+def test_should_replay_a_finished_request_without_running_it_again(settings):
+    model = f"inproc-{uuid.uuid4().hex[:6]}"
+    settings.INFERENCE_MODELS = {model: {"engine": "fixed_cost", "call_s": 0.01}}
+    log = MemoryEventLog()
+    backend = InProcessBackend(log)
+    request = _request(model, "once")
+    backend.submit(request)
+    first = backend.result(request.request_id, timeout_s=10)
+    backend.submit(request)  # a redelivery of the same request id
+    second = backend.result(request.request_id, timeout_s=10)
+    assert first == second
+    assert get_scheduler(model).stats().completed == 1
+
+
+def test_should_cancel_a_request_whose_client_went_away(settings):
+    model = f"inproc-{uuid.uuid4().hex[:6]}"
+    settings.INFERENCE_MODELS = {model: {"engine": "fixed_cost", "max_inputs": 1, "call_s": 0.5}}
+    backend = InProcessBackend(MemoryEventLog())
+    busy, abandoned = _request(model, "busy"), _request(model, "bye")
+    backend.submit(busy)
+    backend.submit(abandoned)
+    threading.Timer(0.1, backend.cancel, [abandoned.request_id]).start()
+    assert backend.result(busy.request_id, timeout_s=10)["type"] == "done"
+    gone = backend.result(abandoned.request_id, timeout_s=10)
+    assert gone["type"] == "error" and gone["code"] == "cancelled"
+
+
+def test_in_process_schedulers_are_the_live_workers(settings):
+    model = f"inproc-{uuid.uuid4().hex[:6]}"
+    settings.INFERENCE_MODELS = {model: {"engine": "fixed_cost", "max_inputs": 5}}
+    settings.REDIS_URL = ""
+    get_scheduler(model)
+    (record,) = live_workers(model)
+    assert record["max_batch_size"] == 5 and record["free_slots"] == 5

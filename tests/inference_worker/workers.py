@@ -1,0 +1,57 @@
+"""Start real Celery GPU workers as subprocesses for tests."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def worker_env(models: dict) -> dict:
+    return dict(os.environ, INFERENCE_MODELS=json.dumps(models), HEARTBEAT_INTERVAL_S="0.5",
+                HEARTBEAT_TTL_S="2")
+
+
+@contextmanager
+def celery_worker(models: dict, queues: list[str], *, concurrency: int = 64, name: str = "w1"):
+    """A real worker process (threads pool, prefetch 1) consuming `queues`."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", ",".join(queues),
+         "-P", "threads", "-c", str(concurrency), "--prefetch-multiplier", "1", "-n", f"{name}@%h",
+         "-l", "info", "--without-mingle", "--without-gossip", "--without-heartbeat"],
+        cwd=ROOT, env=worker_env(models), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def wait_for(predicate, timeout: float = 30, interval: float = 0.1, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
+def delete_queues(names: list[str]) -> None:
+    from config.celery import app
+
+    with app.connection_for_write() as conn:
+        channel = conn.channel()
+        for name in names:
+            channel.queue_delete(name)
