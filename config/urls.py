@@ -10,6 +10,7 @@ from .health import healthz
 
 api_patterns = [
     path("accounts/", include(accounts_urls.api_urls)),
+    path("prompts/", include("playground.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

@@ -44,6 +44,14 @@ class BlobStore(abc.ABC):
     def presign_get(self, key: str, *, expires: int) -> str: ...
 
     @abc.abstractmethod
+    def copy(self, src: str, dst: str) -> None:
+        """Server-side copy; raises BlobNotFound when src is absent."""
+
+    @abc.abstractmethod
+    def delete(self, key: str) -> None:
+        """Remove an object; absent is fine."""
+
+    @abc.abstractmethod
     def check(self) -> None:
         """Raise if the store cannot be reached (for /healthz)."""
 
@@ -72,7 +80,11 @@ class S3BlobStore(BlobStore):
             region_name=settings.S3_REGION,
             # Presigned URLs must be SigV4 for servers that check them; path style
             # works with any endpoint (no per-bucket DNS).
+            # Checksums only when required: some S3 servers send the whole
+            # object's checksum with a ranged GET, which botocore then rejects.
             config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                          request_checksum_calculation="when_required",
+                          response_checksum_validation="when_required",
                           connect_timeout=3, read_timeout=30, retries={"max_attempts": 2}),
         )
 
@@ -117,6 +129,20 @@ class S3BlobStore(BlobStore):
         return self.client.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires
         )
+
+    def copy(self, src, dst):
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.copy_object(Bucket=self.bucket, Key=dst,
+                                    CopySource={"Bucket": self.bucket, "Key": src})
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in {"404", "NoSuchKey", "NotFound"}:
+                raise BlobNotFound(src) from exc
+            raise
+
+    def delete(self, key):
+        self.client.delete_object(Bucket=self.bucket, Key=key)
 
     def ensure_bucket(self):
         from botocore.exceptions import ClientError
@@ -176,6 +202,23 @@ class LocalBlobStore(BlobStore):
     def size(self, key):
         path = self._path(key)
         return path.stat().st_size if path.exists() else None
+
+    def copy(self, src, dst):
+        import shutil
+
+        source, target = self._path(src), self._path(dst)
+        if not source.exists():
+            raise BlobNotFound(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".part")
+        shutil.copyfile(source, tmp)
+        tmp.replace(target)
+
+    def delete(self, key):
+        self._path(key).unlink(missing_ok=True)
+
+    def ensure_bucket(self):
+        self.root.mkdir(parents=True, exist_ok=True)
 
     def sign(self, key: str, method: str, size: int | None = None) -> str:
         return signing.dumps({"k": key, "m": method, "s": size}, salt=self.salt, compress=True)

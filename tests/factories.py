@@ -28,3 +28,48 @@ class ApiKeyFactory:
     @staticmethod
     def create_with_raw(*, user, tier: str = Tier.FREE, name: str = "test"):
         return account_services.api_key_create(user=user, name=name, tier=tier)
+
+
+class PromptFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "playground.Prompt"
+
+    owner = factory.SubFactory(UserFactory)
+    title = factory.Sequence(lambda n: f"Prompt {n}")
+    description = "A prompt for tests"
+
+
+class PromptVersionFactory(factory.django.DjangoModelFactory):
+    """Versions go through version_create, so storage (inline / diff / store)
+    is chosen exactly as in production."""
+
+    class Meta:
+        model = "playground.PromptVersion"
+
+    prompt = factory.SubFactory(PromptFactory)
+    parent = None
+    body = factory.Sequence(lambda n: f"Hello {{{{name}}}}, this is version {n}.\n")
+    model_name = "fixed-cost"
+    message = "edit"
+
+    @classmethod
+    def _create(cls, model_class, *, prompt, parent, body, **kwargs):
+        from playground import services
+
+        author = kwargs.pop("author", None) or prompt.owner
+        return services.version_create(prompt=prompt, author=author,
+                                       parent_id=parent.pk if parent else None, body=body, **kwargs)
+
+
+class LabelFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "playground.Label"
+
+    name = factory.Sequence(lambda n: f"label-{n}")
+
+    @classmethod
+    def _create(cls, model_class, *, version, name, **kwargs):
+        from playground import services
+
+        return services.label_move(prompt=version.prompt, name=name, version_id=version.pk,
+                                   expected_version_id=None, actor=version.prompt.owner)

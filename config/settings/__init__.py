@@ -9,4 +9,5 @@ from .base import *  # noqa: F403
 from .celery import *  # noqa: F403
 from .channels import *  # noqa: F403
 from .inference import *  # noqa: F403
+from .prompts import *  # noqa: F403
 from .storage import *  # noqa: F403

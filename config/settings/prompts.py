@@ -1,0 +1,47 @@
+"""Prompt library: bodies, version chains, uploads, validation limits.
+
+Every value can be set by an environment variable of the same name.
+"""
+
+from .env import env_float, env_int
+from .storage import PRESIGN_PUT_EXPIRES
+
+# Bodies at or under this many bytes are stored inline in the database row;
+# larger ones go to the object store, content-addressed by SHA-256. The same
+# limit decides whether GET version returns the body with the metadata.
+PROMPT_INLINE_MAX_BYTES = env_int("PROMPT_INLINE_MAX_BYTES", 64 * 1024)
+
+# Largest body a version may have (bytes, UTF-8); larger is a 400 on `body`.
+PROMPT_BODY_MAX_BYTES = env_int("PROMPT_BODY_MAX_BYTES", 50 * 1024 * 1024)
+
+# Largest system text (bytes, UTF-8). System text is always stored inline.
+PROMPT_SYSTEM_MAX_BYTES = env_int("PROMPT_SYSTEM_MAX_BYTES", 64 * 1024)
+
+# A version's body is stored as a diff against its parent, except that at
+# least every N-th version of a chain is a full snapshot, which bounds the
+# work of rebuilding any version to N-1 diffs applied to one snapshot.
+PROMPT_SNAPSHOT_EVERY = env_int("PROMPT_SNAPSHOT_EVERY", 32)
+
+# A diff is kept only if its (compressed) size is below this fraction of the
+# body; otherwise a full snapshot is cheaper to store and to read.
+PROMPT_DELTA_MAX_RATIO = env_float("PROMPT_DELTA_MAX_RATIO", 0.5)
+
+# Presigned upload URLs never live longer than 15 minutes, whatever
+# PRESIGN_PUT_EXPIRES says.
+PROMPT_UPLOAD_EXPIRES = min(PRESIGN_PUT_EXPIRES, 900)
+
+# How long (seconds) an upload handle may be referenced by a new version
+# after it was issued; the object itself is verified when it is referenced.
+PROMPT_UPLOAD_HANDLE_MAX_AGE = env_int("PROMPT_UPLOAD_HANDLE_MAX_AGE", 24 * 3600)
+
+# Parameter bounds checked when a version is created.
+PROMPT_TEMPERATURE_MAX = env_float("PROMPT_TEMPERATURE_MAX", 2.0)
+PROMPT_MAX_TOKENS_LIMIT = env_int("PROMPT_MAX_TOKENS_LIMIT", 32768)
+PROMPT_MAX_STOP_SEQUENCES = env_int("PROMPT_MAX_STOP_SEQUENCES", 4)
+
+# Rebuilt bodies are immutable (keyed by SHA-256), so a per-process cache of
+# them is always correct; this bounds its total size in bytes.
+PROMPT_BODY_CACHE_BYTES = env_int("PROMPT_BODY_CACHE_BYTES", 64 * 1024 * 1024)
+
+# Lines of context around each hunk in the diff API.
+PROMPT_DIFF_CONTEXT_LINES = env_int("PROMPT_DIFF_CONTEXT_LINES", 3)

@@ -1,0 +1,235 @@
+"""Prompt and version API. Views parse, call access_prompt + a service or
+selector, and serialize; nothing else."""
+
+from django.conf import settings
+from django.http import HttpResponse, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.pagination import CursorPagination
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.errors import ApiError
+
+from . import selectors, services
+from .blobstore import get_blob_store
+from .bodies import body_object_key, body_range, body_text
+from .diffing import line_diff, word_diff
+from .models import Storage
+from .permissions import access_prompt
+from .serializers import (
+    PromptSerializer,
+    RenderSerializer,
+    TreeNodeSerializer,
+    UploadRequestSerializer,
+    UploadSerializer,
+    VersionCreateSerializer,
+    VersionSerializer,
+)
+from .templating import template_render
+from .uploads import upload_presign
+
+
+class Page(CursorPagination):
+    page_size = 50
+    max_page_size = 200
+    page_size_query_param = "page_size"
+
+    def __init__(self, ordering):
+        self.ordering = ordering
+
+
+def paginated(request, view, queryset, ordering, serialize):
+    page = Page(ordering)
+    items = page.paginate_queryset(queryset, request, view=view)
+    return page.get_paginated_response(serialize(items))
+
+
+class PromptListApi(APIView):
+    @extend_schema(parameters=[OpenApiParameter("q", str, description="Search in title and description")],
+                   responses=PromptSerializer(many=True))
+    def get(self, request):
+        prompts = selectors.prompt_list(user=request.user, search=request.query_params.get("q", ""))
+        return paginated(request, self, prompts, ("-updated_at", "-created_at"),
+                         lambda items: PromptSerializer(items, many=True).data)
+
+    @extend_schema(request=PromptSerializer, responses={201: PromptSerializer})
+    def post(self, request):
+        data = PromptSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        prompt = services.prompt_create(owner=request.user, **data.validated_data)
+        return Response(PromptSerializer(prompt).data, status=status.HTTP_201_CREATED)
+
+
+class PromptDetailApi(APIView):
+    @extend_schema(responses=PromptSerializer)
+    def get(self, request, prompt_id):
+        return Response(PromptSerializer(access_prompt(user=request.user, prompt_id=prompt_id,
+                                                       need="view")).data)
+
+
+class VersionListApi(APIView):
+    @extend_schema(responses=VersionSerializer(many=True))
+    def get(self, request, prompt_id):
+        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        versions = selectors.version_list(prompt=prompt).select_related("author")
+        return paginated(request, self, versions, ("number",),
+                         lambda items: VersionSerializer(items, many=True).data)
+
+    @extend_schema(request=VersionCreateSerializer, responses={201: VersionSerializer},
+                   description="Create a version: an edit of `parent` (two edits of one parent make a "
+                   "branch). Large bodies: presign an upload, PUT it, then pass body_upload.")
+    def post(self, request, prompt_id):
+        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="edit")
+        data = VersionCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = dict(data.validated_data)
+        version = services.version_create(
+            prompt=prompt, author=request.user, parent_id=v.get("parent"), body=v.get("body"),
+            body_upload=v.get("body_upload"), model_name=v.get("model"), temperature=v["temperature"],
+            max_tokens=v["max_tokens"], top_p=v["top_p"], stop=v["stop"], system=v["system"],
+            variables=v["variables"], response_schema=v["response_schema"], message=v["message"],
+            version_id=v.get("id"),
+        )
+        return Response(VersionSerializer(version, context={"with_body": True}).data,
+                        status=status.HTTP_201_CREATED)
+
+
+class VersionDetailApi(APIView):
+    @extend_schema(responses=VersionSerializer, description="Metadata, plus the body when it is small.")
+    def get(self, request, prompt_id, version_id):
+        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        version = selectors.version_get(prompt=prompt, version_id=version_id)
+        return Response(VersionSerializer(version, context={"with_body": True}).data)
+
+
+def _parse_range(header: str, size: int) -> tuple[int, int] | None:
+    if not header:
+        return None
+    error = ApiError("Unsupported or unsatisfiable Range.", code="range_not_satisfiable",
+                     status_code=416, field="Range", headers={"Content-Range": f"bytes */{size}"})
+    unit, _, spec = header.partition("=")
+    if unit.strip() != "bytes" or "," in spec:
+        raise error
+    first, _, last = spec.strip().partition("-")
+    try:
+        if first == "":
+            start, end = max(0, size - int(last)), size
+        else:
+            start = int(first)
+            end = min(size, int(last) + 1) if last else size
+    except ValueError:
+        raise error from None
+    if start >= size or start >= end:
+        raise error
+    return start, end
+
+
+class VersionBodyApi(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("presign", bool, description="Return a short-lived GET URL instead"),
+                    OpenApiParameter("Range", str, OpenApiParameter.HEADER, description="bytes=START-END")],
+        responses={(200, "text/plain"): OpenApiTypes.STR, (206, "text/plain"): OpenApiTypes.STR},
+        description="The body: whole, by byte range, or (presign=1) as a presigned URL valid "
+                    "PRESIGN_GET_EXPIRES seconds.",
+    )
+    def get(self, request, prompt_id, version_id):
+        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        version = selectors.version_get(prompt=prompt, version_id=version_id)
+        if request.query_params.get("presign") in ("1", "true"):
+            expires = settings.PRESIGN_GET_EXPIRES
+            url = get_blob_store().presign_get(body_object_key(version), expires=expires)
+            return Response({"url": url, "expires_in": expires, "size": version.body_size,
+                             "sha256": version.body_sha256})
+        headers = {"ETag": f'"{version.body_sha256}"', "Accept-Ranges": "bytes",
+                   "Cache-Control": "private, max-age=31536000, immutable"}
+        byte_range = _parse_range(request.headers.get("Range", ""), version.body_size)
+        if byte_range:
+            start, end = byte_range
+            headers["Content-Range"] = f"bytes {start}-{end - 1}/{version.body_size}"
+            return HttpResponse(body_range(version, start, end), status=206,
+                                content_type="text/plain; charset=utf-8", headers=headers)
+        if version.storage == Storage.FULL and version.payload_blob_id:
+            # A stored snapshot streams from the store, never whole in memory.
+            chunks = get_blob_store().iter_chunks(version.payload_blob.key)
+        else:
+            chunks = [body_text(version).encode("utf-8")]
+        headers["Content-Length"] = str(version.body_size)
+        return StreamingHttpResponse(chunks, content_type="text/plain; charset=utf-8", headers=headers)
+
+
+class VersionRenderApi(APIView):
+    @extend_schema(request=RenderSerializer, responses=inline_serializer("Rendered", {
+        "system": serializers.CharField(), "body": serializers.CharField(),
+        "messages": serializers.ListField(child=serializers.DictField())}))
+    def post(self, request, prompt_id, version_id):
+        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        version = selectors.version_get(prompt=prompt, version_id=version_id)
+        data = RenderSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        out = template_render(texts={"system": version.system, "body": body_text(version)},
+                              declared=version.variables, values=data.validated_data["variables"])
+        messages = ([{"role": "system", "content": out["system"]}] if out["system"] else []) + [
+            {"role": "user", "content": out["body"]}]
+        return Response({**out, "messages": messages})
+
+
+class TreeApi(APIView):
+    @extend_schema(responses=TreeNodeSerializer(many=True),
+                   description="Every version with its parent, children, depth and labels (paginated).")
+    def get(self, request, prompt_id):
+        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        labels = selectors.version_labels(prompt=prompt)
+
+        def serialize(items):
+            children = selectors.version_children(version_ids=[v.pk for v in items])
+            return TreeNodeSerializer(items, many=True, context={"children": children, "labels": labels}).data
+
+        return paginated(request, self, selectors.version_list(prompt=prompt), ("number",), serialize)
+
+
+class HeadsApi(APIView):
+    @extend_schema(responses=VersionSerializer(many=True), description="The tip of every branch.")
+    def get(self, request, prompt_id):
+        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        heads = selectors.version_heads(prompt=prompt).select_related("author")
+        return paginated(request, self, heads, ("-number",),
+                         lambda items: VersionSerializer(items, many=True).data)
+
+
+class DiffApi(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("from", str, required=True), OpenApiParameter("to", str, required=True),
+                    OpenApiParameter("mode", str, enum=["line", "word"])],
+        responses={(200, "text/plain"): OpenApiTypes.STR},
+        description="Unified line diff, or git-style word diff ([-old-]{+new+}), streamed.",
+    )
+    def get(self, request, prompt_id):
+        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        mode = request.query_params.get("mode", "line")
+        if mode not in ("line", "word"):
+            raise ApiError("mode must be 'line' or 'word'.", code="invalid_request", field="mode")
+        ends = {}
+        for end in ("from", "to"):
+            if not request.query_params.get(end):
+                raise ApiError(f"Query parameter {end!r} is required.", code="invalid_request", field=end)
+            ends[end] = selectors.version_get(prompt=prompt, version_id=request.query_params[end])
+        differ = line_diff if mode == "line" else word_diff
+        chunks = differ(body_text(ends["from"]), body_text(ends["to"]),
+                        old_name=f"v{ends['from'].number}", new_name=f"v{ends['to'].number}",
+                        context=settings.PROMPT_DIFF_CONTEXT_LINES)
+        return StreamingHttpResponse((chunk.encode("utf-8") for chunk in chunks),
+                                     content_type="text/plain; charset=utf-8")
+
+
+class UploadApi(APIView):
+    @extend_schema(request=UploadRequestSerializer, responses={201: UploadSerializer},
+                   description="A presigned PUT URL (at most 15 minutes, exactly `size` bytes) for a "
+                               "large body; then create a version with body_upload.")
+    def post(self, request, prompt_id):
+        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="edit")
+        data = UploadRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(upload_presign(user=request.user, prompt=prompt, size=data.validated_data["size"]),
+                        status=status.HTTP_201_CREATED)

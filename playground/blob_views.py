@@ -1,0 +1,50 @@
+"""The local store's stand-in for presigned URLs (embedded default, no S3):
+a signed, expiring token in the URL authorises one PUT of exactly the
+declared size, or GETs of one object."""
+
+from django.conf import settings
+from django.core import signing
+from django.http import HttpResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from config.errors import json_error
+
+from .blobstore import LocalBlobStore, get_blob_store
+
+
+@csrf_exempt
+def blob_local(request, token):
+    store = get_blob_store()
+    if not isinstance(store, LocalBlobStore):
+        return json_error("not_found", "The local blob endpoint is off: an object store is configured.", 404)
+    method = request.method
+    max_age = settings.PROMPT_UPLOAD_EXPIRES if method == "PUT" else settings.PRESIGN_GET_EXPIRES
+    try:
+        grant = store.unsign(token, max_age=max_age)
+    except signing.SignatureExpired:
+        return json_error("url_expired", "This URL has expired.", 403)
+    except signing.BadSignature:
+        return json_error("url_invalid", "This URL is not valid.", 403)
+    if grant["m"] != method:
+        return json_error("method_not_allowed", f"This URL allows {grant['m']} only.", 405)
+    if method == "PUT":
+        return _put(request, store, grant["k"], grant["s"])
+    if store.size(grant["k"]) is None:
+        return json_error("not_found", "No such object.", 404)
+    return StreamingHttpResponse(store.iter_chunks(grant["k"]), content_type="application/octet-stream")
+
+
+def _put(request, store, key, size):
+    declared = request.headers.get("Content-Length")
+    if declared is not None and declared != str(size):
+        return json_error("size_mismatch", f"This URL accepts exactly {size} bytes.", 400)
+    # Read the stream, not request.body: it is bounded by the signed size,
+    # not by DATA_UPLOAD_MAX_MEMORY_SIZE.
+    chunks, received = [], 0
+    while received <= size and (chunk := request.read(min(1 << 20, size + 1 - received))):
+        chunks.append(chunk)
+        received += len(chunk)
+    if received != size:
+        return json_error("size_mismatch", f"This URL accepts exactly {size} bytes.", 400)
+    store.put(key, b"".join(chunks))
+    return HttpResponse(status=200)

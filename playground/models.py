@@ -1,0 +1,170 @@
+"""Prompts, immutable versions (a tree by parent pointer), labels and blobs.
+
+A version's content never changes: `PromptVersion.save()` refuses updates,
+its queryset refuses `update()`, and on PostgreSQL a trigger (migration 0002)
+rejects any UPDATE of its content columns.
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class ImmutableVersionError(Exception):
+    """Raised when code tries to change a saved PromptVersion."""
+
+
+class Prompt(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="prompts")
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    # Allocates per-prompt version numbers; its row lock is held only for the
+    # instant of one insert, so concurrent edits both succeed (a branch).
+    version_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["owner", "-updated_at"])]
+
+    def __str__(self):
+        return self.title
+
+
+class Blob(models.Model):
+    """An object in the store, keyed by the SHA-256 of its bytes (verified by
+    the server before any version may reference it)."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    size = models.BigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    @property
+    def key(self) -> str:
+        return f"sha256/{self.sha256}"
+
+    def __str__(self):
+        return self.key
+
+
+class Storage(models.TextChoices):
+    FULL = "full", "Full snapshot"
+    DELTA = "delta", "Diff against parent"
+
+
+class PromptVersionQuerySet(models.QuerySet):
+    # Only the author pointer may be cleared (when an account is deleted).
+    _mutable = frozenset({"author"})
+
+    def update(self, **kwargs):
+        if set(kwargs) - self._mutable:
+            raise ImmutableVersionError("prompt versions are immutable")
+        return super().update(**kwargs)
+
+    def bulk_update(self, objs, fields, *args, **kwargs):
+        raise ImmutableVersionError("prompt versions are immutable")
+
+
+class PromptVersion(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="versions")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE,
+                               related_name="children")
+    number = models.PositiveIntegerField()  # 1, 2, ... per prompt, in creation order
+    depth = models.PositiveIntegerField()  # edges from the root
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                               related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    message = models.TextField(blank=True, default="")
+
+    model_name = models.CharField(max_length=100)
+    temperature = models.FloatField(null=True, blank=True)
+    max_tokens = models.PositiveIntegerField(null=True, blank=True)
+    top_p = models.FloatField(null=True, blank=True)
+    stop = models.JSONField(default=list, blank=True)
+    system = models.TextField(blank=True, default="")
+    variables = models.JSONField(default=dict, blank=True)  # name -> default (str) or None
+    response_schema = models.JSONField(null=True, blank=True)
+
+    # The body (the message template), always described by its full size and hash.
+    body_size = models.BigIntegerField()
+    body_sha256 = models.CharField(max_length=64)
+    # How it is stored: a full snapshot or a diff against the parent's body;
+    # the payload lives inline (payload_inline) or in the store (payload_blob).
+    storage = models.CharField(max_length=8, choices=Storage.choices)
+    chain_length = models.PositiveIntegerField(default=0)  # diffs since the last snapshot
+    payload_inline = models.BinaryField(null=True, blank=True)
+    payload_blob = models.ForeignKey(Blob, null=True, blank=True, on_delete=models.PROTECT,
+                                     related_name="+")
+
+    objects = PromptVersionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [
+            models.UniqueConstraint(fields=["prompt", "number"], name="uniq_prompt_version_number"),
+            models.CheckConstraint(
+                condition=(models.Q(payload_inline__isnull=True) ^ models.Q(payload_blob__isnull=True)),
+                name="version_payload_exactly_one_place",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(storage="full", chain_length=0)
+                | models.Q(storage="delta", parent__isnull=False, chain_length__gt=0),
+                name="version_delta_has_parent",
+            ),
+        ]
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ImmutableVersionError("prompt versions are immutable; create a child instead")
+        super().save(*args, **kwargs)
+
+    def __str__(self):
+        return f"{self.prompt_id} v{self.number}"
+
+
+LABEL_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"
+
+
+class Label(models.Model):
+    """A named, movable pointer to one version of a prompt."""
+
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=63)
+    # CASCADE, not PROTECT: versions go only when their whole prompt is deleted,
+    # and PROTECT would block that cascade.
+    version = models.ForeignKey(PromptVersion, on_delete=models.CASCADE, related_name="labels")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["prompt", "name"], name="uniq_prompt_label")]
+
+    def __str__(self):
+        return self.name
+
+
+class MoveKind(models.TextChoices):
+    MOVE = "move", "Move"
+    UNDO = "undo", "Undo"
+    REDO = "redo", "Redo"
+
+
+class LabelMove(models.Model):
+    """Append-only history: who moved which label from where to where."""
+
+    label = models.ForeignKey(Label, on_delete=models.CASCADE, related_name="moves")
+    kind = models.CharField(max_length=4, choices=MoveKind.choices, default=MoveKind.MOVE)
+    # For undo: the move it reverts; for redo: the undo it reverts.
+    reverts = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    from_version = models.ForeignKey(PromptVersion, null=True, on_delete=models.CASCADE, related_name="+")
+    to_version = models.ForeignKey(PromptVersion, on_delete=models.CASCADE, related_name="+")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                              related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]

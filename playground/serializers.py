@@ -1,0 +1,132 @@
+"""Request shapes (types only: ranges and rules live in services) and
+response shapes for the prompt API."""
+
+from django.conf import settings
+from rest_framework import serializers
+
+from .models import Label, LabelMove, Prompt, PromptVersion
+
+
+class PromptSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Prompt
+        fields = ["id", "title", "description", "version_count", "created_at", "updated_at"]
+        read_only_fields = ["id", "version_count", "created_at", "updated_at"]
+
+
+class BodyUploadSerializer(serializers.Serializer):
+    upload = serializers.CharField(help_text="The `upload` handle returned by the presign call.")
+    sha256 = serializers.RegexField(r"^[0-9a-fA-F]{64}$", help_text="SHA-256 (hex) of the uploaded bytes.")
+
+
+class VersionCreateSerializer(serializers.Serializer):
+    id = serializers.UUIDField(required=False, help_text="Optional client-chosen id.")
+    parent = serializers.UUIDField(required=False, allow_null=True,
+                                   help_text="The version this edit starts from (null only for the first).")
+    message = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
+    model = serializers.CharField(required=False, help_text="A key of INFERENCE_MODELS.")
+    temperature = serializers.FloatField(required=False, allow_null=True, default=None)
+    max_tokens = serializers.IntegerField(required=False, allow_null=True, default=None)
+    top_p = serializers.FloatField(required=False, allow_null=True, default=None)
+    stop = serializers.ListField(child=serializers.CharField(trim_whitespace=False), required=False,
+                                 default=list)
+    system = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
+    body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+                                 help_text="The message template, inline. Large bodies: use body_upload.")
+    body_upload = BodyUploadSerializer(required=False)
+    variables = serializers.DictField(child=serializers.CharField(allow_null=True, trim_whitespace=False),
+                                      required=False, default=dict,
+                                      help_text="Declared variables: name -> default (null: required).")
+    response_schema = serializers.JSONField(required=False, allow_null=True, default=None)
+
+
+class VersionSerializer(serializers.ModelSerializer):
+    model = serializers.CharField(source="model_name")
+    author = serializers.SerializerMethodField()
+    body = serializers.SerializerMethodField(
+        help_text="The body, when it is at most PROMPT_INLINE_MAX_BYTES; else null: fetch body_url.")
+    body_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = PromptVersion
+        fields = ["id", "prompt", "parent", "number", "depth", "author", "created_at", "message", "model",
+                  "temperature", "max_tokens", "top_p", "stop", "system", "variables", "response_schema",
+                  "body_size", "body_sha256", "storage", "chain_length", "body", "body_url"]
+
+    def get_author(self, obj) -> str | None:
+        return obj.author.username if obj.author_id else None
+
+    def get_body(self, obj) -> str | None:
+        from .bodies import body_text
+
+        if not self.context.get("with_body") or obj.body_size > settings.PROMPT_INLINE_MAX_BYTES:
+            return None
+        return body_text(obj)
+
+    def get_body_url(self, obj) -> str:
+        return f"/api/prompts/{obj.prompt_id}/versions/{obj.pk}/body"
+
+
+class TreeNodeSerializer(serializers.ModelSerializer):
+    model = serializers.CharField(source="model_name")
+    children = serializers.SerializerMethodField()
+    labels = serializers.SerializerMethodField()
+
+    class Meta:
+        model = PromptVersion
+        fields = ["id", "parent", "children", "depth", "number", "created_at", "message", "model",
+                  "body_size", "labels"]
+
+    def get_children(self, obj) -> list[str]:
+        return [str(c) for c in self.context["children"].get(obj.pk, [])]
+
+    def get_labels(self, obj) -> list[str]:
+        return self.context["labels"].get(obj.pk, [])
+
+
+class RenderSerializer(serializers.Serializer):
+    variables = serializers.JSONField(required=False, default=dict,
+                                      help_text="name -> value (string or number)")
+
+
+class LabelSerializer(serializers.ModelSerializer):
+    version = serializers.UUIDField(source="version_id")
+
+    class Meta:
+        model = Label
+        fields = ["name", "version", "updated_at"]
+
+
+class LabelMoveRequestSerializer(serializers.Serializer):
+    version = serializers.UUIDField()
+    expected = serializers.UUIDField(allow_null=True, help_text=(
+        "The version the label must hold now (null: the label must not exist yet); "
+        "otherwise 409 with current_version."))
+
+
+class LabelStepRequestSerializer(serializers.Serializer):
+    expected = serializers.UUIDField(required=False, allow_null=True, default=None)
+
+
+class LabelMoveSerializer(serializers.ModelSerializer):
+    actor = serializers.SerializerMethodField()
+
+    class Meta:
+        model = LabelMove
+        fields = ["id", "kind", "from_version", "to_version", "actor", "created_at"]
+
+    def get_actor(self, obj) -> str | None:
+        return obj.actor.username if obj.actor_id else None
+
+
+class UploadRequestSerializer(serializers.Serializer):
+    size = serializers.IntegerField(help_text="Exact size in bytes of the body to upload.")
+
+
+class UploadSerializer(serializers.Serializer):
+    upload = serializers.CharField()
+    url = serializers.CharField()
+    method = serializers.CharField()
+    headers = serializers.DictField(child=serializers.CharField())
+    size = serializers.IntegerField()
+    expires_in = serializers.IntegerField()

@@ -1,0 +1,197 @@
+"""Writes: prompts, versions (edits make children), label moves, undo/redo.
+
+Everything is validated before the first write, and each write runs in one
+transaction, so a failed request leaves no version row and no label move.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from config.errors import ApiError
+
+from .bodies import body_cache, storage_fields
+from .models import LABEL_NAME_PATTERN, Label, LabelMove, MoveKind, Prompt, PromptVersion
+from .uploads import upload_verify
+from .validation import check_params, check_utf8
+
+
+def prompt_create(*, owner, title: str, description: str = "") -> Prompt:
+    return Prompt.objects.create(owner=owner, title=title, description=description)
+
+
+def _check_parent(*, prompt: Prompt, parent_id, version_id) -> PromptVersion | None:
+    if parent_id is None:
+        if PromptVersion.objects.filter(prompt=prompt).exists():
+            raise ApiError("This prompt already has versions: name the version you edited as parent.",
+                           code="parent_required", field="parent")
+        return None
+    if version_id is not None and str(parent_id) == str(version_id):
+        raise ApiError("A version cannot be its own parent.", code="parent_cycle", field="parent")
+    parent = PromptVersion.objects.select_related("payload_blob").filter(pk=parent_id).first()
+    if parent is None or parent.prompt_id != prompt.pk:
+        # Same answer for "absent" and "another prompt's": no probing across prompts.
+        raise ApiError("The parent is not a version of this prompt.", code="parent_not_found",
+                       field="parent")
+    return parent
+
+
+def version_create(
+    *, prompt: Prompt, author, parent_id=None, body: str | None = None, body_upload: dict | None = None,
+    model_name: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
+    top_p: float | None = None, stop: list | None = None, system: str = "", variables: dict | None = None,
+    response_schema: dict | None = None, message: str = "", version_id=None,
+) -> PromptVersion:
+    """Create a child of `parent_id` (or the root). Two edits of one parent make
+    two children: nothing is locked but the instant of numbering."""
+    model_name = model_name or settings.DEFAULT_MODEL
+    stop = [] if stop is None else stop
+    variables = {} if variables is None else variables
+    check_params(model_name=model_name, temperature=temperature, max_tokens=max_tokens, top_p=top_p,
+                 stop=stop, variables=variables, response_schema=response_schema)
+    check_utf8(system, field="system", max_bytes=settings.PROMPT_SYSTEM_MAX_BYTES)
+    check_utf8(message, field="message", max_bytes=settings.PROMPT_SYSTEM_MAX_BYTES)
+    if (body is None) == (body_upload is None):
+        raise ApiError("Give exactly one of body or body_upload.", code="body_required", field="body")
+    parent = _check_parent(prompt=prompt, parent_id=parent_id, version_id=version_id)
+    if version_id is not None and PromptVersion.objects.filter(pk=version_id).exists():
+        raise ApiError("A version with this id already exists.", code="version_exists",
+                       status_code=409, field="id")
+
+    if body is not None:
+        data = check_utf8(body, field="body", max_bytes=settings.PROMPT_BODY_MAX_BYTES)
+        sha, blob, text = hashlib.sha256(data).hexdigest(), None, body
+    else:
+        blob = upload_verify(user=author, prompt=prompt, handle=body_upload.get("upload", ""),
+                             sha256=body_upload.get("sha256", ""))
+        data, text, sha = b"", "", blob.sha256
+    # Payloads go to the store before the transaction: an object without a
+    # row is harmless (content-addressed), a row without an object is not.
+    fields = storage_fields(data=data, text=text, parent=parent, blob=blob)
+    with transaction.atomic():
+        Prompt.objects.filter(pk=prompt.pk).update(version_count=F("version_count") + 1,
+                                                   updated_at=timezone.now())
+        number = Prompt.objects.values_list("version_count", flat=True).get(pk=prompt.pk)
+        extra = {"id": version_id} if version_id is not None else {}
+        version = PromptVersion(
+            prompt=prompt, parent=parent, number=number, depth=parent.depth + 1 if parent else 0,
+            author=author, message=message, model_name=model_name, temperature=temperature,
+            max_tokens=max_tokens, top_p=top_p, stop=stop, system=system, variables=variables,
+            response_schema=response_schema, body_size=blob.size if blob else len(data),
+            body_sha256=sha, **fields, **extra,
+        )
+        version.save()
+    if text:
+        # Keyed by content hash, so correct even if an outer transaction rolls
+        # back; saves rebuilding the parent when this version is edited next.
+        body_cache.put(sha, text)
+    return version
+
+
+def _check_label_name(name: str) -> None:
+    if not re.match(LABEL_NAME_PATTERN, name or ""):
+        raise ApiError("Label names are 1-63 characters: lowercase letters, digits, '.', '_' or '-', "
+                       "starting with a letter or digit.", code="invalid_label_name", field="name")
+
+
+def _conflict(name: str, current_id) -> ApiError:
+    return ApiError(f"Label {name!r} does not hold the expected version.", code="label_conflict",
+                    status_code=409, field="expected",
+                    extra={"current_version": str(current_id) if current_id else None})
+
+
+def _record(*, label: Label, kind: str, from_id, to_id, actor, reverts=None) -> LabelMove:
+    return LabelMove.objects.create(label=label, kind=kind, from_version_id=from_id, to_version_id=to_id,
+                                    actor=actor, reverts=reverts)
+
+
+def label_move(*, prompt: Prompt, name: str, version_id, expected_version_id, actor) -> Label:
+    """Compare-and-set: move `name` to `version_id` only if it now holds
+    `expected_version_id` (None: only if the label does not exist yet)."""
+    _check_label_name(name)
+    target = PromptVersion.objects.filter(pk=version_id, prompt=prompt).values_list("pk", flat=True).first()
+    if target is None:
+        raise ApiError("The version is not a version of this prompt.", code="version_not_found",
+                       field="version")
+    with transaction.atomic():
+        label = Label.objects.select_for_update().filter(prompt=prompt, name=name).first()
+        current = label.version_id if label else None
+        if str(current) != str(expected_version_id):
+            raise _conflict(name, current)
+        if label is None:
+            try:
+                with transaction.atomic():
+                    label = Label.objects.create(prompt=prompt, name=name, version_id=target)
+            except IntegrityError:  # created concurrently by someone else
+                now = Label.objects.filter(prompt=prompt, name=name).values_list("version_id", flat=True)
+                raise _conflict(name, now.first()) from None
+        elif current == target:
+            return label  # already there: not a move
+        else:
+            label.version_id = target
+            label.save(update_fields=["version", "updated_at"])
+        _record(label=label, kind=MoveKind.MOVE, from_id=current, to_id=target, actor=actor)
+    return label
+
+
+def _stacks(label: Label) -> tuple[list[LabelMove], list[LabelMove]]:
+    """Replay history into editor-style undo and redo stacks."""
+    undo: list[LabelMove] = []
+    redo: list[LabelMove] = []
+    for move in label.moves.order_by("id"):
+        if move.kind == MoveKind.MOVE:
+            undo.append(move)
+            redo.clear()
+        elif move.kind == MoveKind.UNDO:
+            undo.pop()
+            redo.append(move)
+        else:
+            redo.pop()
+            undo.append(move)
+    return undo, redo
+
+
+def _locked_label(prompt: Prompt, name: str) -> Label:
+    _check_label_name(name)
+    label = Label.objects.select_for_update().filter(prompt=prompt, name=name).first()
+    if label is None:
+        raise ApiError(f"No label {name!r} on this prompt.", code="label_not_found", status_code=404,
+                       field="name")
+    return label
+
+
+def _step(*, prompt, name, actor, expected_version_id, kind) -> Label:
+    with transaction.atomic():
+        label = _locked_label(prompt, name)
+        if expected_version_id is not None and str(label.version_id) != str(expected_version_id):
+            raise _conflict(name, label.version_id)
+        undo, redo = _stacks(label)
+        stack = undo if kind == MoveKind.UNDO else redo
+        # Undoing the label's creation would leave it pointing nowhere.
+        if not stack or stack[-1].from_version_id is None:
+            raise ApiError(f"Nothing to {kind} for label {name!r}.", code=f"nothing_to_{kind}",
+                           status_code=409, field="name")
+        top = stack[-1]
+        current = label.version_id
+        label.version_id = top.from_version_id
+        label.save(update_fields=["version", "updated_at"])
+        _record(label=label, kind=kind, from_id=current, to_id=top.from_version_id, actor=actor, reverts=top)
+    return label
+
+
+def label_undo(*, prompt: Prompt, name: str, actor, expected_version_id=None) -> Label:
+    """Move the label back to where its last move (or redo) found it."""
+    return _step(prompt=prompt, name=name, actor=actor, expected_version_id=expected_version_id,
+                 kind=MoveKind.UNDO)
+
+
+def label_redo(*, prompt: Prompt, name: str, actor, expected_version_id=None) -> Label:
+    """Re-apply the last undone move."""
+    return _step(prompt=prompt, name=name, actor=actor, expected_version_id=expected_version_id,
+                 kind=MoveKind.REDO)

@@ -1,0 +1,26 @@
+from django.urls import path
+
+from . import api, api_labels, blob_views
+
+V = "<uuid:prompt_id>/versions/<str:version_id>"
+L = "<uuid:prompt_id>/labels/<str:name>"
+
+urlpatterns = [
+    path("", api.PromptListApi.as_view(), name="api-prompts"),
+    path("<uuid:prompt_id>", api.PromptDetailApi.as_view(), name="api-prompt"),
+    path("<uuid:prompt_id>/versions", api.VersionListApi.as_view(), name="api-versions"),
+    path(V, api.VersionDetailApi.as_view(), name="api-version"),
+    path(f"{V}/body", api.VersionBodyApi.as_view(), name="api-version-body"),
+    path(f"{V}/render", api.VersionRenderApi.as_view(), name="api-version-render"),
+    path("<uuid:prompt_id>/tree", api.TreeApi.as_view(), name="api-prompt-tree"),
+    path("<uuid:prompt_id>/heads", api.HeadsApi.as_view(), name="api-prompt-heads"),
+    path("<uuid:prompt_id>/diff", api.DiffApi.as_view(), name="api-prompt-diff"),
+    path("<uuid:prompt_id>/uploads", api.UploadApi.as_view(), name="api-prompt-uploads"),
+    path("<uuid:prompt_id>/labels", api_labels.LabelListApi.as_view(), name="api-labels"),
+    path(L, api_labels.LabelDetailApi.as_view(), name="api-label"),
+    path(f"{L}/move", api_labels.LabelMoveApi.as_view(), name="api-label-move"),
+    path(f"{L}/undo", api_labels.LabelUndoApi.as_view(), name="api-label-undo"),
+    path(f"{L}/redo", api_labels.LabelRedoApi.as_view(), name="api-label-redo"),
+    path(f"{L}/history", api_labels.LabelHistoryApi.as_view(), name="api-label-history"),
+    path("blobs/local/<str:token>", blob_views.blob_local, name="blob-local"),
+]

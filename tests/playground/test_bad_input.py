@@ -1,0 +1,94 @@
+import json
+
+import pytest
+
+from playground.models import Blob, Label, LabelMove, PromptVersion
+from tests.factories import PromptFactory, PromptVersionFactory
+from tests.playground.conftest import create_version
+
+pytestmark = pytest.mark.django_db
+
+
+def _counts():
+    return (PromptVersion.objects.count(), Label.objects.count(), LabelMove.objects.count(),
+            Blob.objects.count())
+
+
+@pytest.fixture
+def root(prompt):
+    return PromptVersionFactory(prompt=prompt, body="root\n")
+
+
+@pytest.mark.parametrize(("fields", "field", "code"), [
+    ({"model": "gpt-nonexistent"}, "model", "unknown_model"),
+    ({"temperature": 2.5}, "temperature", "out_of_range"),
+    ({"temperature": -0.1}, "temperature", "out_of_range"),
+    ({"top_p": 0}, "top_p", "out_of_range"),
+    ({"max_tokens": 0}, "max_tokens", "out_of_range"),
+    ({"stop": ["a", "b", "c", "d", "e"]}, "stop", "invalid_request"),
+    ({"variables": {"1bad": None}}, "variables", "invalid_request"),
+    ({"response_schema": [1, 2]}, "response_schema", "invalid_request"),
+    ({"temperature": "warm"}, "temperature", "invalid_request"),
+])
+def test_invalid_parameters_are_400_naming_the_field(auth_client, prompt, root, fields, field, code):
+    before = _counts()
+    response = create_version(auth_client, prompt, parent=str(root.pk), body="x\n", **fields)
+    assert response.status_code == 400, response.json()
+    assert response.json()["error"]["field"] == field
+    assert response.json()["error"]["code"] == code
+    assert _counts() == before
+
+
+def test_non_utf8_body_is_400_on_body(auth_client, prompt, root):
+    before = _counts()
+    # A lone surrogate is valid JSON but cannot be encoded as UTF-8.
+    raw = json.dumps({"parent": str(root.pk), "model": "fixed-cost", "body": "bad \ud800 text"})
+    response = auth_client.post(f"/api/prompts/{prompt.pk}/versions", raw, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "body"
+    # The service checks too, for callers that bypass the serializer.
+    from config.errors import ApiError
+    from playground import services
+
+    with pytest.raises(ApiError) as raised:
+        services.version_create(prompt=prompt, author=prompt.owner, parent_id=root.pk, body="bad \ud800")
+    assert (raised.value.field, raised.value.get_codes()) == ("body", "body_not_utf8")
+    assert _counts() == before
+
+
+def test_body_over_the_maximum_is_400_on_body(settings, auth_client, prompt, root):
+    settings.PROMPT_BODY_MAX_BYTES = 1000
+    before = _counts()
+    response = create_version(auth_client, prompt, parent=str(root.pk), body="é" * 501)  # 1002 bytes
+    assert response.status_code == 400
+    assert (response.json()["error"]["field"], response.json()["error"]["code"]) == ("body", "body_too_large")
+    assert _counts() == before
+
+
+def test_parent_from_another_prompt_is_400_on_parent(auth_client, prompt, root, user):
+    foreign = PromptVersionFactory(prompt=PromptFactory(owner=user), body="elsewhere\n")
+    before = _counts()
+    response = create_version(auth_client, prompt, parent=str(foreign.pk), body="x\n")
+    assert response.status_code == 400
+    assert (response.json()["error"]["field"], response.json()["error"]["code"]) == ("parent",
+                                                                                    "parent_not_found")
+    assert _counts() == before
+
+
+def test_cycle_attempt_and_missing_parent_are_400_on_parent(auth_client, prompt, root):
+    import uuid
+
+    own_id = str(uuid.uuid4())
+    before = _counts()
+    cycle = create_version(auth_client, prompt, id=own_id, parent=own_id, body="x\n")
+    assert cycle.status_code == 400 and cycle.json()["error"]["code"] == "parent_cycle"
+    orphan = create_version(auth_client, prompt, body="x\n")  # no parent once versions exist
+    assert orphan.status_code == 400 and orphan.json()["error"]["field"] == "parent"
+    reused = create_version(auth_client, prompt, id=str(root.pk), parent=str(root.pk), body="x\n")
+    assert reused.status_code == 400 and reused.json()["error"]["field"] == "parent"
+    assert _counts() == before
+
+
+def test_missing_body_is_400(auth_client, prompt, root):
+    response = create_version(auth_client, prompt, parent=str(root.pk))
+    assert response.status_code == 400 and response.json()["error"]["field"] == "body"

@@ -1,0 +1,72 @@
+import pytest
+
+from tests.factories import PromptVersionFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _render(client, version, variables):
+    return client.post(f"/api/prompts/{version.prompt_id}/versions/{version.pk}/render",
+                       {"variables": variables}, format="json")
+
+
+def test_render_substitutes_values_and_defaults_without_evaluating(auth_client, prompt):
+    version = PromptVersionFactory(prompt=prompt, body="Dear {{ name }}, re: {{topic}}.\n",
+                                   system="You are {{persona}}.", variables={"persona": "helpful"})
+    out = _render(auth_client, version, {"name": "{{persona}} __import__('os')", "topic": 42}).json()
+    assert out["body"] == "Dear {{persona}} __import__('os'), re: 42.\n"
+    assert out["system"] == "You are helpful."
+    assert out["messages"] == [{"role": "system", "content": "You are helpful."},
+                               {"role": "user", "content": out["body"]}]
+
+
+def test_render_names_every_missing_variable_in_one_400(auth_client, prompt):
+    version = PromptVersionFactory(prompt=prompt, body="{{a}} {{b}} {{a}} {{c}}", variables={"c": "x"})
+    response = _render(auth_client, version, {})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "missing_variables" and error["missing"] == ["a", "b"]
+    assert error["field"] == "variables" and "a, b" in error["message"]
+
+
+def test_render_rejects_unknown_variables(auth_client, prompt):
+    version = PromptVersionFactory(prompt=prompt, body="Hi {{name}}")
+    response = _render(auth_client, version, {"name": "x", "nmae": "typo", "extra": "y"})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "unknown_variables"
+    assert response.json()["error"]["unknown"] == ["extra", "nmae"]
+    bad_value = _render(auth_client, version, {"name": {"nested": 1}})
+    assert bad_value.status_code == 400 and bad_value.json()["error"]["field"] == "variables"
+
+
+def _diff(client, a, b, mode):
+    response = client.get(f"/api/prompts/{a.prompt_id}/diff?from={a.pk}&to={b.pk}&mode={mode}")
+    assert response.status_code == 200
+    return b"".join(response.streaming_content).decode()
+
+
+def test_line_and_word_diff_of_multi_megabyte_bodies(auth_client, prompt):
+    lines = [f"Sentence number {i} says something about prompts.\n" for i in range(60000)]  # ~3 MB
+    old = PromptVersionFactory(prompt=prompt, body="".join(lines))
+    lines[30000] = "Sentence number 30000 says something new about prompts.\n"
+    lines.insert(50000, "An inserted line.\n")
+    new = PromptVersionFactory(prompt=prompt, parent=old, body="".join(lines))
+    line = _diff(auth_client, old, new, "line")
+    assert line.startswith(f"--- v{old.number}\n+++ v{new.number}\n")
+    assert "-Sentence number 30000 says something about prompts.\n" in line
+    assert "+Sentence number 30000 says something new about prompts.\n" in line
+    assert "@@ -29998,7 +29998,7 @@" in line and "+An inserted line.\n" in line
+    assert len(line) < 2000
+    word = _diff(auth_client, old, new, "word")
+    assert "says something {+new +}about prompts." in word
+    assert "{+An inserted line.\n+}" in word
+
+
+def test_diff_needs_two_versions_of_the_same_prompt(auth_client, prompt):
+    from tests.factories import PromptFactory
+
+    a = PromptVersionFactory(prompt=prompt)
+    b = PromptVersionFactory(prompt=PromptFactory(owner=prompt.owner))
+    response = auth_client.get(f"/api/prompts/{prompt.pk}/diff?from={a.pk}&to={b.pk}")
+    assert response.status_code == 404 and response.json()["error"]["code"] == "version_not_found"
+    assert auth_client.get(f"/api/prompts/{prompt.pk}/diff?from={a.pk}").status_code == 400
