@@ -22,6 +22,7 @@ urlpatterns = [
     # Anything else under /api/ or /v1/ is a JSON 404, never an HTML page.
     re_path(r"^(api|v1)/", api_not_found),
     path("", include(accounts_urls.pages)),
+    path("prompts/", include("playground.page_urls")),
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
 ]
 

@@ -43,11 +43,17 @@ def publish(records: list[dict]) -> None:
 
 
 def live_workers(model: str | None = None) -> list[dict]:
-    """Heartbeats of live workers (all models, or one). In the embedded default
-    the in-process schedulers are the workers."""
-    if not settings.REDIS_URL:
-        from inference_worker.runtime import loaded_schedulers
+    """Heartbeats of live workers (all models, or one). Without a broker the
+    in-process schedulers are the workers: asking for one model loads it, as
+    its first request would."""
+    if not settings.CELERY_BROKER_URL:
+        from inference_worker.runtime import get_scheduler, loaded_schedulers
 
+        if model is not None:
+            try:
+                get_scheduler(model)
+            except Exception:  # a model that cannot load has no live worker
+                return []
         records = [heartbeat_record(name, s.stats()) for name, s in loaded_schedulers().items()]
     else:
         from inference_worker.redis_client import get_redis

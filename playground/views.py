@@ -1,0 +1,88 @@
+"""Browser pages for the prompt library: list + create, the playground, history.
+
+Pages are thin: they check access with `access_prompt` (the one access
+function) and hand the JS modules a small JSON config; everything else goes
+through the same REST API the SDKs use.
+"""
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from config.errors import ApiError
+
+from . import selectors, services
+from .permissions import access_prompt
+
+# Bodies larger than this load lazily in Range chunks and render virtualised.
+LAZY_BODY_BYTES = 1024 * 1024
+
+
+def _access_or_404(request, prompt_id, need):
+    try:
+        return access_prompt(user=request.user, prompt_id=prompt_id, need=need)
+    except ApiError as exc:
+        # A stranger gets the same page as for a prompt that does not exist.
+        raise Http404("Prompt not found.") from exc
+
+
+def _page_config(prompt, **extra) -> dict:
+    return {
+        "prompt": {"id": str(prompt.pk), "title": prompt.title},
+        "apiBase": f"/api/prompts/{prompt.pk}",
+        "models": sorted(settings.INFERENCE_MODELS),
+        "defaultModel": settings.DEFAULT_MODEL,
+        "uploadThreshold": settings.PROMPT_INLINE_MAX_BYTES,
+        "lazyBodyBytes": LAZY_BODY_BYTES,
+        **extra,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def prompt_list(request):
+    error, title = None, ""
+    if request.method == "POST":
+        title = request.POST.get("title", "").strip()
+        if not title or len(title) > 200:
+            error = "Give the prompt a title of 1 to 200 characters."
+        else:
+            prompt = services.prompt_create(owner=request.user, title=title,
+                                            description=request.POST.get("description", "").strip())
+            return redirect("prompt-playground", prompt_id=prompt.pk)
+    query = request.GET.get("q", "").strip()
+    prompts = selectors.prompt_list(user=request.user, search=query).select_related("owner")[:200]
+    return render(request, "playground/prompt_list.html",
+                  {"prompts": prompts, "q": query, "error": error, "title": title},
+                  status=400 if error else 200)
+
+
+@login_required
+def playground(request, prompt_id):
+    prompt = _access_or_404(request, prompt_id, "view")
+    # ?v=<id> opens that version (history's "edit from here" branches from it);
+    # otherwise the newest version, the usual place to keep working.
+    version_id = request.GET.get("v") or None
+    if version_id is None:
+        newest = selectors.version_list(prompt=prompt).order_by("-number").first()
+        version_id = str(newest.pk) if newest else None
+    else:
+        try:
+            version_id = str(selectors.version_get(prompt=prompt, version_id=version_id).pk)
+        except ApiError as exc:
+            raise Http404("Version not found.") from exc
+    return render(request, "playground/playground.html", {
+        "prompt": prompt,
+        "config": _page_config(prompt, versionId=version_id),
+    })
+
+
+@login_required
+def history(request, prompt_id):
+    prompt = _access_or_404(request, prompt_id, "view")
+    return render(request, "playground/history.html", {
+        "prompt": prompt,
+        "config": _page_config(prompt, playgroundUrl=f"/prompts/{prompt.pk}/"),
+    })

@@ -1,0 +1,146 @@
+// The history page: version tree, read-only version view, labels with
+// compare-and-set moves and undo/redo, side-by-side diffs and output compare.
+
+import { api, apiAll, el, errorFrom, pageConfig, showAlert } from "./api.js";
+import { loadBody } from "./bodies.js";
+import { renderDiff } from "./diffview.js";
+import { completionTokens, describeRunError, streamChat, tokensPerSecond } from "./stream.js";
+import { drawTree } from "./tree.js";
+import { virtualText } from "./virtual.js";
+
+const cfg = pageConfig();
+const $ = (id) => document.getElementById(id);
+let nodes = [];
+let labels = new Map(); // name -> version id
+let selected = null, compare = null;
+
+const byId = (id) => nodes.find((n) => n.id === id);
+const vname = (id) => (byId(id) ? `v${byId(id).number}` : "?");
+
+function fail(err) { showAlert($("hist-error"), `${err.message} Reload the page to try again.`); }
+
+async function refresh() {
+  nodes = await apiAll(`${cfg.apiBase}/tree?page_size=200`);
+  labels = new Map((await apiAll(`${cfg.apiBase}/labels`)).map((l) => [l.name, l.version]));
+  $("label-names").replaceChildren(...[...labels.keys()].map((n) => el("option", { value: n })));
+  if (!nodes.length) {
+    $("tree").replaceChildren(el("p", { class: "hint body" }, "No versions yet. ",
+      el("a", { href: cfg.playgroundUrl, text: "Write and save the first one" }), "."));
+    return;
+  }
+  if (!selected || !byId(selected)) selected = nodes.at(-1).id;
+  fillPickers();
+  draw();
+}
+
+function draw() {
+  drawTree($("tree"), nodes, { selected, compare, onSelect: (id, shift) => {
+    if (shift) { compare = id; $("diff-from").value = selected; $("diff-to").value = id; }
+    else { selected = id; openVersion(id); }
+    draw();
+    document.querySelector(`[data-version="${id}"]`).focus();
+  } });
+}
+
+function fillPickers() {
+  for (const [id, pick] of [["diff-from", nodes.at(-2) || nodes.at(-1)], ["diff-to", nodes.at(-1)]]) {
+    const keep = $(id).value;
+    $(id).replaceChildren(...nodes.map((n) => new Option(`v${n.number}${n.labels.length ? " · " + n.labels.join(", ") : ""} — ${n.message || "no message"}`, n.id)));
+    $(id).value = byId(keep) ? keep : pick.id;
+  }
+}
+
+// ---- One version, read-only ------------------------------------------
+async function openVersion(id) {
+  const view = $("version-view");
+  $("edit-from-here").href = `${cfg.playgroundUrl}?v=${id}`;
+  view.replaceChildren(el("p", { class: "hint", text: "Loading…" }));
+  try {
+    const v = await api(`${cfg.apiBase}/versions/${id}`);
+    const params = [["temperature", v.temperature], ["top_p", v.top_p], ["max_tokens", v.max_tokens]]
+      .filter(([, x]) => x !== null).map(([k, x]) => `${k} ${x}`).join(" · ") || "defaults";
+    const meta = el("dl", { class: "version-meta" });
+    for (const [k, x] of [["Version", `v${v.number}${v.parent ? " (edit of " + vname(v.parent) + ")" : " (root)"}`],
+      ["Message", v.message || "—"], ["Author", v.author || "—"], ["Created", new Date(v.created_at).toLocaleString()],
+      ["Model", v.model], ["Parameters", params], ["Size", `${v.body_size.toLocaleString()} bytes`]]) {
+      meta.append(el("dt", { text: k }), el("dd", { text: x }));
+    }
+    const progress = el("progress", { max: 1, value: 0, "aria-label": "Loading the body" });
+    view.replaceChildren(el("h3", { text: `Version ${v.number}`, style: "margin:0 0 .4rem" }), meta,
+      el("strong", { text: "System" }), el("pre", { class: "ro-text", text: v.system || "(none)" }),
+      el("strong", { text: "User message template" }), progress);
+    const text = await loadBody(v, { lazyBytes: cfg.lazyBodyBytes, onProgress: (f) => { progress.value = f; } });
+    // Big bodies get the virtualised viewer; small ones a plain block.
+    progress.replaceWith(text.length > 100_000 ? virtualText(text) : el("pre", { class: "ro-text", text, tabindex: 0 }));
+  } catch (err) {
+    view.replaceChildren(el("p", { class: "error", text: `Could not open this version: ${err.message}` }));
+  }
+}
+
+// ---- Labels -----------------------------------------------------------
+async function labelAction(kind) {
+  const name = $("label-name").value.trim();
+  const status = $("label-status");
+  if (!name) { status.textContent = "Name the label first."; return; }
+  const current = labels.get(name) ?? null;
+  const url = `${cfg.apiBase}/labels/${encodeURIComponent(name)}/${kind}`;
+  const body = kind === "move" ? { version: selected, expected: current } : { expected: current };
+  try {
+    const label = await api(url, { method: "POST", body });
+    await refresh();
+    status.textContent = `${name} → ${vname(label.version)} (${kind === "move" ? "moved" : kind + " done"})`;
+  } catch (err) {
+    // 409: someone else moved it; show where it is now and refresh the graph.
+    status.textContent = err.status === 409
+      ? `${err.message} The tree now shows where “${name}” points; try again.`
+      : `${err.message}`;
+    if (err.status === 409) await refresh();
+  }
+}
+
+// ---- Diff and output compare -----------------------------------------
+async function showDiff() {
+  const from = $("diff-from").value, to = $("diff-to").value, mode = $("diff-mode").value;
+  const out = $("diff-out");
+  out.replaceChildren(el("p", { class: "hint", text: "Computing the diff…" }));
+  try {
+    const res = await fetch(`${cfg.apiBase}/diff?from=${from}&to=${to}&mode=${mode}`, { credentials: "same-origin" });
+    if (!res.ok) throw await errorFrom(res);
+    await renderDiff(out, await res.text(), mode, [vname(from), vname(to)]);
+  } catch (err) {
+    out.replaceChildren(el("p", { class: "error", text: `Could not compute the diff: ${err.message}` }));
+  }
+}
+
+async function runOne(id, outId, statsId) {
+  const out = $(outId);
+  const text = document.createTextNode("");
+  out.replaceChildren(text);
+  $(statsId).textContent = "running…";
+  const v = await api(`${cfg.apiBase}/versions/${id}`);
+  const rendered = await api(`${cfg.apiBase}/versions/${id}/render`, { method: "POST", body: { variables: {} } });
+  const request = { model: v.model, messages: rendered.messages, temperature: v.temperature ?? 1,
+                    top_p: v.top_p ?? 1, max_tokens: v.max_tokens ?? 256, ...(v.stop.length ? { stop: v.stop } : {}) };
+  const apiKey = sessionStorage.getItem("promptyard:run-key") || "";
+  const stats = await streamChat({ request, apiKey, onToken: (t) => text.appendData(t) });
+  const tps = tokensPerSecond(stats);
+  $(statsId).textContent = `TTFT ${Math.round(stats.ttftMs ?? 0)} ms · ${completionTokens(stats)} tokens${tps ? ` · ${tps.toFixed(1)} tok/s` : ""}`;
+}
+
+async function runBoth() {
+  const from = $("diff-from").value, to = $("diff-to").value;
+  $("compare-out").hidden = false;
+  showAlert($("compare-error"), "");
+  $("cmp-a-title").textContent = `${vname(from)} output`;
+  $("cmp-b-title").textContent = `${vname(to)} output`;
+  const results = await Promise.allSettled([runOne(from, "cmp-a", "cmp-a-stats"), runOne(to, "cmp-b", "cmp-b-stats")]);
+  const errors = results.filter((r) => r.status === "rejected").map((r) => describeRunError(r.reason));
+  showAlert($("compare-error"), errors.join(" "));
+}
+
+$("label-form").addEventListener("submit", (e) => { e.preventDefault(); labelAction("move"); });
+$("label-undo").addEventListener("click", () => labelAction("undo"));
+$("label-redo").addEventListener("click", () => labelAction("redo"));
+$("diff-btn").addEventListener("click", showDiff);
+$("compare-run").addEventListener("click", runBoth);
+refresh().then(() => selected && openVersion(selected)).catch(fail);

@@ -1,0 +1,221 @@
+// The playground page: edit, run with streaming, save versions, keep a draft.
+
+import { api, pageConfig, showAlert } from "./api.js";
+import { loadBody, uploadBody } from "./bodies.js";
+import { Draft } from "./draft.js";
+import { HighlightedEditor, render, variablesIn } from "./editor.js";
+import { Params } from "./params.js";
+import { describeRunError, streamChat, tokensPerSecond } from "./stream.js";
+import { VariablesPanel } from "./variables.js";
+
+const cfg = pageConfig();
+const $ = (id) => document.getElementById(id);
+const draft = new Draft(cfg.prompt.id);
+let base = null; // the saved version being edited (null before the first save)
+let baseState = null; // its fields, to tell whether the editor is dirty
+let running = null; // AbortController of the run in progress
+
+const onEdit = () => { vars.sync(variablesIn(system.value, body.value)); scheduleDraft(); };
+const system = new HighlightedEditor($("system-input"), onEdit);
+const body = new HighlightedEditor($("body-input"), onEdit);
+const vars = new VariablesPanel($("vars"), scheduleDraft);
+const params = new Params(cfg, scheduleDraft);
+
+function state() {
+  return { base: base && base.id, system: system.value, body: body.value, ...params.get(),
+           variables: vars.values(), message: $("commit-message").value };
+}
+
+function sameContent(a, b) {
+  const pick = ({ system: s, body: t, model, temperature, max_tokens, top_p, stop, variables }) =>
+    JSON.stringify([s, t, model, temperature, max_tokens, top_p, stop, variables]);
+  return a && b && pick(a) === pick(b);
+}
+
+let draftTimer = 0;
+function scheduleDraft() {
+  clearTimeout(draftTimer);
+  draftTimer = setTimeout(() => {
+    const now = state();
+    if (baseState && sameContent(now, baseState) && !now.message) { draft.clear(); note(""); return; }
+    note(draft.save(now) ? "Draft saved in this browser" : "Too large for a local draft: save a version to keep it");
+    $("discard-draft").hidden = false;
+  }, 300);
+}
+
+function note(text) { $("draft-note").textContent = text; }
+
+function apply(s) {
+  system.value = s.system || "";
+  body.value = s.body || "";
+  params.set(s);
+  vars.sync(variablesIn(system.value, body.value), s.variables || {});
+  $("commit-message").value = s.message || "";
+}
+
+function showBase() {
+  $("version-badge").textContent = base ? `v${base.number}` : "unsaved";
+  $("version-badge").title = base ? `Editing version ${base.number}; saving makes a child of it` : "";
+}
+
+async function loadBase() {
+  if (!cfg.versionId) { baseState = null; return; }
+  base = await api(`${cfg.apiBase}/versions/${cfg.versionId}`);
+  const large = base.body === null && base.body_size > cfg.lazyBodyBytes;
+  $("large-body").hidden = !large;
+  if (large) $("large-body-status").textContent = `Loading a ${(base.body_size / 1048576).toFixed(1)} MB body…`;
+  body.setReadOnly(true);
+  const text = await loadBody(base, { lazyBytes: cfg.lazyBodyBytes,
+    onProgress: (f) => { $("large-body-progress").value = f; } });
+  body.setReadOnly(false);
+  $("large-body").hidden = true;
+  baseState = { system: base.system, body: text, model: base.model, temperature: base.temperature,
+                max_tokens: base.max_tokens, top_p: base.top_p, stop: base.stop, variables: base.variables };
+  params.ensureModel(base.model);
+}
+
+async function start() {
+  showBase();
+  params.loadModels();
+  try {
+    await loadBase();
+  } catch (err) {
+    showAlert($("save-error"), `Could not load this version: ${err.message} Reload the page to try again.`);
+  }
+  showBase();
+  const saved = draft.load();
+  if (saved && (saved.base || null) === (base && base.id) && !sameContent(saved, baseState)) {
+    apply(saved);
+    note("Restored your unsaved draft");
+    $("discard-draft").hidden = false;
+  } else if (baseState) {
+    apply({ ...baseState, message: "" });
+  } else {
+    vars.sync([]);
+  }
+}
+
+// ---- Save -------------------------------------------------------------
+async function save() {
+  const s = state();
+  const btn = $("save-btn");
+  showAlert($("save-error"), "");
+  showAlert($("save-ok"), "");
+  btn.disabled = true;
+  try {
+    const payload = { parent: base ? base.id : null, message: s.message, model: s.model, system: s.system,
+      temperature: s.temperature, max_tokens: s.max_tokens, top_p: s.top_p, stop: s.stop,
+      variables: Object.fromEntries(Object.entries(s.variables).map(([k, v]) => [k, v === "" ? null : v])) };
+    if (new TextEncoder().encode(s.body).length > cfg.uploadThreshold) {
+      $("upload").hidden = false;
+      payload.body_upload = await uploadBody(cfg.apiBase, s.body, (f) => { $("upload-progress").value = f; });
+    } else {
+      payload.body = s.body;
+    }
+    const created = await api(`${cfg.apiBase}/versions`, { method: "POST", body: payload });
+    base = created;
+    baseState = { ...s, variables: payload.variables };
+    draft.clear();
+    note("");
+    $("discard-draft").hidden = true;
+    $("commit-message").value = "";
+    history.replaceState(null, "", `?v=${created.id}`);
+    showBase();
+    showAlert($("save-ok"), `Saved version ${created.number}.`);
+  } catch (err) {
+    // The editor and the local draft keep every character; only the message changes.
+    draft.save(s);
+    const where = err.field ? ` (field: ${err.field})` : "";
+    showAlert($("save-error"), `Not saved: ${err.message}${where} Your text is kept here and in a local draft.`);
+  } finally {
+    btn.disabled = false;
+    $("upload").hidden = true;
+  }
+}
+
+// ---- Run --------------------------------------------------------------
+const out = $("output");
+function setStat(id, text) { $(id).textContent = text; }
+
+async function run() {
+  if (running) { running.abort(); return; }
+  const s = state();
+  const values = Object.fromEntries(vars.names().map((n) => [n, s.variables[n] ?? ""]));
+  const missing = vars.names().filter((n) => !values[n]);
+  showAlert($("run-error"), missing.length ? `Fill in the variables: ${missing.join(", ")}.` : "");
+  if (missing.length) return;
+  const messages = [];
+  if (s.system.trim()) messages.push({ role: "system", content: render(s.system, values) });
+  messages.push({ role: "user", content: render(s.body, values) });
+  const request = { model: s.model, messages, temperature: s.temperature ?? 1, top_p: s.top_p ?? 1,
+                    max_tokens: s.max_tokens ?? 256, ...(s.stop.length ? { stop: s.stop } : {}) };
+
+  out.classList.remove("empty");
+  const text = document.createTextNode("");
+  const cursor = document.createElement("span");
+  cursor.className = "cursor";
+  out.replaceChildren(text, cursor);
+  ["stat-ttft", "stat-tokens", "stat-tps"].forEach((id) => setStat(id, "…"));
+  setStat("stat-finish", "");
+  running = new AbortController();
+  $("run-btn").firstChild.textContent = "Stop ";
+  try {
+    const stats = await streamChat({ request, apiKey: params.apiKey(), signal: running.signal,
+      onToken: (t, st) => {
+        text.appendData(t); // appending to one text node: no re-render of the output
+        setStat("stat-ttft", `${Math.round(st.ttftMs)} ms`);
+        setStat("stat-tokens", String(st.tokens));
+        out.scrollTop = out.scrollHeight;
+      } });
+    const tps = tokensPerSecond(stats);
+    setStat("stat-tokens", String((stats.usage && stats.usage.completion_tokens) || stats.tokens));
+    setStat("stat-tps", tps ? `${tps.toFixed(1)} tok/s` : "–");
+    if (stats.ttftMs === null) setStat("stat-ttft", "–");
+    setStat("stat-finish", stats.finish ? `finish: ${stats.finish}` : "");
+  } catch (err) {
+    if (err.name === "AbortError") setStat("stat-finish", "stopped");
+    else if (err.status === 429) rateLimited(err);
+    else showAlert($("run-error"), describeRunError(err));
+  } finally {
+    cursor.remove();
+    running = null;
+    if (!$("run-btn").disabled) $("run-btn").firstChild.textContent = "Run ";
+    if (!text.data) out.classList.add("empty");
+  }
+}
+
+// A 429 names the wait: count it down and re-enable Run when it is over.
+function rateLimited(err) {
+  const btn = $("run-btn");
+  let left = Math.max(1, Math.ceil(err.retryAfter || 1));
+  btn.disabled = true;
+  const tick = () => {
+    showAlert($("run-error"), `${describeRunError(err)} You can run again in ${left} s.`);
+    btn.firstChild.textContent = `Retry in ${left}s `;
+    if (left-- <= 0) {
+      clearInterval(timer);
+      btn.disabled = false;
+      btn.firstChild.textContent = "Run ";
+      showAlert($("run-error"), "Rate limit window passed: you can run again.");
+    }
+  };
+  const timer = setInterval(tick, 1000);
+  tick();
+}
+
+// ---- Wiring -----------------------------------------------------------
+$("run-btn").addEventListener("click", run);
+$("save-form").addEventListener("submit", (e) => { e.preventDefault(); save(); });
+$("commit-message").addEventListener("input", scheduleDraft);
+$("discard-draft").addEventListener("click", () => {
+  draft.clear();
+  if (baseState) apply({ ...baseState, message: "" }); else apply({});
+  note("Draft discarded");
+  $("discard-draft").hidden = true;
+});
+document.addEventListener("keydown", (e) => {
+  if (!(e.ctrlKey || e.metaKey)) return;
+  if (e.key === "Enter") { e.preventDefault(); if (!$("run-btn").disabled) run(); }
+  if (e.key === "s" || e.key === "S") { e.preventDefault(); save(); }
+});
+start();

@@ -1,0 +1,178 @@
+"""The prompt playground and history pages in a real browser, against a live
+server with the real parts (PostgreSQL, Redis, the in-process inference worker)."""
+
+import re
+import uuid
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import screenshot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "a-long-e2e-password-42"
+
+
+def sign_up(page, base):
+    username = f"ui{uuid.uuid4().hex[:10]}"
+    page.goto(f"{base}/signup/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    expect(page.get_by_text("Log out " + username)).to_be_visible()
+    return username
+
+
+def use_api_key_for_runs(page):
+    """/v1/chat/completions authenticates API keys; until it also takes the
+    session, the playground sends a key the user pastes (kept in the tab only)."""
+    key = page.evaluate("""async () => {
+        const csrf = document.cookie.match(/csrftoken=([^;]+)/)[1];
+        const res = await fetch('/api/accounts/keys', {method: 'POST', credentials: 'same-origin',
+            headers: {'Content-Type': 'application/json', 'X-CSRFToken': csrf},
+            body: JSON.stringify({name: 'ui'})});
+        return (await res.json()).key;
+    }""")
+    page.click("summary:has-text('API key for runs')")
+    page.fill("#api-key", key)
+
+
+def create_prompt(page, base, title):
+    page.goto(f"{base}/prompts/")
+    page.fill("#id_title", title)
+    page.click("button:has-text('Create prompt')")
+    page.wait_for_url(re.compile(r"/prompts/[0-9a-f-]{36}/$"))
+    return page.url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def save(page, message, expect_number):
+    page.fill("#commit-message", message)
+    page.keyboard.press("Control+s")
+    expect(page.locator("#save-ok")).to_have_text(f"Saved version {expect_number}.")
+
+
+def open_node(page, number):
+    page.locator(f'svg.tree g.node[data-number="{number}"]').click()
+    expect(page.locator("#version-view h3")).to_have_text(f"Version {number}")
+
+
+def test_should_run_stream_save_branch_diff_and_move_labels(live_url, new_page, console_errors):
+    page = new_page()
+    sign_up(page, live_url)
+    prompt_id = create_prompt(page, live_url, "Greeter")
+
+    # Edit: the variable is highlighted and gets an input in the panel.
+    page.fill("#system-input", "You are terse.")
+    page.fill("#body-input", "Say {{word}} now")
+    expect(page.locator("#body-input + pre mark, .hl pre mark").first).to_have_text("{{word}}")
+    page.fill("[data-var=word]", "hello")
+
+    # Run (Ctrl+Enter): the fixed-cost engine answers with the reversed input, streamed.
+    use_api_key_for_runs(page)
+    page.select_option("#model-select", "fixed-cost")
+    page.locator("#body-input").focus()
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#output")).to_have_text("won olleh yaS", timeout=15_000)
+    expect(page.locator("#stat-ttft")).to_have_text(re.compile(r"^\d+ ms$"))
+    expect(page.locator("#stat-finish")).to_contain_text("finish")
+    expect(page.locator("#run-error")).to_be_hidden()
+    screenshot(page, "playground")
+
+    save(page, "first", 1)
+    page.fill("#body-input", "Say {{word}} twice now")
+    save(page, "second", 2)
+
+    # Branch: open v1 in history, "edit from here", save a sibling of v2.
+    page.click("a:has-text('History')")
+    open_node(page, 1)
+    expect(page.locator("#version-view")).to_contain_text("Say {{word}} now")
+    page.click("#edit-from-here")
+    expect(page.locator("#version-badge")).to_have_text("v1")
+    expect(page.locator("#body-input")).to_have_value("Say {{word}} now")
+    page.fill("#body-input", "Shout {{word}}")
+    save(page, "branch", 3)
+
+    page.goto(f"{live_url}/prompts/{prompt_id}/history/")
+    expect(page.locator("svg.tree g.node")).to_have_count(3)
+    open_node(page, 3)
+    expect(page.locator("#version-view")).to_contain_text("edit of v1")
+
+    # Side-by-side diff of v1 and v2, the change highlighted.
+    node = 'svg.tree g.node[data-number="{}"]'
+    version_id = {n: page.get_attribute(node.format(n), "data-version") for n in (1, 2)}
+    page.select_option("#diff-from", version_id[1])
+    page.select_option("#diff-to", version_id[2])
+    page.click("#diff-btn")
+    expect(page.locator(".diff ins").first).to_contain_text("twice")
+
+    # Labels: move (compare-and-set), move again, undo, redo.
+    open_node(page, 2)
+    page.fill("#label-name", "production")
+    page.click("#label-move")
+    expect(page.locator("#label-status")).to_contain_text("production → v2")
+    expect(page.locator("svg.tree g.node", has_text="production")).to_have_count(1)
+    open_node(page, 3)
+    page.click("#label-move")
+    expect(page.locator("#label-status")).to_contain_text("production → v3")
+    page.click("#label-undo")
+    expect(page.locator("#label-status")).to_contain_text("production → v2")
+    page.click("#label-redo")
+    expect(page.locator("#label-status")).to_contain_text("production → v3")
+
+    # Outputs of two versions side by side.
+    page.click("#compare-run")
+    expect(page.locator("#cmp-b")).not_to_be_empty(timeout=15_000)
+    expect(page.locator("#compare-error")).to_be_hidden()
+    screenshot(page, "history")
+
+    page.goto(f"{live_url}/prompts/")
+    expect(page.locator(".prompt-card")).to_contain_text("Greeter")
+    screenshot(page, "prompt-list")
+    assert console_errors == []
+
+
+def test_should_keep_text_when_save_fails_and_restore_the_draft_after_reload(live_url, new_page,
+                                                                            console_errors):
+    page = new_page(width=390, height=844)  # phone width
+    sign_up(page, live_url)
+    create_prompt(page, live_url, "Draft keeper")
+    page.fill("#body-input", "Precious text for {{who}}")
+    page.fill("#max-tokens", "0")  # invalid: the server refuses the save
+    page.fill("#commit-message", "will fail")
+    page.click("#save-btn")
+    expect(page.locator("#save-error")).to_contain_text("max_tokens")
+    expect(page.locator("#body-input")).to_have_value("Precious text for {{who}}")
+    screenshot(page, "playground-phone-failed-save")
+
+    page.reload()
+    expect(page.locator("#draft-note")).to_have_text("Restored your unsaved draft")
+    expect(page.locator("#body-input")).to_have_value("Precious text for {{who}}")
+    expect(page.locator("#commit-message")).to_have_value("will fail")
+    page.fill("#max-tokens", "64")
+    save(page, "fixed", 1)
+    # The one console error is the browser's own log of the refused save (400).
+    assert [e for e in console_errors if "status of 400" not in e] == []
+    assert len(console_errors) == 1
+
+
+def test_should_upload_a_large_body_with_progress_and_load_it_lazily(live_url, new_page, console_errors):
+    page = new_page()
+    sign_up(page, live_url)
+    prompt_id = create_prompt(page, live_url, "Big context")
+    # 1.3 MB over many lines, with non-ASCII text split across Range chunks.
+    big = "".join(f"line {i} é✓ {{{{topic}}}} lorem ipsum dolor sit amet\n" for i in range(24_000))
+    page.evaluate("t => { const a = document.getElementById('body-input'); a.value = t;"
+                  " a.dispatchEvent(new Event('input')); }", big)
+    save(page, "large", 1)
+
+    page.reload()
+    expect(page.locator("#version-badge")).to_have_text("v1")
+    length = page.evaluate("() => document.getElementById('body-input').value.length")
+    assert length == len(big)
+    page.goto(f"{live_url}/prompts/{prompt_id}/history/")
+    expect(page.locator(".virt")).to_be_visible()
+    expect(page.locator(".virt .line").first).to_contain_text("line 0 é✓")
+    assert page.locator(".virt .line").count() < 200  # virtualised: only the visible lines exist
+    screenshot(page, "history-large-body")
+    assert console_errors == []
