@@ -1,3 +1,5 @@
 """Websocket routes of every app, gathered in one place."""
 
-websocket_urlpatterns: list = []
+from chat.routing import websocket_urlpatterns as chat_ws
+
+websocket_urlpatterns: list = [*chat_ws]

@@ -4,12 +4,14 @@ from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts import urls as accounts_urls
+from chat import urls as chat_urls
 
 from .errors import api_not_found
 from .health import healthz
 
 api_patterns = [
     path("accounts/", include(accounts_urls.api_urls)),
+    path("chat/", include(chat_urls.api_urls)),
     path("prompts/", include("playground.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
@@ -22,6 +24,7 @@ urlpatterns = [
     # Anything else under /api/ or /v1/ is a JSON 404, never an HTML page.
     re_path(r"^(api|v1)/", api_not_found),
     path("", include(accounts_urls.pages)),
+    path("chat/", include(chat_urls.pages)),
     path("prompts/", include("playground.page_urls")),
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
 ]

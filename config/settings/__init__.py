@@ -8,6 +8,7 @@ module documents its own variables.
 from .base import *  # noqa: F403
 from .celery import *  # noqa: F403
 from .channels import *  # noqa: F403
+from .chat import *  # noqa: F403
 from .inference import *  # noqa: F403
 from .prompts import *  # noqa: F403
 from .storage import *  # noqa: F403

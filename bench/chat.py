@@ -1,0 +1,207 @@
+"""Chat delivery benchmark: N connected pairs over a real uvicorn server.
+
+    source /tmp/testenv.sh   # DATABASE_URL (migrated) and REDIS_URL
+    .venv/bin/python bench/chat.py                # N = 50, 200
+    .venv/bin/python bench/chat.py --big          # adds N = 1000 (slow on 2 cores)
+
+For each N, every pair's sender sends --messages messages (a window in flight)
+to its receiver, which acks as a real client does. Printed per N: messages/s
+delivered end to end, p50/p99 delivery latency (send -> receiver's frame, one
+clock), for
+
+- chat:  /ws/chat/ (inbox write + seq assignment in PostgreSQL, publish on commit);
+- relay: a plain Channels consumer that forwards the frame to the peer's group
+  through the same Redis channel layer, no database: the ceiling for this stack;
+
+and the ratio chat/relay: what the durable inbox costs per message.
+The relay consumer lives only here (served by this module's `application`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _build_application():
+    """config.asgi's app plus the bench-only relay route (same middleware stack)."""
+    import importlib
+
+    django_asgi_app = importlib.import_module("config.asgi").django_asgi_app  # sets Django up first
+    from channels.auth import AuthMiddlewareStack
+    from channels.generic.websocket import AsyncWebsocketConsumer
+    from channels.routing import ProtocolTypeRouter, URLRouter
+    from channels.security.websocket import AllowedHostsOriginValidator
+    from django.urls import path
+
+    from accounts.websocket import ApiKeyWebsocketMiddleware
+    from config.routing import websocket_urlpatterns
+
+    class RelayConsumer(AsyncWebsocketConsumer):
+        async def connect(self):
+            self.me = self.scope["query_string"].decode().split("me=")[-1]
+            await self.channel_layer.group_add(f"bench.{self.me}", self.channel_name)
+            await self.accept()
+
+        async def receive(self, text_data=None, bytes_data=None):
+            frame = json.loads(text_data)
+            await self.channel_layer.group_send(f"bench.{frame['to']}", {"type": "relay", "frame": text_data})
+
+        async def relay(self, event):
+            await self.send(text_data=event["frame"])
+
+    routes = [*websocket_urlpatterns, path("ws/bench-relay/", RelayConsumer.as_asgi())]
+    return ProtocolTypeRouter({
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(ApiKeyWebsocketMiddleware(URLRouter(routes)))),
+    })
+
+
+def __getattr__(name):  # uvicorn imports `bench.chat:application` lazily
+    if name == "application":
+        return _build_application()
+    raise AttributeError(name)
+
+
+def _users(count: int) -> list[tuple[int, str]]:
+    """(user id, raw API key) for bench users, created on first use."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+    from django.contrib.auth import get_user_model
+
+    from accounts.services import api_key_create
+
+    user_model = get_user_model()
+    existing = {u.username: u for u in user_model.objects.filter(username__startswith="bench-chat-")}
+    out = []
+    for i in range(count):
+        user = existing.get(f"bench-chat-{i}") or user_model.objects.create_user(username=f"bench-chat-{i}")
+        out.append((user.pk, api_key_create(user=user, name="bench")[1]))
+    return out
+
+
+async def _pair(url_a: str, url_b: str, peer_b: int, mode: str, messages: int, window: int,
+                latencies: list[float], origin: str) -> int:
+    from websockets.asyncio.client import connect
+
+    async with connect(url_a, origin=origin, max_queue=None) as a, \
+            connect(url_b, origin=origin, max_queue=None) as b:
+        if mode == "chat":
+            await b.send(json.dumps({"type": "hello", "since": await _head(b)}))
+
+        async def receive():
+            got, last_inbox = 0, 0
+            while got < messages:
+                frame = json.loads(await b.recv())
+                if mode == "chat" and frame.get("type") != "message":
+                    continue
+                latencies.append(time.perf_counter() - float(frame["body"]))
+                got += 1
+                if mode == "chat" and got % 20 == 0:
+                    last_inbox = frame["inbox_seq"]
+                    await b.send(json.dumps({"type": "ack", "upto": last_inbox}))
+            return got
+
+        async def send():
+            credit = asyncio.Semaphore(window)
+            acker = asyncio.create_task(_count_acks(a, credit, mode))
+            for i in range(messages):
+                await credit.acquire()
+                frame = {"type": "send", "to": peer_b, "client_msg_id": f"{time.time_ns()}-{i}",
+                         "body": repr(time.perf_counter())}
+                await a.send(json.dumps(frame))
+                if mode == "relay":
+                    credit.release()
+            return acker
+
+        receiver = asyncio.create_task(receive())
+        acker = await send()
+        got = await receiver
+        acker.cancel()
+        return got
+
+
+async def _head(ws) -> int:
+    """The receiver's inbox head: start live, not from old bench runs."""
+    await ws.send(json.dumps({"type": "hello", "since": 0}))
+    head = 0
+    while True:
+        frame = json.loads(await ws.recv())
+        if frame["type"] == "synced":
+            return frame["inbox_seq"] or head
+        head = frame.get("inbox_seq") or head
+
+
+async def _count_acks(ws, credit: asyncio.Semaphore, mode: str) -> None:
+    if mode != "chat":
+        return
+    while True:
+        frame = json.loads(await ws.recv())
+        if frame["type"] in ("sent", "error"):
+            credit.release()
+
+
+async def run_mode(base: str, users, pairs: int, mode: str, messages: int, window: int) -> dict:
+    ws = base.replace("http", "ws")
+    latencies: list[float] = []
+    jobs = []
+    for i in range(pairs):
+        (a_id, a_key), (b_id, b_key) = users[2 * i], users[2 * i + 1]
+        if mode == "chat":
+            url_a, url_b = f"{ws}/ws/chat/?api_key={a_key}", f"{ws}/ws/chat/?api_key={b_key}"
+        else:
+            url_a, url_b = f"{ws}/ws/bench-relay/?me={a_id}", f"{ws}/ws/bench-relay/?me={b_id}"
+        jobs.append(_pair(url_a, url_b, b_id, mode, messages, window, latencies, base))
+    started = time.perf_counter()
+    delivered = sum(await asyncio.gather(*jobs))
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {"rate": delivered / elapsed, "p50": statistics.median(latencies) * 1000,
+            "p99": latencies[int(len(latencies) * 0.99) - 1] * 1000, "delivered": delivered}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", default="50,200", help="comma-separated N values")
+    parser.add_argument("--big", action="store_true", help="also N=1000")
+    parser.add_argument("--messages", type=int, default=20, help="messages per pair")
+    parser.add_argument("--window", type=int, default=5, help="sends in flight per sender")
+    args = parser.parse_args()
+    if not (os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL")):
+        sys.exit("bench/chat.py needs DATABASE_URL (PostgreSQL, migrated) and REDIS_URL")
+    sizes = [int(n) for n in args.pairs.split(",")] + ([1000] if args.big else [])
+    users = _users(2 * max(sizes))
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tests.livesubprocess import free_port, running_server
+
+    port = free_port()
+    env = dict(os.environ, CHAT_SEND_RATE="1000000", CHAT_SEND_BURST="1000000")
+    cmd = ["-m", "uvicorn", "bench.chat:application", "--port", str(port), "--lifespan", "off",
+           "--log-level", "warning", "--ws", "websockets", "--backlog", "4096"]
+    print(f"{'N':>5} {'mode':>6} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8}   chat/relay")
+    with running_server(cmd, env, port) as (base, _):
+        for n in sizes:
+            relay = asyncio.run(run_mode(base, users, n, "relay", args.messages, args.window))
+            chat = asyncio.run(run_mode(base, users, n, "chat", args.messages, args.window))
+            for mode, r in (("relay", relay), ("chat", chat)):
+                print(f"{n:>5} {mode:>6} {r['rate']:>8.0f} {r['p50']:>8.1f} {r['p99']:>8.1f}", end="")
+                print(f"   {chat['rate'] / relay['rate']:.2f}x rate" if mode == "chat" else "")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""HTTP API for chat: thin views over services and selectors."""
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.errors import ApiError
+
+from . import selectors, services
+from .serializers import BlockSerializer, ReadSerializer, SendSerializer
+
+
+def _query_int(request, name: str, default: int | None) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit():
+        raise ApiError(f"`{name}` must be a non-negative integer.", code="invalid_request", field=name)
+    return int(raw)
+
+
+class SendApi(APIView):
+    @extend_schema(request=SendSerializer, responses={201: None, 200: None})
+    def post(self, request):
+        data = SendSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        msg, created = services.message_send(sender=request.user, recipient_id=data.validated_data["to"],
+                                             client_msg_id=data.validated_data["client_msg_id"],
+                                             body=data.validated_data["body"])
+        return Response(dict(selectors.message_payload(msg), duplicate=not created),
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class ConversationListApi(APIView):
+    @extend_schema(responses={200: None})
+    def get(self, request):
+        return Response({"results": selectors.conversation_list(user=request.user),
+                         "blocked": selectors.blocked_ids(user=request.user)})
+
+
+class HistoryApi(APIView):
+    """Newest first; `before=<seq>` pages back; `next_before` is null at the start."""
+
+    @extend_schema(responses={200: None})
+    def get(self, request, conversation_id):
+        conv = selectors.access_conversation(user=request.user, conversation_id=conversation_id)
+        limit = min(_query_int(request, "limit", settings.CHAT_HISTORY_PAGE) or 1,
+                    settings.CHAT_HISTORY_MAX_PAGE)
+        before = _query_int(request, "before", None)
+        results = selectors.message_history(conversation=conv, before=before, limit=limit)
+        more = bool(results) and results[-1]["seq"] > 1
+        return Response({"results": results, "next_before": results[-1]["seq"] if more else None,
+                         "peer_read_upto": selectors.peer_read_upto(
+                             conversation=conv, reader_id=conv.peer_id(request.user.pk))})
+
+
+class ReadApi(APIView):
+    @extend_schema(request=ReadSerializer, responses={200: None})
+    def post(self, request, conversation_id):
+        data = ReadSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        count = services.conversation_mark_read(user=request.user, conversation_id=conversation_id,
+                                                upto=data.validated_data["upto"])
+        return Response({"marked": count})
+
+
+class BlockApi(APIView):
+    @extend_schema(request=BlockSerializer, responses={201: None})
+    def post(self, request):
+        data = BlockSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.block_create(blocker=request.user, blocked_id=data.validated_data["user"])
+        return Response({"blocked": data.validated_data["user"]}, status=status.HTTP_201_CREATED)
+
+
+class UnblockApi(APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request, user_id):
+        services.block_delete(blocker=request.user, blocked_id=user_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

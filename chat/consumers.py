@@ -1,0 +1,234 @@
+"""The chat websocket: catch-up from the inbox, then live; acks, sends, typing,
+read receipts and presence. Thin: every rule lives in services/selectors.
+
+Frames are JSON objects with a `type`; each on_<type> handler documents its frame.
+"""
+
+import asyncio
+import json
+
+from channels.db import DatabaseSyncToAsync
+from channels.db import database_sync_to_async as db
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from config.errors import ApiError
+
+from . import realtime, selectors, services
+from .events import user_group
+
+
+def parallel_db(func):
+    """Sends from many sockets run on a thread pool (each thread its own DB
+    connection) instead of Channels' single DB thread; row locks keep them correct."""
+    return DatabaseSyncToAsync(func, thread_sensitive=False)
+
+
+def _int(value, field: str, *, optional: bool = False) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ApiError(f"`{field}` must be a non-negative integer.", code="invalid_cursor", field=field)
+    return value
+
+
+class ChatConsumer(AsyncWebsocketConsumer):
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        self.user = user
+        self.cursor: int | None = None  # last inbox_seq sent; None until `hello`
+        self.cursors: dict[int, int] = {}
+        self.contacts: set[int] = set()
+        self.known_online: dict[int, bool] = {}
+        # Join the group before reading the inbox so nothing falls between the two.
+        await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
+        await self.accept()
+        await self._load_contacts()
+        await self._heartbeat()
+        await self.send_json({"type": "welcome", "user": user.pk, "username": user.username,
+                              "heartbeat_seconds": settings.CHAT_HEARTBEAT_SECONDS,
+                              "max_message_bytes": settings.CHAT_MAX_MESSAGE_BYTES})
+        await self._poll_presence()
+        self.poller = asyncio.create_task(self._presence_loop())
+
+    async def disconnect(self, code):
+        if not hasattr(self, "user"):
+            return
+        if hasattr(self, "poller"):
+            self.poller.cancel()
+        await self.channel_layer.group_discard(user_group(self.user.pk), self.channel_name)
+        if await realtime.state().leave(self.user.pk, self.channel_name):
+            await self._announce(online=False)
+        await db(services.last_seen_touch)(user_id=self.user.pk)
+
+    async def send_json(self, frame: dict) -> None:
+        await self.send(text_data=json.dumps(frame))
+
+    async def receive(self, text_data=None, bytes_data=None):
+        try:
+            frame = json.loads(text_data) if text_data is not None else None
+        except ValueError:
+            frame = None
+        if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+            await self._error("bad_frame", "Frames are JSON objects with a string `type`.")
+            return
+        handler = getattr(self, f"on_{frame['type']}", None)
+        if handler is None:
+            await self._error("unknown_type", f"Unknown frame type {frame['type'][:40]!r}.", field="type")
+            return
+        try:
+            await handler(frame)
+        except ApiError as exc:
+            await self._error(exc.get_codes(), str(exc.detail), field=exc.field,
+                              ref=frame.get("client_msg_id") or frame.get("ref"), **exc.extra)
+
+    async def _error(self, code, message, **extra):
+        await self.send_json({"type": "error", "code": code, "message": message,
+                              **{k: v for k, v in extra.items() if v is not None}})
+
+    # --- client frames -------------------------------------------------------
+
+    async def on_hello(self, frame):
+        """{"type": "hello", "since": inbox_seq?, "cursors": {conversation_id: seq}?}"""
+        since = _int(frame.get("since"), "since", optional=True)
+        raw = frame.get("cursors") or {}
+        if not isinstance(raw, dict) or not all(str(k).isdigit() for k in raw):
+            raise ApiError("`cursors` maps conversation ids to sequence numbers.", code="invalid_cursor",
+                           field="cursors")
+        cursors = {int(k): _int(v, "cursors") for k, v in raw.items()}
+        await db(selectors.check_cursors)(user=self.user, cursors=cursors)
+        self.cursors = cursors
+        self.cursor = await db(selectors.catchup_start)(user=self.user, since=since, cursors=cursors)
+        await self._catch_up()
+        await self.send_json({"type": "synced", "inbox_seq": self.cursor})
+
+    async def on_ack(self, frame):
+        """{"type": "ack", "upto": inbox_seq}: everything up to it reached the client."""
+        upto = _int(frame.get("upto"), "upto")
+        if self.cursor is None or upto > self.cursor:
+            raise ApiError(f"Cannot ack {upto}: only {self.cursor or 0} was sent.",
+                           code="cursor_from_future", field="upto")
+        await db(services.inbox_mark_delivered)(user=self.user, upto=upto)
+
+    async def on_send(self, frame):
+        """{"type": "send", "to": user_id, "client_msg_id": str, "body": str}"""
+        msg, created = await parallel_db(services.message_send)(
+            sender=self.user, recipient_id=frame.get("to"), client_msg_id=frame.get("client_msg_id"),
+            body=frame.get("body"))
+        await self.send_json({"type": "sent", "client_msg_id": msg.client_msg_id, "id": msg.pk,
+                              "conversation": msg.conversation_id, "seq": msg.seq,
+                              "created_at": msg.created_at.isoformat(), "duplicate": not created})
+        if created and int(frame["to"]) not in self.contacts:
+            await self._load_contacts()
+
+    async def on_read(self, frame):
+        """{"type": "read", "conversation": id, "upto": seq}"""
+        await db(services.conversation_mark_read)(user=self.user, conversation_id=frame.get("conversation"),
+                                                  upto=frame.get("upto"))
+
+    async def on_typing(self, frame):
+        """{"type": "typing", "to": user_id}: relayed, never stored."""
+        to = frame.get("to")
+        if to not in self.contacts:
+            raise ApiError("Typing goes only to your contacts.", code="unknown_contact", field="to")
+        await self.channel_layer.group_send(user_group(to), {"type": "chat.typing", "user": self.user.pk})
+
+    async def on_heartbeat(self, frame):
+        await self._heartbeat()
+        # Also the safety net for a lost live push: catch up if the inbox moved on.
+        if self.cursor is not None and await db(selectors.inbox_head)(user_id=self.user.pk) > self.cursor:
+            await self._catch_up()
+        await self.send_json({"type": "heartbeat_ok"})
+
+    # --- channel-layer events ------------------------------------------------
+
+    async def chat_message(self, event):
+        if self.cursor is None:
+            return  # before `hello`: the catch-up will read it from the inbox
+        seq = event["message"]["inbox_seq"]
+        if seq <= self.cursor:
+            return  # already sent by a catch-up
+        if seq == self.cursor + 1:
+            self.cursor = seq
+            await self._send_message(event["message"])
+        else:
+            await self._catch_up()  # a push was lost or overtaken: the inbox has it
+
+    async def chat_echo(self, event):
+        await self.send_json({"type": "echo", **event["message"]})
+
+    async def chat_read(self, event):
+        await self.send_json({"type": "read", "conversation": event["conversation"],
+                              "reader": event["reader"], "upto": event["upto"]})
+
+    async def chat_typing(self, event):
+        if event["user"] in self.contacts:
+            await self.send_json({"type": "typing", "user": event["user"]})
+
+    async def chat_presence(self, event):
+        if event["user"] in self.contacts:
+            await self._set_presence(event["user"], event["online"])
+
+    async def chat_contacts(self, event):
+        await self._load_contacts()
+        await self._poll_presence()
+
+    # --- internals -----------------------------------------------------------
+
+    async def _send_message(self, payload: dict) -> None:
+        await self.send_json({"type": "message", **payload})
+        if payload["sender"] not in self.contacts:
+            await self._load_contacts()
+
+    async def _catch_up(self) -> None:
+        batch_size = settings.CHAT_CATCHUP_BATCH
+        while True:
+            batch = await db(selectors.inbox_after)(user=self.user, after=self.cursor, limit=batch_size,
+                                                    cursors=self.cursors)
+            for payload in batch:
+                self.cursor = payload["inbox_seq"]
+                if not payload.pop("skip", False):
+                    await self.send_json({"type": "message", **payload})
+            if len(batch) < batch_size:
+                return
+
+    async def _load_contacts(self) -> None:
+        self.contacts = set(await db(selectors.contact_ids)(user_id=self.user.pk))
+
+    async def _heartbeat(self) -> None:
+        if await realtime.state().heartbeat(self.user.pk, self.channel_name):
+            await self._announce(online=True)
+        resolution = settings.CHAT_LAST_SEEN_RESOLUTION_SECONDS
+        if await realtime.state().claim(f"lastseen:{self.user.pk}", resolution):
+            await db(services.last_seen_touch)(user_id=self.user.pk)
+
+    async def _announce(self, *, online: bool) -> None:
+        for uid in await db(selectors.contact_ids)(user_id=self.user.pk):
+            await self.channel_layer.group_send(user_group(uid), {"type": "chat.presence",
+                                                                  "user": self.user.pk, "online": online})
+
+    async def _set_presence(self, uid: int, online: bool) -> None:
+        if self.known_online.get(uid) != online:
+            self.known_online[uid] = online
+            await self.send_json({"type": "presence", "user": uid, "online": online})
+
+    async def _poll_presence(self) -> None:
+        """Finds contacts that vanished (TTL ran out) and ones now hidden by a block."""
+        for uid in [u for u in self.known_online if u not in self.contacts]:
+            if self.known_online.pop(uid):
+                await self.send_json({"type": "presence", "user": uid, "online": False})
+        for uid, online in (await realtime.state().online(sorted(self.contacts))).items():
+            await self._set_presence(uid, online)
+
+    async def _presence_loop(self) -> None:
+        while True:
+            await asyncio.sleep(settings.CHAT_PRESENCE_POLL_SECONDS)
+            try:
+                await self._poll_presence()
+            except Exception:  # noqa: BLE001 - keep polling through a Redis blip
+                import logging
+
+                logging.getLogger(__name__).warning("presence poll failed", exc_info=True)

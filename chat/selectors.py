@@ -1,0 +1,137 @@
+"""Reads for chat: catch-up, history, conversation list, contacts, blocks."""
+
+from django.contrib.auth import get_user_model
+from django.db.models import Max, Q
+
+from config.errors import ApiError
+
+from .models import Block, ChatProfile, Conversation, InboxEntry, Message
+
+User = get_user_model()
+
+
+def message_payload(message: Message, *, inbox_seq: int | None = None) -> dict:
+    return {
+        "id": message.pk,
+        "conversation": message.conversation_id,
+        "seq": message.seq,
+        "sender": message.sender_id,
+        "client_msg_id": message.client_msg_id,
+        "body": message.body,
+        "created_at": message.created_at.isoformat(),
+        "inbox_seq": inbox_seq,
+    }
+
+
+def block_exists_between(*, user_a_id: int, user_b_id: int) -> bool:
+    return Block.objects.filter(
+        Q(blocker_id=user_a_id, blocked_id=user_b_id) | Q(blocker_id=user_b_id, blocked_id=user_a_id)
+    ).exists()
+
+
+def conversation_for_pair(*, user_a_id: int, user_b_id: int) -> Conversation | None:
+    low, high = sorted((user_a_id, user_b_id))
+    return Conversation.objects.filter(user_low_id=low, user_high_id=high).first()
+
+
+def access_conversation(*, user, conversation_id) -> Conversation:
+    """The conversation if `user` is in it; a stranger gets 404, as for any id."""
+    conv = Conversation.objects.filter(pk=conversation_id).first() if str(conversation_id).isdigit() else None
+    if conv is None or not conv.has_member(user.pk):
+        raise ApiError("No such conversation.", code="unknown_conversation", status_code=404,
+                       field="conversation")
+    return conv
+
+
+def inbox_head(*, user_id: int) -> int:
+    return ChatProfile.objects.filter(user_id=user_id).values_list("inbox_seq", flat=True).first() or 0
+
+
+def catchup_start(*, user, since: int | None, cursors: dict[int, int]) -> int:
+    """The inbox cursor to stream from. Without `since`, start at the oldest entry
+    not yet acked, or earlier where a per-conversation cursor asks for more."""
+    head = inbox_head(user_id=user.pk)
+    if since is not None:
+        if since > head:
+            raise ApiError(f"Cursor since={since} is ahead of your inbox ({head}).",
+                           code="cursor_from_future", field="since")
+        return since
+    candidates = []
+    oldest_undelivered = (InboxEntry.objects.filter(user=user, delivered_at__isnull=True)
+                          .order_by("inbox_seq").values_list("inbox_seq", flat=True).first())
+    if oldest_undelivered is not None:
+        candidates.append(oldest_undelivered - 1)
+    for conv_id, seq in cursors.items():
+        first = (InboxEntry.objects.filter(user=user, conversation_id=conv_id, seq__gt=seq)
+                 .order_by("inbox_seq").values_list("inbox_seq", flat=True).first())
+        if first is not None:
+            candidates.append(first - 1)
+    return min(candidates) if candidates else head
+
+
+def check_cursors(*, user, cursors: dict[int, int]) -> None:
+    for conv_id, seq in cursors.items():
+        conv = access_conversation(user=user, conversation_id=conv_id)
+        if seq > conv.last_seq:
+            raise ApiError(f"Cursor {seq} for conversation {conv_id} is ahead of it ({conv.last_seq}).",
+                           code="cursor_from_future", field="cursors")
+
+
+def inbox_after(*, user, after: int, limit: int, cursors: dict[int, int] | None = None) -> list[dict]:
+    """Inbox entries after the cursor in inbox order (which keeps each conversation
+    in seq order), skipping what per-conversation cursors say the client has."""
+    entries = (InboxEntry.objects.filter(user=user, inbox_seq__gt=after)
+               .select_related("message").order_by("inbox_seq")[:limit])
+    out = []
+    for entry in entries:
+        payload = message_payload(entry.message, inbox_seq=entry.inbox_seq)
+        if cursors and entry.seq <= cursors.get(entry.conversation_id, 0):
+            payload["skip"] = True  # the client has it; still advances the cursor
+        out.append(payload)
+    return out
+
+
+def message_history(*, conversation: Conversation, before: int | None, limit: int) -> list[dict]:
+    qs = Message.objects.filter(conversation=conversation)
+    if before is not None:
+        qs = qs.filter(seq__lt=before)
+    return [message_payload(m) for m in qs.order_by("-seq")[:limit]]
+
+
+def peer_read_upto(*, conversation: Conversation, reader_id: int) -> int:
+    return (InboxEntry.objects.filter(user_id=reader_id, conversation=conversation, read_at__isnull=False)
+            .aggregate(m=Max("seq"))["m"] or 0)
+
+
+def conversation_list(*, user) -> list[dict]:
+    convs = list(Conversation.objects.filter(Q(user_low=user) | Q(user_high=user))
+                 .order_by("-last_message_at", "-pk"))
+    peers = {u.pk: u for u in User.objects.filter(pk__in=[c.peer_id(user.pk) for c in convs])}
+    out = []
+    for conv in convs:
+        peer_id = conv.peer_id(user.pk)
+        last = Message.objects.filter(conversation=conv).order_by("-seq").first()
+        unread = InboxEntry.objects.filter(user=user, conversation=conv, read_at__isnull=True).count()
+        out.append({
+            "id": conv.pk,
+            "peer": {"id": peer_id, "username": peers[peer_id].username},
+            "last_seq": conv.last_seq,
+            "last_message": message_payload(last) if last else None,
+            "unread": unread,
+            "peer_read_upto": peer_read_upto(conversation=conv, reader_id=peer_id),
+        })
+    return out
+
+
+def contact_ids(*, user_id: int) -> list[int]:
+    """People whose presence this user may see: conversation peers, minus blocks
+    in either direction (a blocked user cannot tell whether the blocker is online)."""
+    convs = Conversation.objects.filter(Q(user_low_id=user_id) | Q(user_high_id=user_id))
+    peers = {c.peer_id(user_id) for c in convs}
+    hidden = set(Block.objects.filter(blocker_id=user_id).values_list("blocked_id", flat=True))
+    hidden |= set(Block.objects.filter(blocked_id=user_id).values_list("blocker_id", flat=True))
+    return sorted(peers - hidden)
+
+
+def blocked_ids(*, user) -> list[int]:
+    return list(Block.objects.filter(blocker=user).values_list("blocked_id", flat=True))

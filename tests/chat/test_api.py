@@ -1,0 +1,116 @@
+"""HTTP API: send, history pages, conversation list, mark read, block/unblock."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from chat import services
+from chat.models import Conversation, InboxEntry, Message
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _client(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def users():
+    return UserFactory(username="ann"), UserFactory(username="ben")
+
+
+def test_should_send_once_per_client_id_and_keep_one_conversation_per_pair(users):
+    ann, ben = users
+    first = _client(ann).post("/api/chat/messages", {"to": ben.pk, "client_msg_id": "k1", "body": "hi"},
+                              format="json")
+    again = _client(ann).post("/api/chat/messages", {"to": ben.pk, "client_msg_id": "k1", "body": "hi"},
+                              format="json")
+    reply = _client(ben).post("/api/chat/messages", {"to": ann.pk, "client_msg_id": "k1", "body": "yo"},
+                              format="json")
+    assert (first.status_code, again.status_code, reply.status_code) == (201, 200, 201)
+    assert again.json()["id"] == first.json()["id"] and again.json()["duplicate"] is True
+    assert reply.json()["seq"] == 2 and reply.json()["conversation"] == first.json()["conversation"]
+    assert Conversation.objects.count() == 1 and Message.objects.count() == 2
+
+
+def test_should_refuse_a_second_conversation_row_for_the_same_pair(users):
+    from django.db import IntegrityError
+
+    ann, ben = users
+    low, high = sorted((ann.pk, ben.pk))
+    Conversation.objects.create(user_low_id=low, user_high_id=high)
+    with pytest.raises(IntegrityError):
+        Conversation.objects.create(user_low_id=low, user_high_id=high)
+
+
+def test_should_page_history_newest_first_with_before(users):
+    ann, ben = users
+    for i in range(7):
+        services.message_send(sender=ann, recipient_id=ben.pk, client_msg_id=f"h{i}", body=f"m{i}")
+    conv = Conversation.objects.get()
+    page = _client(ben).get(f"/api/chat/conversations/{conv.pk}/messages?limit=3").json()
+    assert [m["seq"] for m in page["results"]] == [7, 6, 5] and page["next_before"] == 5
+    page = _client(ben).get(f"/api/chat/conversations/{conv.pk}/messages?limit=3&before=5").json()
+    assert [m["seq"] for m in page["results"]] == [4, 3, 2]
+    page = _client(ben).get(f"/api/chat/conversations/{conv.pk}/messages?limit=3&before=2").json()
+    assert [m["seq"] for m in page["results"]] == [1] and page["next_before"] is None
+    stranger = _client(UserFactory()).get(f"/api/chat/conversations/{conv.pk}/messages")
+    assert stranger.status_code == 404 and stranger.json()["error"]["code"] == "unknown_conversation"
+
+
+def test_should_list_conversations_with_last_message_and_unread_and_mark_read(users):
+    ann, ben = users
+    for i in range(3):
+        services.message_send(sender=ann, recipient_id=ben.pk, client_msg_id=f"u{i}", body=f"<i>{i}</i>")
+    listing = _client(ben).get("/api/chat/conversations").json()["results"]
+    assert listing[0]["unread"] == 3 and listing[0]["last_message"]["body"] == "<i>2</i>"
+    assert listing[0]["peer"] == {"id": ann.pk, "username": "ann"}
+    conv_id = listing[0]["id"]
+    marked = _client(ben).post(f"/api/chat/conversations/{conv_id}/read", {"upto": 2}, format="json")
+    assert marked.json() == {"marked": 2}
+    assert _client(ben).get("/api/chat/conversations").json()["results"][0]["unread"] == 1
+    assert _client(ann).get("/api/chat/conversations").json()["results"][0]["peer_read_upto"] == 2
+    future = _client(ben).post(f"/api/chat/conversations/{conv_id}/read", {"upto": 9}, format="json")
+    assert future.status_code == 400 and future.json()["error"]["code"] == "cursor_from_future"
+
+
+def test_should_block_and_unblock(users):
+    ann, ben = users
+    assert _client(ben).post("/api/chat/blocks", {"user": ann.pk}, format="json").status_code == 201
+    refused = _client(ann).post("/api/chat/messages", {"to": ben.pk, "client_msg_id": "b", "body": "hi"},
+                                format="json")
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "blocked"
+    assert _client(ben).delete(f"/api/chat/blocks/{ann.pk}").status_code == 204
+    ok = _client(ann).post("/api/chat/messages", {"to": ben.pk, "client_msg_id": "b", "body": "hi"},
+                           format="json")
+    assert ok.status_code == 201
+
+
+def test_should_name_the_size_limit_and_store_nothing(users, settings):
+    settings.CHAT_MAX_MESSAGE_BYTES = 10
+    ann, ben = users
+    response = _client(ann).post("/api/chat/messages", {"to": ben.pk, "client_msg_id": "s", "body": "x" * 11},
+                                 format="json")
+    assert response.status_code == 413
+    error = response.json()["error"]
+    assert error["code"] == "message_too_large" and error["field"] == "body"
+    assert "10 bytes" in error["message"]
+    assert not Message.objects.exists() and not InboxEntry.objects.exists()
+
+
+def test_should_rate_limit_http_sends_with_retry_after(users, settings):
+    settings.CHAT_SEND_BURST, settings.CHAT_SEND_RATE = 2, 0.01
+    ann, ben = users
+    codes = [_client(ann).post("/api/chat/messages", {"to": ben.pk, "client_msg_id": f"r{i}", "body": "x"},
+                               format="json") for i in range(3)]
+    assert [r.status_code for r in codes] == [201, 201, 429]
+    assert codes[2].json()["error"]["limit"] == "CHAT_SEND_RATE" and int(codes[2]["Retry-After"]) >= 1
+
+
+def test_should_render_the_chat_page_for_a_signed_in_user(users, client):
+    assert client.get("/chat/").status_code == 302
+    client.force_login(users[0])
+    page = client.get("/chat/")
+    assert page.status_code == 200 and "js/chat.js" in page.text and 'data-user-id="' in page.text
