@@ -21,6 +21,8 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
+    path("v1/", include("inference_client.urls")),
+    path("metrics", include("inference_client.metrics_urls")),
     # Anything else under /api/ or /v1/ is a JSON 404, never an HTML page.
     re_path(r"^(api|v1)/", api_not_found),
     path("", include(accounts_urls.pages)),

@@ -11,4 +11,5 @@ from .channels import *  # noqa: F403
 from .chat import *  # noqa: F403
 from .inference import *  # noqa: F403
 from .prompts import *  # noqa: F403
+from .ratelimits import *  # noqa: F403
 from .storage import *  # noqa: F403

@@ -1,0 +1,212 @@
+"""Admission control: token buckets in Redis, decided by one atomic Lua script.
+
+One request checks, in one round trip, all or nothing:
+- the key's request bucket and token bucket (limits by tier, per minute);
+- the model's global token bucket, whose rate, size and free-tier reserve the
+  capacity controller writes into the bucket's own hash (so reading them is
+  atomic with the decision); free requests may not take the last `fr` tokens;
+- queue-depth backpressure: requests in flight for the model (a sorted set,
+  scored by expiry so a crashed gateway's entries age out) beyond the live
+  batch slots, and whether any worker is alive at all.
+The script also claims the controller's tick (SET NX PX period), so the
+controller runs lazily, at most once per period across all gateway processes.
+
+Bucket hash fields: l = level, t = last refill (ms, Redis clock); global
+buckets also hold cap, rate (per s), fr, workers, slots, rps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from django.conf import settings
+
+from inference_client.rds import get_aredis
+
+_ADMIT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = tonumber(ARGV[1])
+local tick = 0
+if redis.call('SET', KEYS[n + 2], '1', 'NX', 'PX', ARGV[2]) then tick = 1 end
+local g = KEYS[n]
+local gi = redis.call('HMGET', g, 'cap', 'rate', 'fr', 'workers', 'slots', 'rps')
+if not gi[1] then return {4, 0, tick, 0} end
+local out = {0, 0, tick, 0}
+local levels = {}
+for i = 1, n do
+  local base = 6 + (i - 1) * 4
+  local cap, rate = tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
+  local cost, reserve = tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4])
+  if cap < 0 then cap, rate = tonumber(gi[1]), tonumber(gi[2]) end
+  if reserve < 0 then reserve = tonumber(gi[3]) end
+  local b = redis.call('HMGET', KEYS[i], 'l', 't')
+  local level, ts = tonumber(b[1]), tonumber(b[2])
+  if not level then level, ts = cap, now end
+  level = math.min(cap, level + math.max(0, now - ts) * rate / 1000)
+  levels[i] = {level, cap, rate, cost}
+  if cost > 0 and level < cost + reserve then
+    local wait = -1
+    if cost + reserve <= cap and rate > 0 then wait = math.ceil((cost + reserve - level) * 1000 / rate) end
+    if out[1] == 0 then out[2] = wait
+    elseif out[2] >= 0 and (wait < 0 or wait > out[2]) then out[2] = wait end
+    out[1] = 1
+    if out[4] == 0 then out[4] = i end
+  end
+end
+if out[1] == 0 and tonumber(ARGV[6]) == 1 then
+  -- backpressure, checked after the buckets so a refusal still reports them
+  if tonumber(gi[4]) == 0 then
+    out[1] = 3
+  else
+    redis.call('ZREMRANGEBYSCORE', KEYS[n + 1], '-inf', now)
+    local waiting = redis.call('ZCARD', KEYS[n + 1]) - tonumber(gi[5])
+    if waiting >= tonumber(ARGV[5]) then
+      out[1] = 2
+      out[2] = math.ceil((waiting - tonumber(ARGV[5]) + 1) * 1000 / math.max(tonumber(gi[6]), 0.001))
+    end
+  end
+end
+if out[1] == 0 then
+  for i = 1, n do
+    local lv = levels[i]
+    lv[1] = lv[1] - lv[4]
+    redis.call('HSET', KEYS[i], 'l', lv[1], 't', now)
+    redis.call('PEXPIRE', KEYS[i], math.ceil(lv[2] / math.max(lv[3], 0.001) * 1000) + 60000)
+  end
+  if tonumber(ARGV[6]) == 1 then
+    redis.call('ZADD', KEYS[n + 1], now + tonumber(ARGV[4]), ARGV[3])
+    redis.call('PEXPIRE', KEYS[n + 1], tonumber(ARGV[4]) + 60000)
+  end
+end
+for i = 1, n do
+  local lv = levels[i]
+  table.insert(out, tostring(math.floor(math.max(lv[1], 0))))
+  table.insert(out, math.ceil((lv[2] - lv[1]) * 1000 / math.max(lv[3], 0.001)))
+  table.insert(out, tostring(lv[2]))
+end
+return out
+"""
+
+# Add `delta` to each bucket (after refilling): a refund when usage was
+# smaller than the estimate, a debt (the level may go negative) when larger.
+_ADJUST = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 1, #KEYS do
+  local cap, rate, delta = tonumber(ARGV[i * 3 - 2]), tonumber(ARGV[i * 3 - 1]), tonumber(ARGV[i * 3])
+  local b = redis.call('HMGET', KEYS[i], 'l', 't', 'cap', 'rate')
+  if cap < 0 then cap, rate = tonumber(b[3]) or 0, tonumber(b[4]) or 0 end
+  if b[1] then
+    local level = math.min(cap, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) * rate / 1000)
+    redis.call('HSET', KEYS[i], 'l', math.min(cap, level + delta), 't', now)
+  end
+end
+return 1
+"""
+
+REJECT_REASONS = {1: "rate_limit", 2: "queue_full", 3: "no_worker", 4: "uninitialised"}
+
+
+@dataclasses.dataclass
+class Bucket:
+    key: str
+    name: str            # "requests" | "tokens" | "global"
+    capacity: float      # -1: read from the bucket's hash (global)
+    rate: float
+    cost: float
+    reserve: float = 0.0  # -1: the free reserve from the hash
+
+    def args(self) -> list:
+        return [self.capacity, self.rate, self.cost, self.reserve]
+
+
+@dataclasses.dataclass
+class Decision:
+    allowed: bool
+    reason: str | None           # None | rate_limit | queue_full | no_worker | uninitialised
+    retry_after_ms: int          # -1: the bucket can never hold this request
+    tick: bool                   # this caller owns the controller's run for this period
+    failed_bucket: str | None
+    buckets: dict[str, dict]     # name -> {remaining, reset_ms, limit}
+
+
+def key_buckets(*, key_id: int, tier: str, tokens: int) -> list[Bucket]:
+    limits = settings.RATE_LIMITS[tier]
+    rpm, tpm = limits["requests_per_min"], limits["tokens_per_min"]
+    return [Bucket(f"rl:k:{key_id}:r", "requests", rpm, rpm / 60, 1),
+            Bucket(f"rl:k:{key_id}:t", "tokens", tpm, tpm / 60, tokens)]
+
+
+def global_bucket(*, model: str, tier: str, tokens: int) -> Bucket:
+    return Bucket(global_key(model), "global", -1, -1, tokens, -1 if tier == "free" else 0)
+
+
+def global_key(model: str) -> str:
+    return f"rl:g:{model}"
+
+
+def inflight_key(model: str) -> str:
+    return f"inflight:{model}"
+
+
+TICK_KEY = "ctl:tick"
+
+
+async def admit(*, buckets: list[Bucket], model: str, request_id: str, check_queue: bool = True,
+                redis=None) -> Decision:
+    """Decide atomically; the last bucket must be the model's global bucket."""
+    redis = redis or get_aredis()
+    argv = [len(buckets), max(1, int(settings.CAPACITY_CONTROLLER_PERIOD_S * 1000)), request_id,
+            int(settings.INFERENCE_REQUEST_TIMEOUT_S * 1000) + 5000,
+            settings.INFERENCE_MAX_QUEUE_PER_MODEL, 1 if check_queue else 0]
+    for bucket in buckets:
+        argv += bucket.args()
+    keys = [b.key for b in buckets] + [inflight_key(model), TICK_KEY]
+    reply = await redis.eval(_ADMIT, len(keys), *keys, *argv)
+    status, retry_ms, tick, failed = (int(x) for x in reply[:4])
+    states = {}
+    for i, bucket in enumerate(buckets if len(reply) > 4 else ()):  # none when uninitialised
+        remaining, reset_ms, cap = reply[4 + 3 * i: 7 + 3 * i]
+        states[bucket.name] = {"remaining": int(float(remaining)), "reset_ms": int(reset_ms),
+                               "limit": int(float(cap))}
+    return Decision(allowed=status == 0, reason=REJECT_REASONS.get(status), retry_after_ms=retry_ms,
+                    tick=bool(tick), failed_bucket=buckets[failed - 1].name if failed else None,
+                    buckets=states)
+
+
+async def adjust(*, buckets: list[Bucket], deltas: list[float], redis=None) -> None:
+    """Correct token charges after the fact (positive delta = refund)."""
+    redis = redis or get_aredis()
+    argv = []
+    for bucket, delta in zip(buckets, deltas, strict=True):
+        argv += [bucket.capacity, bucket.rate, delta]
+    await redis.eval(_ADJUST, len(buckets), *[b.key for b in buckets], *argv)
+
+
+async def release(*, model: str, request_id: str, redis=None) -> None:
+    await (redis or get_aredis()).zrem(inflight_key(model), request_id)
+
+
+def _duration(ms: int) -> str:
+    """OpenAI's reset format: '1s', '6m0s', '20ms'."""
+    ms = max(0, int(ms))
+    if ms < 1000:
+        return f"{ms}ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:g}s" if seconds == int(seconds) else f"{seconds:.3f}".rstrip("0") + "s"
+    minutes, rest = divmod(int(math.ceil(seconds)), 60)
+    return f"{minutes}m{rest}s"
+
+
+def ratelimit_headers(decision: Decision) -> dict[str, str]:
+    headers = {}
+    for name, suffix in (("requests", "requests"), ("tokens", "tokens")):
+        state = decision.buckets.get(name)
+        if state:
+            headers[f"x-ratelimit-limit-{suffix}"] = str(state["limit"])
+            headers[f"x-ratelimit-remaining-{suffix}"] = str(state["remaining"])
+            headers[f"x-ratelimit-reset-{suffix}"] = _duration(state["reset_ms"])
+    return headers

@@ -1,0 +1,177 @@
+"""A completion in flight: its events, fanned out to whoever renders them, and
+the bookkeeping when it ends (usage record, token-charge correction, cache).
+
+A pump task reads the generation's event log and keeps every event; it runs
+apart from the HTTP request's task, so a client that goes away (a cancelled
+view) does not skip the bookkeeping. Only the request that submitted the
+generation (the owner) does the bookkeeping; retries attached through an
+Idempotency-Key only read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from inference_client.backend import get_backend
+from inference_client.rds import enabled as redis_enabled
+from inference_client.rds import get_aredis
+from inference_worker.events import RedisEventLog
+
+logger = logging.getLogger(__name__)
+
+# How long one blocking XREAD waits before checking the deadline again (ms).
+READ_BLOCK_MS = 1000
+_background: set[asyncio.Task] = set()
+
+
+def spawn(coro: Awaitable) -> asyncio.Task:
+    """A task that outlives the request (kept referenced until it ends). It
+    runs in a fresh context: the request's context names asgiref's per-request
+    executor, which is gone once the response is sent."""
+    task = asyncio.get_running_loop().create_task(coro, context=contextvars.Context())
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+    return task
+
+
+async def read_events(request_id: str, *, timeout_s: float) -> AsyncIterator[dict]:
+    """Backend.events, but on the event loop: Backend.aevents holds a thread of
+    the default pool (a handful on a small machine) per stream for each 1 s
+    blocking read, so concurrent streams queue behind each other."""
+    backend = get_backend()
+    if not redis_enabled() or not isinstance(backend.log, RedisEventLog):
+        async for event in backend.aevents(request_id, timeout_s=timeout_s):
+            yield event
+        return
+    redis, stream = get_aredis(), RedisEventLog._stream(request_id)
+    cursor, delivered = "0", 0
+    deadline = time.monotonic() + timeout_s
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            yield {"type": "error", "code": "timeout", "message": f"no result within {timeout_s:.0f}s"}
+            return
+        reply = await redis.xread({stream: cursor}, block=max(1, int(min(READ_BLOCK_MS, remaining * 1000))),
+                                  count=500)
+        for _, entries in reply or ():
+            for position, fields in entries:
+                cursor = position.decode() if isinstance(position, bytes) else position
+                event = json.loads(fields[b"e"])
+                if event["type"] != "token":
+                    yield event
+                    return
+                start = delivered - event["offset"]  # skip what a died attempt already sent
+                if start < len(event["text"]):
+                    text = event["text"][max(start, 0):]
+                    delivered += len(text)
+                    yield {"type": "token", "text": text}
+
+
+async def store_terminal(request_id: str, event: dict) -> None:
+    """Write a terminal event into a generation's log (first writer wins), for
+    results that did not come from a worker (cache hits, refusals), so that a
+    retry attached by Idempotency-Key reads them the same way."""
+    if not redis_enabled():
+        return
+    from inference_worker.events import EVENT_TTL_S
+
+    redis = get_aredis()
+    if await redis.set(RedisEventLog._result(request_id), json.dumps(event), nx=True, ex=EVENT_TTL_S):
+        stream = RedisEventLog._stream(request_id)
+        if event["type"] == "done" and event["result"]["text"]:
+            token = {"type": "token", "attempt": 1, "offset": 0, "text": event["result"]["text"]}
+            await redis.xadd(stream, {"e": json.dumps(token)})
+        await redis.xadd(stream, {"e": json.dumps(event)})
+        await redis.expire(stream, EVENT_TTL_S)
+
+
+@dataclasses.dataclass
+class Completion:
+    id: str
+    request_id: str
+    model: str
+    created: int
+    cache_hit: str = ""                 # "", "exact", "semantic"
+    attached: bool = False              # a retry reading an earlier request's generation
+    headers: dict = dataclasses.field(default_factory=dict)
+    include_usage: bool = False
+    keep_on_disconnect: bool = False    # Idempotency-Key: a retry will want the result
+    started: float = dataclasses.field(default_factory=time.monotonic)
+    first_token_at: float | None = None
+
+    def __post_init__(self):
+        self._events: list[dict] = []
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def _push(self, event: dict) -> None:
+        if event["type"] == "token" and self.first_token_at is None:
+            self.first_token_at = time.monotonic()
+        self._events.append(event)
+        self._changed.set()
+
+    def start(self, source: AsyncIterator[dict],
+              on_end: Callable[[Completion, dict], Awaitable[None]] | None = None) -> Completion:
+        async def pump():
+            terminal = {"type": "error", "code": "gateway_error", "message": "the event stream broke"}
+            try:
+                async for event in source:
+                    if event["type"] != "token":
+                        terminal = event
+                        break
+                    self._push(event)
+            except Exception:
+                logger.exception("reading the events of %s failed", self.request_id)
+            self._push(terminal)
+            if on_end is not None:
+                try:
+                    await on_end(self, terminal)
+                except Exception:
+                    logger.exception("bookkeeping of %s failed", self.request_id)
+
+        self._task = spawn(pump())
+        return self
+
+    def preload(self, events: list[dict]) -> Completion:
+        for event in events:
+            self._push(event)
+        return self
+
+    async def events(self) -> AsyncIterator[dict]:
+        """Every event from the first, then live ones, ending with the terminal one."""
+        index = 0
+        while True:
+            while index < len(self._events):
+                event = self._events[index]
+                index += 1
+                yield event
+                if event["type"] != "token":
+                    return
+            self._changed.clear()
+            if index >= len(self._events):
+                await self._changed.wait()
+
+    async def final(self) -> dict:
+        async for event in self.events():
+            if event["type"] != "token":
+                return event
+        raise RuntimeError("no terminal event")
+
+    async def client_gone(self) -> None:
+        """The client disconnected mid-stream: stop the generation, unless an
+        Idempotency-Key promised the result to a retry."""
+        if self.keep_on_disconnect or self.attached or self.cache_hit:
+            return
+        if self._events and self._events[-1]["type"] != "token":
+            return
+        await asyncio.to_thread(get_backend().cancel, self.request_id)
+
+    @property
+    def ttft_s(self) -> float | None:
+        return None if self.first_token_at is None else self.first_token_at - self.started

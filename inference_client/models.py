@@ -1,0 +1,42 @@
+"""Usage records (billing, shown to users) and per-key gateway preferences."""
+
+from django.conf import settings
+from django.db import models
+
+
+class UsageRecord(models.Model):
+    """One completion request that reached generation or the cache (429s before
+    admission are counted in metrics, not here: a burst must not cost a write)."""
+
+    class Status(models.TextChoices):
+        OK = "ok"
+        ERROR = "error"
+        CANCELLED = "cancelled"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="inference_usage")
+    api_key = models.ForeignKey("accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="usage")
+    request_id = models.CharField(max_length=64, unique=True)
+    model = models.CharField(max_length=100)
+    tier = models.CharField(max_length=10)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    ttft_ms = models.PositiveIntegerField(null=True, blank=True)
+    cache_hit = models.CharField(max_length=10, blank=True, default="")  # "", exact, semantic
+    status = models.CharField(max_length=10, choices=Status.choices)
+    error_code = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "-created_at"])]
+
+
+class KeyPreference(models.Model):
+    """Gateway options chosen per API key (the key row itself belongs to accounts)."""
+
+    api_key = models.OneToOneField("accounts.ApiKey", on_delete=models.CASCADE,
+                                   related_name="inference_preference")
+    semantic_cache = models.BooleanField(default=False)

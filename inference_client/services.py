@@ -1,0 +1,249 @@
+"""completion_create: the one path from a validated request to a running
+completion, shared by /v1/chat/completions and (later) saved-prompt runs.
+
+Order (DESIGN, "Inference"): idempotency key -> prompt cache -> admission
+(buckets, capacity, backpressure; nothing is queued when refused) -> submit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import secrets
+import time
+import uuid
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from accounts.models import ApiKey
+from config.errors import ApiError
+from inference_client import admission, capacity, prompt_cache
+from inference_client import metrics as m
+from inference_client.backend import get_backend
+from inference_client.completion import Completion, read_events, spawn, store_terminal
+from inference_client.idempotency import body_fingerprint, idempotency_release, idempotency_reserve
+from inference_client.models import KeyPreference, UsageRecord
+from inference_client.rds import enabled as redis_enabled
+from inference_client.threads import run_db, run_publish
+from inference_client.validation import ChatParams
+from inference_worker.generation import GenerationRequest
+from inference_worker.runtime import UnknownModel, model_spec
+
+
+@dataclasses.dataclass(frozen=True)
+class Principal:
+    user: object
+    api_key: ApiKey | None
+    tier: str
+    scope: str      # rate buckets and idempotency keys: per API key (or per user)
+    tenant: str     # cache entries: per account
+
+    @classmethod
+    def of(cls, api_key_or_user) -> Principal:
+        if isinstance(api_key_or_user, ApiKey):
+            key = api_key_or_user
+            return cls(key.user, key, key.tier, f"k{key.pk}", f"u{key.user_id}")
+        user = api_key_or_user  # a signed-in browser user: free-tier limits of their own
+        return cls(user, None, "free", f"u{user.pk}", f"u{user.pk}")
+
+
+def estimate_prompt_tokens(messages: list[dict]) -> int:
+    chars = sum(len(msg["content"]) for msg in messages)
+    return math.ceil(chars / settings.RATE_LIMIT_CHARS_PER_TOKEN) + \
+        settings.RATE_LIMIT_TOKENS_PER_MESSAGE * len(messages)
+
+
+def _buckets(principal: Principal, model: str, tokens: int) -> list[admission.Bucket]:
+    return [*admission.key_buckets(key_id=principal.scope, tier=principal.tier, tokens=tokens),
+            admission.global_bucket(model=model, tier=principal.tier, tokens=tokens)]
+
+
+async def _admit(principal: Principal, model: str, request_id: str, tokens: int, *,
+                 check_queue: bool) -> admission.Decision:
+    buckets = _buckets(principal, model, tokens)
+    decision = await admission.admit(buckets=buckets, model=model, request_id=request_id,
+                                     check_queue=check_queue)
+    if decision.reason == "uninitialised":  # first request ever (or after a flush)
+        await sync_to_async(capacity.tick, thread_sensitive=False)()
+        decision = await admission.admit(buckets=buckets, model=model, request_id=request_id,
+                                         check_queue=check_queue)
+    elif decision.tick:
+        spawn(sync_to_async(capacity.tick, thread_sensitive=False)())
+    if not decision.allowed:
+        _refuse(principal, decision, tokens)
+    return decision
+
+
+def _refuse(principal: Principal, decision: admission.Decision, tokens: int):
+    headers = admission.ratelimit_headers(decision)
+    if decision.reason == "no_worker":
+        m.REJECTED.labels(principal.tier, "no_worker").inc()
+        retry_s = settings.INFERENCE_NO_WORKER_RETRY_AFTER_S
+        raise ApiError("No worker is serving this model right now; retry shortly.",
+                       code="model_unavailable", status_code=503,
+                       headers={**headers, "Retry-After": str(retry_s),
+                                "retry-after-ms": str(retry_s * 1000)})
+    reason = "queue_full" if decision.reason == "queue_full" else decision.failed_bucket
+    if decision.retry_after_ms < 0 and reason == "tokens":
+        limit = decision.buckets["tokens"]["limit"]
+        raise ApiError(f"Request too large: it needs about {tokens} tokens (prompt + max_tokens) but "
+                       f"your limit is {limit} tokens per minute. Lower max_tokens.",
+                       code="request_too_large", status_code=400, field="max_tokens", headers=headers)
+    if decision.retry_after_ms < 0:
+        # The free share of the global bucket is zero (red zone): the soonest the
+        # controller may lift it is after its calm periods.
+        reason = "capacity"
+        retry_ms = int(1000 * settings.CAPACITY_CONTROLLER_PERIOD_S * (settings.CAPACITY_CALM_PERIODS + 1))
+    else:
+        retry_ms = decision.retry_after_ms
+    m.REJECTED.labels(principal.tier, reason).inc()
+    what = {"requests": "requests per minute", "tokens": "tokens per minute",
+            "global": "the model's current capacity", "capacity": "the model's current capacity",
+            "queue_full": "the model's queue length"}[reason]
+    raise ApiError(f"Rate limit reached for {what} ({principal.tier} tier). Please try again in "
+                   f"{retry_ms / 1000:.1f}s.", code="rate_limit_exceeded", status_code=429,
+                   extra={"reason": reason},
+                   headers={**headers, "Retry-After": str(max(1, math.ceil(retry_ms / 1000))),
+                            "retry-after-ms": str(retry_ms)})
+
+
+async def _semantic_opted_in(principal: Principal, params: ChatParams) -> bool:
+    if params.semantic_cache is not None:
+        return params.semantic_cache
+    if principal.api_key is None:
+        return False
+    return await run_db(KeyPreference.objects.filter(api_key=principal.api_key, semantic_cache=True).exists)
+
+
+async def completion_create(*, api_key_or_user, model: str, messages: list[dict], params: ChatParams,
+                            stream: bool = False, idempotency_key: str | None = None,
+                            fingerprint: str | None = None) -> Completion:
+    """Admit and start a completion (or attach to / replay an earlier one).
+    Raises ApiError (404 model, 429/503 refusals, 422 idempotency mismatch)."""
+    principal = Principal.of(api_key_or_user)
+    try:
+        model_spec(model)
+    except UnknownModel as exc:
+        raise ApiError(str(exc), code="model_not_found", status_code=404, field="model") from None
+    request_id, created = uuid.uuid4().hex, int(time.time())
+    use_redis = redis_enabled()
+    new = dict(id=f"chatcmpl-{request_id}", request_id=request_id, model=model, created=created,
+               include_usage=params.include_usage, keep_on_disconnect=bool(idempotency_key))
+
+    if idempotency_key and use_redis:
+        fingerprint = fingerprint or body_fingerprint(
+            {"model": model, "messages": messages, "stream": stream, **dataclasses.asdict(params)})
+        existing = await idempotency_reserve(scope=principal.scope, key=idempotency_key,
+                                             fingerprint=fingerprint, request_id=request_id,
+                                             created=created)
+        if existing is not None:  # a retry: the first request's generation, no new charge
+            rid = existing["request_id"]
+            completion = Completion(id=f"chatcmpl-{rid}", request_id=rid, model=model,
+                                    created=existing["created"], attached=True,
+                                    include_usage=params.include_usage,
+                                    headers={"Idempotent-Replayed": "true"})
+            return completion.start(read_events(rid, timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S))
+    try:
+        return await _start(principal, model, messages, params, new, use_redis)
+    except BaseException:
+        if idempotency_key and use_redis:
+            await idempotency_release(scope=principal.scope, key=idempotency_key, request_id=request_id)
+        raise
+
+
+async def _start(principal, model, messages, params, new: dict, use_redis: bool) -> Completion:
+    request_id = new["request_id"]
+    cacheable = use_redis and settings.PROMPT_CACHE_ENABLED and params.temperature == 0
+    ctx = {"principal": principal, "params": params, "messages": messages, "model": model}
+    hit, kind = None, ""
+    if cacheable:
+        fp = params.fingerprint()
+        ctx["exact_key"] = prompt_cache.exact_key(tenant=principal.tenant, model=model, messages=messages,
+                                                  params=fp)
+        hit = await prompt_cache.exact_get(ctx["exact_key"])
+        kind = "exact" if hit else ""
+        if await _semantic_opted_in(principal, params):
+            ctx["semantic_scope"] = prompt_cache.semantic_scope(tenant=principal.tenant, model=model,
+                                                                messages=messages, params=fp)
+            if hit is None:
+                found = await prompt_cache.semantic_get(scope=ctx["semantic_scope"], model=model,
+                                                        question=messages[-1]["content"])
+                hit, kind = (found[0], "semantic") if found else (None, "")
+        m.count_cache(kind or "miss")
+
+    if hit is not None:
+        decision = await _admit(principal, model, request_id, 0, check_queue=False) if use_redis else None
+        completion = Completion(**new, cache_hit=kind,
+                                headers=admission.ratelimit_headers(decision) if decision else {})
+        done = {"type": "done", "result": {**hit, "queued_s": 0.0, "latency_s": 0.0}}
+        await store_terminal(request_id, done)
+        completion.preload([{"type": "token", "text": hit["text"]}, done] if hit["text"] else [done])
+        spawn(_record(completion, ctx, done, estimate=0))
+        return completion
+
+    estimate = estimate_prompt_tokens(messages) + params.max_tokens
+    ctx["estimate"] = estimate
+    headers = {}
+    if use_redis:
+        decision = await _admit(principal, model, request_id, estimate, check_queue=True)
+        headers = admission.ratelimit_headers(decision)
+    generation = GenerationRequest(
+        request_id=request_id, model=model, messages=messages, max_tokens=params.max_tokens,
+        temperature=params.temperature, top_p=params.top_p, stop=list(params.stop),
+        # Always seeded: a redelivered task must replay the same text.
+        seed=params.seed if params.seed is not None else secrets.randbits(31),
+        priority="paid" if principal.tier == "paid" else "free",
+        timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S)
+    try:
+        await run_publish(get_backend().submit, generation)
+    except Exception:
+        if use_redis:
+            await _settle(ctx, request_id, None)
+        raise
+    completion = Completion(**new, headers=headers)
+    return completion.start(read_events(request_id, timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S + 5),
+                            on_end=lambda c, terminal: _record(c, ctx, terminal, estimate=estimate))
+
+
+async def _settle(ctx: dict, request_id: str, result: dict | None) -> None:
+    """Release the in-flight slot and correct the token charge to exact usage
+    (a failed generation is refunded in full)."""
+    principal, model = ctx["principal"], ctx["model"]
+    actual = result["prompt_tokens"] + result["completion_tokens"] if result else 0
+    delta = ctx["estimate"] - actual
+    buckets = _buckets(principal, model, 0)
+    await admission.release(model=model, request_id=request_id)
+    if delta:
+        await admission.adjust(buckets=buckets[1:], deltas=[delta, delta])
+
+
+async def _record(completion: Completion, ctx: dict, terminal: dict, *, estimate: int) -> None:
+    principal, model = ctx["principal"], ctx["model"]
+    result = terminal.get("result") if terminal["type"] == "done" else None
+    if estimate and redis_enabled():
+        await _settle(ctx, completion.request_id, result)
+    if result is not None and not completion.cache_hit and "exact_key" in ctx \
+            and result.get("finish_reason") in ("stop", "length"):
+        cached = {k: result[k] for k in ("text", "finish_reason", "prompt_tokens", "completion_tokens")}
+        await prompt_cache.exact_put(ctx["exact_key"], cached)
+        if "semantic_scope" in ctx:
+            await prompt_cache.semantic_put(scope=ctx["semantic_scope"], result=cached,
+                                            question=ctx["messages"][-1]["content"])
+    latency = time.monotonic() - completion.started
+    code = terminal.get("code", "")
+    status = "ok" if result else ("cancelled" if code == "cancelled" else "error")
+    m.LATENCY.labels(model).observe(latency)
+    if completion.ttft_s is not None:
+        m.TTFT.labels(model).observe(completion.ttft_s)
+    if result:
+        m.TOKENS.labels(model, "prompt").inc(result["prompt_tokens"])
+        m.TOKENS.labels(model, "completion").inc(result["completion_tokens"])
+    await run_db(
+        UsageRecord.objects.create,
+        user=principal.user, api_key=principal.api_key, request_id=completion.request_id, model=model,
+        tier=principal.tier, prompt_tokens=result["prompt_tokens"] if result else 0,
+        completion_tokens=result["completion_tokens"] if result else 0,
+        latency_ms=int(latency * 1000),
+        ttft_ms=int(completion.ttft_s * 1000) if completion.ttft_s is not None else None,
+        cache_hit=completion.cache_hit, status=status, error_code=code)

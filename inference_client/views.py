@@ -1,0 +1,127 @@
+"""/v1: OpenAI-compatible chat completions and models, usage, and /metrics.
+
+chat_completions is an async view: a request waits for its generation on the
+event loop, not on one of the few threads Django runs sync views on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from django.conf import settings
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework import exceptions
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.authentication import api_key_lookup
+from config.errors import ApiError, json_error
+from inference_client import metrics as m
+from inference_client import selectors
+from inference_client.idempotency import body_fingerprint, check_idempotency_key
+from inference_client.rendering import completion_body, error_status, sse
+from inference_client.services import completion_create
+from inference_client.threads import run_db
+from inference_client.validation import check_body_size, check_chat_request, parse_json
+
+
+def _error(exc: ApiError) -> JsonResponse:
+    return json_error(exc.get_codes(), str(exc.detail), exc.status_code, headers=exc.headers,
+                      field=exc.field, **exc.extra)
+
+
+async def _authenticate(request):
+    header = request.headers.get("Authorization", "")
+    scheme, _, raw = header.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        raise ApiError("You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.",
+                       code="missing_api_key", status_code=401, headers={"WWW-Authenticate": "Bearer"})
+    try:
+        return await run_db(api_key_lookup, raw.strip())
+    except exceptions.AuthenticationFailed as exc:
+        raise ApiError(str(exc.detail), code=exc.get_codes(), status_code=401,
+                       headers={"WWW-Authenticate": "Bearer"}) from None
+
+
+def _count(model: str | None, status: int) -> None:
+    label = model if model in settings.INFERENCE_MODELS else "unknown"
+    m.REQUESTS.labels(label, str(status)).inc()
+
+
+@csrf_exempt
+async def chat_completions(request):
+    if request.method != "POST":
+        return json_error("method_not_allowed", "Use POST for /v1/chat/completions.", 405)
+    model = None
+    try:
+        api_key = await _authenticate(request)
+        check_body_size(int(request.META.get("CONTENT_LENGTH") or 0))
+        body = parse_json(request.read())  # read(): our own size limit, not Django's form limit
+        chat = check_chat_request(body)
+        model = chat.model
+        idempotency_key = check_idempotency_key(request.headers.get("Idempotency-Key"))
+        completion = await completion_create(
+            api_key_or_user=api_key, model=chat.model, messages=chat.messages, params=chat.params,
+            stream=chat.stream, idempotency_key=idempotency_key,
+            fingerprint=body_fingerprint(body) if idempotency_key else None)
+    except ApiError as exc:
+        _count(model, exc.status_code)
+        return _error(exc)
+    headers = {**completion.headers, "x-request-id": completion.request_id,
+               "x-cache": completion.cache_hit or "miss"}
+    if chat.stream:
+        _count(model, 200)
+        return StreamingHttpResponse(sse(completion), content_type="text/event-stream",
+                                     headers={**headers, "Cache-Control": "no-cache",
+                                              "X-Accel-Buffering": "no"})
+    try:
+        terminal = await completion.final()
+    except asyncio.CancelledError:  # the client went away while waiting
+        await completion.client_gone()
+        raise
+    if terminal["type"] == "done":
+        _count(model, 200)
+        return JsonResponse(completion_body(completion, terminal["result"]), headers=headers)
+    status, error = error_status(terminal)
+    _count(model, status)
+    return JsonResponse(error, status=status, headers=headers)
+
+
+class ModelListApi(APIView):
+    def get(self, request):
+        return Response({"object": "list", "data": selectors.model_list()})
+
+
+class ModelDetailApi(APIView):
+    def get(self, request, model: str):
+        for entry in selectors.model_list():
+            if entry["id"] == model:
+                return Response(entry)
+        raise ApiError(f"The model '{model}' does not exist.", code="model_not_found", status_code=404,
+                       field="model")
+
+
+class UsageApi(APIView):
+    """The signed-in user's (or key owner's) usage records, newest first, with totals."""
+
+    def get(self, request):
+        model = request.query_params.get("model") or None
+        try:
+            limit = min(max(int(request.query_params.get("limit", 50)), 1), 500)
+        except ValueError:
+            raise ApiError("'limit' must be an integer.", code="invalid_value", field="limit") from None
+        rows = selectors.usage_list(user=request.user, model=model)[:limit]
+        data = [{"request_id": r.request_id, "model": r.model,
+                 "api_key": r.api_key.prefix if r.api_key else None,
+                 "tier": r.tier, "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
+                 "latency_ms": r.latency_ms, "ttft_ms": r.ttft_ms, "cache_hit": r.cache_hit or None,
+                 "status": r.status, "error_code": r.error_code or None,
+                 "created_at": r.created_at.isoformat()} for r in rows]
+        return Response({"object": "list", "summary": selectors.usage_summary(user=request.user, model=model),
+                         "data": data})
+
+
+def metrics_view(request):
+    body, content_type = m.render()
+    return HttpResponse(body, content_type=content_type)

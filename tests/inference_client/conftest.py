@@ -1,0 +1,116 @@
+"""The live stack for gateway tests: a real Celery worker (fixed-cost engine,
+50 inputs / 50 ms per call) on RabbitMQ, and uvicorn serving the app against
+the test database, both sharing the test Redis database with this process."""
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from django.db import connection
+
+from inference_worker.heartbeat import live_workers
+from tests.factories import ApiKeyFactory, UserFactory
+from tests.livesubprocess import ROOT, free_port, running_server
+
+# Its own model name, so its queue (gpu.<model>) is never shared with other suites' workers.
+MODEL = "gw-fixed-cost"
+MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.05}}
+
+
+def stack_env(**extra) -> dict:
+    env = dict(os.environ, INFERENCE_MODELS=json.dumps(MODELS), HEARTBEAT_INTERVAL_S="0.2",
+               HEARTBEAT_TTL_S="2", LOG_LEVEL="WARNING")
+    env.update(extra)
+    return env
+
+
+def wait_for_worker(model: str = MODEL, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not live_workers(model):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no heartbeat for {model} within {timeout}s")
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def celery_worker_proc():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{MODEL}", "-P", "threads",
+         "-c", "64", "--prefetch-multiplier", "1", "-l", "warning", "-n", f"gw-test-{os.getpid()}@%h"],
+        cwd=ROOT, env=stack_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_worker(timeout=40)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_gateway_connections(django_db_setup):
+    yield
+    from inference_client.threads import close_db_connections
+
+    close_db_connections()  # before pytest-django drops the test database
+
+
+@pytest.fixture
+def settings_models(settings):
+    settings.INFERENCE_MODELS = MODELS
+    return settings
+
+
+@pytest.fixture
+def worker(celery_worker_proc, _clean_cache, settings_models):
+    """A live worker whose heartbeat is back after the per-test Redis flush."""
+    wait_for_worker()
+    return celery_worker_proc
+
+
+@contextlib.contextmanager
+def uvicorn_server(django_db_blocker, **env):
+    """uvicorn on the test database (tests using it need transactional_db)."""
+    with django_db_blocker.unblock():
+        db = connection.settings_dict
+    url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    port = free_port()
+    args = ["-m", "uvicorn", "config.asgi:application", "--port", str(port), "--lifespan", "off",
+            "--log-level", "warning"]
+    with running_server(args, stack_env(DATABASE_URL=url, **env), port) as (base, _):
+        yield base
+
+
+@pytest.fixture(scope="session")
+def live_server_url(django_db_setup, django_db_blocker, celery_worker_proc):
+    with uvicorn_server(django_db_blocker) as base:
+        yield base
+
+
+@pytest.fixture
+def live(live_server_url, worker, transactional_db):
+    return live_server_url
+
+
+def make_key(tier: str = "free"):
+    user = UserFactory()
+    return ApiKeyFactory.create_with_raw(user=user, tier=tier)
+
+
+def chat(base: str, key: str, content: str = "hello", *, headers=None, timeout=30, **body):
+    payload = {"model": MODEL, "messages": [{"role": "user", "content": content}], **body}
+    return httpx.post(f"{base}/v1/chat/completions", json=payload, timeout=timeout,
+                      headers={"Authorization": f"Bearer {key}", **(headers or {})})
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    # Test users are made with a password; the default hasher costs ~0.5 s here.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,111 @@
+"""Admission in Redis: buckets, 429s with computed Retry-After, backpressure, and
+a burst of free traffic against a steady paid stream through the real stack."""
+
+import asyncio
+import time
+
+import httpx
+import pytest
+from django.test import AsyncClient
+
+from inference_client import admission, capacity
+from inference_client.rds import get_aredis
+from tests.inference_client.conftest import MODEL, make_key, uvicorn_server
+
+
+class AuthClient(AsyncClient):
+    def __init__(self, raw: str):
+        super().__init__()
+        self.auth = {"Authorization": f"Bearer {raw}"}
+
+    async def post(self, path, data, **kwargs):
+        return await super().post(path, data, headers=self.auth, **kwargs)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def test_should_refuse_the_request_over_the_limit_with_a_computed_retry_after(worker, settings):
+    settings.RATE_LIMITS = {**settings.RATE_LIMITS, "free": {"requests_per_min": 2, "tokens_per_min": 1000}}
+    capacity.tick([MODEL])
+    decisions = []
+    for i in range(3):
+        buckets = admission.key_buckets(key_id="t1", tier="free", tokens=100) + [
+            admission.global_bucket(model=MODEL, tier="free", tokens=100)]
+        decisions.append(await admission.admit(buckets=buckets, model=MODEL, request_id=f"r{i}"))
+    assert [d.allowed for d in decisions] == [True, True, False]
+    refused = decisions[2]
+    assert refused.reason == "rate_limit" and refused.failed_bucket == "requests"
+    # 2 per minute: one request refills in 30 s (less the few ms since the first).
+    assert 29_000 < refused.retry_after_ms <= 30_000
+    headers = admission.ratelimit_headers(refused)
+    assert headers["x-ratelimit-limit-requests"] == "2" and headers["x-ratelimit-remaining-requests"] == "0"
+    assert headers["x-ratelimit-limit-tokens"] == "1000" and headers["x-ratelimit-remaining-tokens"] == "800"
+    assert headers["x-ratelimit-reset-requests"].endswith("s")
+
+    # Exact usage was 30 tokens, not 100: the difference comes back.
+    await admission.adjust(buckets=admission.key_buckets(key_id="t1", tier="free", tokens=0)[1:], deltas=[70])
+    level = float(await get_aredis().hget("rl:k:t1:t", "l"))
+    assert 870 <= level <= 880
+
+
+async def test_should_answer_429_when_the_queue_is_full_and_503_when_no_worker_is_alive(worker, settings):
+    settings.INFERENCE_MAX_QUEUE_PER_MODEL = 2
+    _, raw = await asyncio.to_thread(make_key, "paid")
+    client = AuthClient(raw)
+    capacity.tick([MODEL])
+    slots = int(await get_aredis().hget(admission.global_key(MODEL), "slots"))
+    # Requests in flight beyond the live batch slots are queued: fill the queue.
+    expiry = time.time() * 1000 + 60_000
+    await get_aredis().zadd(admission.inflight_key(MODEL), {f"x{i}": expiry for i in range(slots + 2)})
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    full = await client.post("/v1/chat/completions", body, content_type="application/json")
+    assert full.status_code == 429, full.content
+    assert full.json()["error"]["reason"] == "queue_full" and int(full["Retry-After"]) >= 1
+
+    await get_aredis().hset(admission.global_key(MODEL), "workers", 0)
+    down = await client.post("/v1/chat/completions", body, content_type="application/json")
+    assert down.status_code == 503 and down.json()["error"]["code"] == "model_unavailable"
+    assert int(down["Retry-After"]) == settings.INFERENCE_NO_WORKER_RETRY_AFTER_S
+
+
+@pytest.fixture
+def small_server(django_db_blocker, worker, transactional_db):
+    # Paid: 10 requests/min. GPU budget: 200 tokens/s nominal (x1.5 headroom, a
+    # 3000-token global bucket); each request below is charged ~46 tokens, so a
+    # free burst drains the global bucket down to the paid reserve.
+    with uvicorn_server(django_db_blocker, RATE_LIMIT_PAID_RPM="10", RATE_LIMIT_FREE_RPM="600",
+                        CAPACITY_NOMINAL_TOKENS_PER_S="200") as base:
+        yield base
+
+
+async def test_should_keep_every_paid_request_succeeding_under_a_free_burst(small_server):
+    paid_raw = (await asyncio.to_thread(make_key, "paid"))[1]
+    free_raws = [(await asyncio.to_thread(make_key, "free"))[1] for _ in range(3)]
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "burst"}], "max_tokens": 40}
+    http = httpx.AsyncClient(base_url=small_server, timeout=30, limits=httpx.Limits(max_connections=200))
+
+    async def call(raw):
+        return await http.post("/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {raw}"})
+
+    async def paid_stream():
+        results = []
+        for _ in range(10):
+            results.append(await call(paid_raw))
+            await asyncio.sleep(0.1)
+        return results
+
+    async with http:
+        paid_task = asyncio.ensure_future(paid_stream())
+        free = await asyncio.gather(*(call(free_raws[i % 3]) for i in range(100)))  # 10x the paid limit
+        paid = await paid_task
+        assert [r.status_code for r in paid] == [200] * 10
+        refused = [r for r in free if r.status_code == 429]
+        assert refused and all(r.status_code in (200, 429) for r in free)
+        assert {r.json()["error"]["code"] for r in refused} == {"rate_limit_exceeded"}
+        assert all("x-ratelimit-remaining-tokens" in r.headers for r in refused)
+
+        retry_after = int(refused[-1].headers["Retry-After"])
+        assert 1 <= retry_after <= 10
+        await asyncio.sleep(retry_after)
+        honoured = await call(free_raws[0])
+        assert honoured.status_code == 200, honoured.text

@@ -1,0 +1,107 @@
+"""/v1 through the whole stack: uvicorn + Celery worker + Redis + PostgreSQL."""
+
+import time
+
+import httpx
+import openai
+import pytest
+
+from inference_client.models import UsageRecord
+from tests.inference_client.conftest import MODEL, chat, make_key
+
+
+def _sdk(base: str, key: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0, timeout=30)
+
+
+def test_should_serve_plain_and_streamed_completions_to_the_openai_sdk(live):
+    _, raw = make_key("paid")
+    client = _sdk(live, raw)
+
+    plain = client.chat.completions.create(model=MODEL,
+                                           messages=[{"role": "user", "content": "hello world"}])
+    assert plain.choices[0].message.content == "dlrow olleh"
+    assert plain.choices[0].finish_reason == "stop"
+    usage = plain.usage
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (11, 11, 22)
+    assert plain.id.startswith("chatcmpl-")
+
+    chunks = list(client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "streaming"}], max_tokens=5, stream=True,
+        stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "gnima"
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+    assert chunks[-1].usage.completion_tokens == 5
+
+    models = {m.id for m in client.models.list()}
+    assert MODEL in models and "smollm2" not in models  # only what this deployment configures
+
+
+def test_should_record_usage_and_show_it_to_the_key_owner(live):
+    key, raw = make_key("free")
+    assert chat(live, raw, "abc").status_code == 200
+    deadline = time.monotonic() + 5
+    while not UsageRecord.objects.filter(api_key=key).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shown = httpx.get(f"{live}/v1/usage", headers={"Authorization": f"Bearer {raw}"}).json()
+    assert shown["summary"]["requests"] == 1
+    row = shown["data"][0]
+    assert (row["model"], row["prompt_tokens"], row["completion_tokens"]) == (MODEL, 3, 3)
+    assert row["status"] == "ok"
+    assert row["latency_ms"] >= 0 and row["cache_hit"] is None
+    other = make_key("free")[1]
+    assert httpx.get(f"{live}/v1/usage", headers={"Authorization": f"Bearer {other}"}).json()["data"] == []
+
+
+def test_should_expose_prometheus_metrics(live):
+    _, raw = make_key("paid")
+    chat(live, raw, "metrics")
+    text = httpx.get(f"{live}/metrics").text
+    assert f'inference_requests_total{{model="{MODEL}",status="200"}}' in text
+    assert "inference_request_latency_seconds_bucket" in text
+    assert "inference_time_to_first_token_seconds_bucket" in text
+    assert f'inference_live_workers{{model="{MODEL}"}} 1.0' in text
+    assert "inference_worker_batch_size" in text and "inference_cache_hit_ratio" in text
+
+
+@pytest.mark.parametrize(("body", "param", "code"), [
+    (b'{"model": MODEL, "messages": [', None, "invalid_json"),
+    ({"model": MODEL, "messages": "hi"}, "messages", "invalid_type"),
+    ({"model": MODEL, "messages": [{"role": "user", "content": 5}]}, "messages[0].content",
+     "invalid_type"),
+    ({"model": MODEL, "messages": [{"role": "user", "content": "x"}], "max_tokens": -1},
+     "max_tokens", "integer_below_min_value"),
+    ({"model": MODEL, "messages": [{"role": "user", "content": "x"}], "stream": "true"},
+     "stream", "invalid_type"),
+    ({"model": MODEL, "messages": [{"role": "user", "content": "x"}], "temperature": "hot"},
+     "temperature", "invalid_type"),
+    ({"model": MODEL, "messages": [{"role": "user", "content": "x" * (10 * 1024 * 1024)}]},
+     "messages", "request_too_large"),
+    ({"model": MODEL, "messages": [{"role": "user", "content": "x"}], "bogus": 1}, "bogus",
+     "unknown_parameter"),
+])
+def test_should_reject_bad_input_with_an_openai_style_400_naming_the_param(live, body, param, code):
+    _, raw = make_key("paid")
+    kwargs = {"content": body} if isinstance(body, bytes) else {"json": body}
+    response = httpx.post(f"{live}/v1/chat/completions", headers={"Authorization": f"Bearer {raw}"},
+                          timeout=30, **kwargs)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error["param"], error["code"], error["type"]) == (param, code, "invalid_request_error")
+
+
+def test_should_answer_404_for_an_unknown_model_and_401_for_missing_or_revoked_keys(live):
+    key, raw = make_key("paid")
+    client = _sdk(live, raw)
+    with pytest.raises(openai.NotFoundError) as exc:
+        client.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "x"}])
+    assert exc.value.code == "model_not_found" and exc.value.param == "model"
+
+    missing = httpx.post(f"{live}/v1/chat/completions", json={"model": MODEL, "messages": []})
+    assert missing.status_code == 401 and missing.json()["error"]["code"] == "missing_api_key"
+    key.revoked_at = key.created_at
+    key.save()
+    with pytest.raises(openai.AuthenticationError) as exc:
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}])
+    assert exc.value.code == "revoked_api_key"

@@ -1,0 +1,43 @@
+"""Idempotency-Key: retries during and after a generation return one result."""
+
+import concurrent.futures
+import time
+
+import httpx
+
+from inference_client.models import UsageRecord
+from tests.inference_client.conftest import chat, make_key
+
+
+def test_should_return_one_result_to_retries_during_and_after_a_generation(live):
+    key, raw = make_key("paid")
+    headers = {"Idempotency-Key": "order-42"}
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        # The first call and two retries racing it, then one after it finished.
+        futures = [pool.submit(chat, live, raw, "once only", headers=headers, max_tokens=50)
+                   for _ in range(3)]
+        during = [f.result() for f in futures]
+    after = chat(live, raw, "once only", headers=headers, max_tokens=50)
+    bodies = [r.json() for r in [*during, after]]
+    assert all(r.status_code == 200 for r in [*during, after]), [r.text for r in during]
+    assert len({b["id"] for b in bodies}) == 1
+    assert {b["choices"][0]["message"]["content"] for b in bodies} == {"ylno ecno"}
+    assert after.headers["Idempotent-Replayed"] == "true"
+
+    time.sleep(0.5)
+    assert UsageRecord.objects.filter(api_key=key).count() == 1  # one generation, one charge
+    # Another body under the same key is refused (IETF draft: 422).
+    other = chat(live, raw, "something else", headers=headers)
+    assert other.status_code == 422 and other.json()["error"]["code"] == "idempotency_key_reused"
+    # Keys are scoped per API key: another key may use the same value.
+    assert chat(live, make_key("paid")[1], "something else", headers=headers).status_code == 200
+
+
+def test_should_replay_a_streamed_generation_to_a_retry(live):
+    _, raw = make_key("paid")
+    body = {"model": "gw-fixed-cost", "messages": [{"role": "user", "content": "stream me"}], "stream": True}
+    headers = {"Authorization": f"Bearer {raw}", "Idempotency-Key": "s-1"}
+    first = httpx.post(f"{live}/v1/chat/completions", json=body, headers=headers, timeout=30).text
+    again = httpx.post(f"{live}/v1/chat/completions", json=body, headers=headers, timeout=30).text
+    assert first.endswith("data: [DONE]\n\n") and again.endswith("data: [DONE]\n\n")
+    assert '"content":"em maerts"' in first and '"content":"em maerts"' in again
