@@ -2,7 +2,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from .env import env_bool, env_str
+from .env import env_bool, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 # Runtime files of the embedded default (SQLite file, local blob store).
@@ -36,6 +36,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.ServiceUnavailableMiddleware",
+    # A request id for every request (audit log, X-Request-ID header).
+    "playground.audit.RequestIdMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -66,13 +68,18 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
-        conn_max_age=60,
-        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("postgresql"):
-    # Fail fast (a clear 503) instead of hanging when PostgreSQL is down.
-    DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 3
+    # A connection pool per process (psycopg_pool). Under ASGI every request may
+    # run on another thread, so per-thread persistent connections pile up until
+    # PostgreSQL refuses clients; a pool bounds them. DB_POOL_MAX_SIZE: the most
+    # connections one process holds. connect_timeout and the pool's timeout make
+    # a down database a clear 503 within seconds instead of a hang.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        connect_timeout=3,
+        pool={"min_size": 1, "max_size": env_int("DB_POOL_MAX_SIZE", 10), "timeout": 5},
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # REDIS_URL: cache, rate-limit buckets, presence, channel layer, Celery results.
