@@ -10,6 +10,7 @@ import asyncio
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 from rest_framework.response import Response
@@ -31,8 +32,22 @@ def _error(exc: ApiError) -> JsonResponse:
                       field=exc.field, **exc.extra)
 
 
+def _csrf_rejected(request) -> bool:
+    """Session-authenticated calls come from our own pages: they need the CSRF
+    token like any form post (Bearer calls cannot be forged by another site)."""
+    return CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}) is not None
+
+
 async def _authenticate(request):
+    """The API key of a Bearer call, or the signed-in user of a browser call."""
     header = request.headers.get("Authorization", "")
+    if not header:
+        user = await request.auser()
+        if user.is_authenticated:
+            if _csrf_rejected(request):
+                raise ApiError("CSRF check failed: send the X-CSRFToken header with a session call.",
+                               code="csrf_failed", status_code=403)
+            return user
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         raise ApiError("You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.",

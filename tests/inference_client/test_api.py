@@ -105,3 +105,25 @@ def test_should_answer_404_for_an_unknown_model_and_401_for_missing_or_revoked_k
     with pytest.raises(openai.AuthenticationError) as exc:
         client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}])
     assert exc.value.code == "revoked_api_key"
+
+
+def test_should_serve_a_signed_in_browser_session_only_with_its_csrf_token(live):
+    from django.test import Client
+
+    from tests.factories import UserFactory
+
+    browser = Client()
+    browser.force_login(UserFactory())
+    session = browser.cookies["sessionid"].value
+    csrf = "c" * 32
+    payload = {"model": MODEL, "messages": [{"role": "user", "content": "from the page"}]}
+    ok = httpx.post(f"{live}/v1/chat/completions", json=payload, timeout=30,
+                    cookies={"sessionid": session, "csrftoken": csrf},
+                    headers={"X-CSRFToken": csrf, "Referer": live + "/", "Origin": live})
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["choices"][0]["message"]["content"] == "egap eht morf"
+
+    forged = httpx.post(f"{live}/v1/chat/completions", json=payload, timeout=30,
+                        cookies={"sessionid": session})
+    assert forged.status_code == 403
+    assert forged.json()["error"]["code"] == "csrf_failed"
