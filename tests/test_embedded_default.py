@@ -58,3 +58,23 @@ def test_should_answer_503_naming_the_database_when_it_is_down(tmp_path):
 
         page = httpx.get(base + "/settings/api-keys/", cookies={"sessionid": "a" * 32}, timeout=10)
         assert page.status_code == 503 and "database is unavailable" in page.text
+
+
+def test_should_answer_with_real_smollm2_completions_on_the_embedded_default(tmp_path):
+    port = free_port()
+    with running_server(["manage.py", "serve", "--port", str(port)], embedded_env(tmp_path), port) as (
+        base, _,
+    ):
+        client = _login(base, "demo", "promptyard-demo")
+        csrf = client.cookies["csrftoken"]
+        response = client.post("/v1/chat/completions", headers={"X-CSRFToken": csrf, "Origin": base},
+                               json={"model": "smollm2", "max_tokens": 12, "temperature": 0,
+                                     "messages": [{"role": "user", "content": "Say hello."}]},
+                               timeout=120)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        text = body["choices"][0]["message"]["content"]
+        assert text.strip(), body
+        # Usage comes from the model's own tokenizer: the chat template adds tokens to the prompt.
+        assert body["usage"]["prompt_tokens"] > len("Say hello.".split())
+        assert 0 < body["usage"]["completion_tokens"] <= 12

@@ -14,6 +14,10 @@ CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL) or None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# GPU workers run a thread pool whose size (-c) is the number of requests held
+# at once; one prefetched message per thread lets a full batch be in the worker
+# without a worker hoarding tasks another could start now.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
