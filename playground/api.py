@@ -7,6 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.pagination import CursorPagination
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -17,7 +18,7 @@ from .blobstore import get_blob_store
 from .bodies import body_object_key, body_range, body_text
 from .diffing import line_diff, word_diff
 from .models import Storage
-from .permissions import access_prompt
+from .permissions import request_access
 from .serializers import (
     PromptSerializer,
     RenderSerializer,
@@ -38,6 +39,13 @@ class Page(CursorPagination):
 
     def __init__(self, ordering):
         self.ordering = ordering
+
+
+class PromptScopedApi(APIView):
+    """A view on one prompt. Signed-out link holders may reach it, so DRF's
+    IsAuthenticated is off: request_access decides every call (404 / 403)."""
+
+    permission_classes = [AllowAny]
 
 
 def paginated(request, view, queryset, ordering, serialize):
@@ -62,17 +70,17 @@ class PromptListApi(APIView):
         return Response(PromptSerializer(prompt).data, status=status.HTTP_201_CREATED)
 
 
-class PromptDetailApi(APIView):
+class PromptDetailApi(PromptScopedApi):
     @extend_schema(responses=PromptSerializer)
     def get(self, request, prompt_id):
-        return Response(PromptSerializer(access_prompt(user=request.user, prompt_id=prompt_id,
-                                                       need="view")).data)
+        prompt = request_access(request, prompt_id=prompt_id, need="view", version_id=None)
+        return Response(PromptSerializer(prompt).data)
 
 
-class VersionListApi(APIView):
+class VersionListApi(PromptScopedApi):
     @extend_schema(responses=VersionSerializer(many=True))
     def get(self, request, prompt_id):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        prompt = request_access(request, prompt_id=prompt_id, need="view")
         versions = selectors.version_list(prompt=prompt).select_related("author")
         return paginated(request, self, versions, ("number",),
                          lambda items: VersionSerializer(items, many=True).data)
@@ -81,7 +89,7 @@ class VersionListApi(APIView):
                    description="Create a version: an edit of `parent` (two edits of one parent make a "
                    "branch). Large bodies: presign an upload, PUT it, then pass body_upload.")
     def post(self, request, prompt_id):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="edit")
+        prompt = request_access(request, prompt_id=prompt_id, need="edit")
         data = VersionCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = dict(data.validated_data)
@@ -96,10 +104,10 @@ class VersionListApi(APIView):
                         status=status.HTTP_201_CREATED)
 
 
-class VersionDetailApi(APIView):
+class VersionDetailApi(PromptScopedApi):
     @extend_schema(responses=VersionSerializer, description="Metadata, plus the body when it is small.")
     def get(self, request, prompt_id, version_id):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        prompt = request_access(request, prompt_id=prompt_id, need="view", version_id=version_id)
         version = selectors.version_get(prompt=prompt, version_id=version_id)
         return Response(VersionSerializer(version, context={"with_body": True}).data)
 
@@ -126,7 +134,7 @@ def _parse_range(header: str, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-class VersionBodyApi(APIView):
+class VersionBodyApi(PromptScopedApi):
     @extend_schema(
         parameters=[OpenApiParameter("presign", bool, description="Return a short-lived GET URL instead"),
                     OpenApiParameter("Range", str, OpenApiParameter.HEADER, description="bytes=START-END")],
@@ -135,10 +143,11 @@ class VersionBodyApi(APIView):
                     "PRESIGN_GET_EXPIRES seconds.",
     )
     def get(self, request, prompt_id, version_id):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        prompt = request_access(request, prompt_id=prompt_id, need="view", version_id=version_id)
         version = selectors.version_get(prompt=prompt, version_id=version_id)
         if request.query_params.get("presign") in ("1", "true"):
-            expires = settings.PRESIGN_GET_EXPIRES
+            # Capped: this URL outlives any revocation, so its lifetime is the stale window.
+            expires = min(settings.PRESIGN_GET_EXPIRES, settings.PRESIGN_GET_MAX_EXPIRES)
             url = get_blob_store().presign_get(body_object_key(version), expires=expires)
             return Response({"url": url, "expires_in": expires, "size": version.body_size,
                              "sha256": version.body_sha256})
@@ -159,12 +168,12 @@ class VersionBodyApi(APIView):
         return StreamingHttpResponse(chunks, content_type="text/plain; charset=utf-8", headers=headers)
 
 
-class VersionRenderApi(APIView):
+class VersionRenderApi(PromptScopedApi):
     @extend_schema(request=RenderSerializer, responses=inline_serializer("Rendered", {
         "system": serializers.CharField(), "body": serializers.CharField(),
         "messages": serializers.ListField(child=serializers.DictField())}))
     def post(self, request, prompt_id, version_id):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        prompt = request_access(request, prompt_id=prompt_id, need="view", version_id=version_id)
         version = selectors.version_get(prompt=prompt, version_id=version_id)
         data = RenderSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -175,11 +184,11 @@ class VersionRenderApi(APIView):
         return Response({**out, "messages": messages})
 
 
-class TreeApi(APIView):
+class TreeApi(PromptScopedApi):
     @extend_schema(responses=TreeNodeSerializer(many=True),
                    description="Every version with its parent, children, depth and labels (paginated).")
     def get(self, request, prompt_id):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        prompt = request_access(request, prompt_id=prompt_id, need="view")
         labels = selectors.version_labels(prompt=prompt)
 
         def serialize(items):
@@ -189,16 +198,16 @@ class TreeApi(APIView):
         return paginated(request, self, selectors.version_list(prompt=prompt), ("number",), serialize)
 
 
-class HeadsApi(APIView):
+class HeadsApi(PromptScopedApi):
     @extend_schema(responses=VersionSerializer(many=True), description="The tip of every branch.")
     def get(self, request, prompt_id):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        prompt = request_access(request, prompt_id=prompt_id, need="view")
         heads = selectors.version_heads(prompt=prompt).select_related("author")
         return paginated(request, self, heads, ("-number",),
                          lambda items: VersionSerializer(items, many=True).data)
 
 
-class DiffApi(APIView):
+class DiffApi(PromptScopedApi):
     @extend_schema(
         parameters=[OpenApiParameter("from", str, required=True), OpenApiParameter("to", str, required=True),
                     OpenApiParameter("mode", str, enum=["line", "word"])],
@@ -206,7 +215,7 @@ class DiffApi(APIView):
         description="Unified line diff, or git-style word diff ([-old-]{+new+}), streamed.",
     )
     def get(self, request, prompt_id):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        prompt = request_access(request, prompt_id=prompt_id, need="view")
         mode = request.query_params.get("mode", "line")
         if mode not in ("line", "word"):
             raise ApiError("mode must be 'line' or 'word'.", code="invalid_request", field="mode")
@@ -223,12 +232,12 @@ class DiffApi(APIView):
                                      content_type="text/plain; charset=utf-8")
 
 
-class UploadApi(APIView):
+class UploadApi(PromptScopedApi):
     @extend_schema(request=UploadRequestSerializer, responses={201: UploadSerializer},
                    description="A presigned PUT URL (at most 15 minutes, exactly `size` bytes) for a "
                                "large body; then create a version with body_upload.")
     def post(self, request, prompt_id):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="edit")
+        prompt = request_access(request, prompt_id=prompt_id, need="edit")
         data = UploadRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         return Response(upload_presign(user=request.user, prompt=prompt, size=data.validated_data["size"]),

@@ -3,11 +3,10 @@
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from . import selectors, services
-from .api import paginated
-from .permissions import access_prompt
+from .api import PromptScopedApi, paginated
+from .permissions import request_access
 from .serializers import (
     LabelMoveRequestSerializer,
     LabelMoveSerializer,
@@ -20,29 +19,29 @@ LabelWithVersion = inline_serializer("LabelWithVersion", {
     "name": serializers.CharField(), "version": VersionSerializer()})
 
 
-class LabelListApi(APIView):
+class LabelListApi(PromptScopedApi):
     @extend_schema(responses=LabelSerializer(many=True))
     def get(self, request, prompt_id):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        prompt = request_access(request, prompt_id=prompt_id, need="view")
         return paginated(request, self, selectors.label_list(prompt=prompt), ("name",),
                          lambda items: LabelSerializer(items, many=True).data)
 
 
-class LabelDetailApi(APIView):
+class LabelDetailApi(PromptScopedApi):
     @extend_schema(responses=LabelWithVersion, description="The version a label points at.")
     def get(self, request, prompt_id, name):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        prompt = request_access(request, prompt_id=prompt_id, need="view")
         label = selectors.label_get(prompt=prompt, name=name)
         return Response({"name": label.name, "updated_at": label.updated_at,
                          "version": VersionSerializer(label.version, context={"with_body": True}).data})
 
 
-class LabelMoveApi(APIView):
+class LabelMoveApi(PromptScopedApi):
     @extend_schema(request=LabelMoveRequestSerializer, responses={200: LabelSerializer},
                    description="Compare-and-set: 409 label_conflict (with current_version) when the "
                                "label does not hold `expected`.")
     def post(self, request, prompt_id, name):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="edit")
+        prompt = request_access(request, prompt_id=prompt_id, need="edit")
         data = LabelMoveRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         label = services.label_move(prompt=prompt, name=name, version_id=data.validated_data["version"],
@@ -50,12 +49,12 @@ class LabelMoveApi(APIView):
         return Response(LabelSerializer(label).data)
 
 
-class _LabelStepApi(APIView):
+class _LabelStepApi(PromptScopedApi):
     step = None
 
     @extend_schema(request=LabelStepRequestSerializer, responses={200: LabelSerializer})
     def post(self, request, prompt_id, name):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="edit")
+        prompt = request_access(request, prompt_id=prompt_id, need="edit")
         data = LabelStepRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         label = type(self).step(prompt=prompt, name=name, actor=request.user,
@@ -75,10 +74,10 @@ class LabelRedoApi(_LabelStepApi):
     step = services.label_redo
 
 
-class LabelHistoryApi(APIView):
+class LabelHistoryApi(PromptScopedApi):
     @extend_schema(responses=LabelMoveSerializer(many=True), description="Every move, newest first.")
     def get(self, request, prompt_id, name):
-        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+        prompt = request_access(request, prompt_id=prompt_id, need="view")
         moves = selectors.label_history(prompt=prompt, name=name).select_related("actor")
         return paginated(request, self, moves, ("-id",),
                          lambda items: LabelMoveSerializer(items, many=True).data)

@@ -23,6 +23,11 @@ class Prompt(models.Model):
     # Allocates per-prompt version numbers; its row lock is held only for the
     # instant of one insert, so concurrent edits both succeed (a branch).
     version_count = models.PositiveIntegerField(default=0)
+    # Set on a fork: the prompt and version it was copied from.
+    forked_from_prompt = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                           related_name="forks")
+    forked_from_version = models.ForeignKey("PromptVersion", null=True, blank=True,
+                                            on_delete=models.SET_NULL, related_name="forks")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -168,3 +173,7 @@ class LabelMove(models.Model):
 
     class Meta:
         ordering = ["id"]
+
+
+# Sharing models live in their own module; importing them here registers them.
+from .sharing.models import AuditEvent, Grant, ShareLink  # noqa: E402, F401

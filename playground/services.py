@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from config.errors import ApiError
 
+from .audit import audit_record
 from .bodies import body_cache, storage_fields
 from .models import LABEL_NAME_PATTERN, Label, LabelMove, MoveKind, Prompt, PromptVersion
 from .uploads import upload_verify
@@ -111,6 +112,12 @@ def _record(*, label: Label, kind: str, from_id, to_id, actor, reverts=None) -> 
                                     actor=actor, reverts=reverts)
 
 
+def _audit_label(*, prompt: Prompt, name: str, kind: str, from_id, to_id, actor) -> None:
+    # Same transaction as the move: an audited move always happened, and vice versa.
+    audit_record(prompt_id=prompt.pk, actor=actor, action=f"label.{kind}", target=f"label:{name}",
+                 detail={"from_version": str(from_id) if from_id else None, "to_version": str(to_id)})
+
+
 def label_move(*, prompt: Prompt, name: str, version_id, expected_version_id, actor) -> Label:
     """Compare-and-set: move `name` to `version_id` only if it now holds
     `expected_version_id` (None: only if the label does not exist yet)."""
@@ -137,6 +144,7 @@ def label_move(*, prompt: Prompt, name: str, version_id, expected_version_id, ac
             label.version_id = target
             label.save(update_fields=["version", "updated_at"])
         _record(label=label, kind=MoveKind.MOVE, from_id=current, to_id=target, actor=actor)
+        _audit_label(prompt=prompt, name=name, kind=MoveKind.MOVE, from_id=current, to_id=target, actor=actor)
     return label
 
 
@@ -182,6 +190,8 @@ def _step(*, prompt, name, actor, expected_version_id, kind) -> Label:
         label.version_id = top.from_version_id
         label.save(update_fields=["version", "updated_at"])
         _record(label=label, kind=kind, from_id=current, to_id=top.from_version_id, actor=actor, reverts=top)
+        _audit_label(prompt=prompt, name=name, kind=kind, from_id=current, to_id=top.from_version_id,
+                     actor=actor)
     return label
 
 

@@ -1,12 +1,14 @@
 from django.urls import path
 
 from . import api, api_labels, blob_views
+from .sharing import api as sharing_api
 
 V = "<uuid:prompt_id>/versions/<str:version_id>"
 L = "<uuid:prompt_id>/labels/<str:name>"
 
 urlpatterns = [
     path("", api.PromptListApi.as_view(), name="api-prompts"),
+    path("shared", sharing_api.SharedWithMeApi.as_view(), name="api-prompts-shared"),
     path("<uuid:prompt_id>", api.PromptDetailApi.as_view(), name="api-prompt"),
     path("<uuid:prompt_id>/versions", api.VersionListApi.as_view(), name="api-versions"),
     path(V, api.VersionDetailApi.as_view(), name="api-version"),
@@ -22,5 +24,12 @@ urlpatterns = [
     path(f"{L}/undo", api_labels.LabelUndoApi.as_view(), name="api-label-undo"),
     path(f"{L}/redo", api_labels.LabelRedoApi.as_view(), name="api-label-redo"),
     path(f"{L}/history", api_labels.LabelHistoryApi.as_view(), name="api-label-history"),
+    path("<uuid:prompt_id>/links", sharing_api.LinkListApi.as_view(), name="api-links"),
+    path("<uuid:prompt_id>/links/<uuid:link_id>", sharing_api.LinkDetailApi.as_view(), name="api-link"),
+    path("<uuid:prompt_id>/grants", sharing_api.GrantListApi.as_view(), name="api-grants"),
+    path("<uuid:prompt_id>/grants/<int:grant_id>", sharing_api.GrantDetailApi.as_view(), name="api-grant"),
+    path("<uuid:prompt_id>/transfer", sharing_api.TransferApi.as_view(), name="api-prompt-transfer"),
+    path("<uuid:prompt_id>/fork", sharing_api.ForkApi.as_view(), name="api-prompt-fork"),
+    path("<uuid:prompt_id>/audit", sharing_api.AuditListApi.as_view(), name="api-prompt-audit"),
     path("blobs/local/<str:token>", blob_views.blob_local, name="blob-local"),
 ]

@@ -12,4 +12,5 @@ from .chat import *  # noqa: F403
 from .inference import *  # noqa: F403
 from .prompts import *  # noqa: F403
 from .ratelimits import *  # noqa: F403
+from .sharing import *  # noqa: F403
 from .storage import *  # noqa: F403

@@ -1,0 +1,105 @@
+"""Request shapes (types only; rules live in services) and response shapes."""
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from playground.serializers import PromptSerializer
+
+from .models import AuditEvent, Grant, ShareLink
+
+
+class LinkCreateSerializer(serializers.Serializer):
+    mode = serializers.CharField(default="public", help_text="public (anyone) or login (signed-in users)")
+    name = serializers.CharField(required=False, allow_blank=True, default="")
+    version = serializers.UUIDField(required=False, allow_null=True, default=None,
+                                    help_text="Pin the link to one version; omit for all versions.")
+    expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    role = serializers.CharField(required=False, allow_null=True, default=None,
+                                 help_text="Links are view-only; only 'viewer' is accepted.")
+
+
+class LinkSerializer(serializers.ModelSerializer):
+    created_by = serializers.SerializerMethodField()
+    state = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ShareLink
+        fields = ["id", "name", "mode", "version", "expires_at", "created_by", "created_at", "revoked_at",
+                  "state"]
+
+    def get_created_by(self, obj) -> str | None:
+        return obj.created_by.username if obj.created_by_id else None
+
+    def get_state(self, obj) -> str:
+        if obj.revoked_at:
+            return "revoked"
+        return "expired" if obj.expires_at and obj.expires_at <= timezone.now() else "active"
+
+
+class LinkCreatedSerializer(LinkSerializer):
+    token = serializers.CharField(help_text="Shown once; send as X-Share-Token or open url.")
+    url = serializers.CharField()
+
+    class Meta(LinkSerializer.Meta):
+        fields = [*LinkSerializer.Meta.fields, "token", "url"]
+
+
+class GrantCreateSerializer(serializers.Serializer):
+    username = serializers.CharField(required=False, default=None)
+    team = serializers.IntegerField(required=False, default=None, help_text="Team id")
+    role = serializers.CharField(default="viewer", help_text="viewer or editor")
+    expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+
+
+class GrantSerializer(serializers.ModelSerializer):
+    username = serializers.SerializerMethodField()
+    team_name = serializers.SerializerMethodField()
+    created_by = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Grant
+        fields = ["id", "username", "team", "team_name", "role", "created_by", "created_at", "expires_at",
+                  "revoked_at"]
+
+    def get_username(self, obj) -> str | None:
+        return obj.user.username if obj.user_id else None
+
+    def get_team_name(self, obj) -> str | None:
+        return obj.team.name if obj.team_id else None
+
+    def get_created_by(self, obj) -> str | None:
+        return obj.created_by.username if obj.created_by_id else None
+
+
+class TransferSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    keep_access = serializers.BooleanField(default=True, help_text="Keep an editor grant for the old owner")
+
+
+class ForkSerializer(serializers.Serializer):
+    version = serializers.UUIDField()
+    title = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ForkedPromptSerializer(PromptSerializer):
+    class Meta(PromptSerializer.Meta):
+        fields = [*PromptSerializer.Meta.fields, "forked_from_prompt", "forked_from_version"]
+
+
+class SharedPromptSerializer(PromptSerializer):
+    owner = serializers.CharField(source="owner.username")
+    role = serializers.SerializerMethodField()
+
+    class Meta(PromptSerializer.Meta):
+        fields = [*PromptSerializer.Meta.fields, "owner", "role"]
+
+    def get_role(self, obj) -> str:
+        return "editor" if obj.is_editor else "viewer"
+
+
+class AuditEventSerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor_name")
+
+    class Meta:
+        model = AuditEvent
+        fields = ["id", "action", "target", "actor", "detail", "request_id", "created_at"]

@@ -1,0 +1,180 @@
+"""Writes for sharing: links, grants, ownership transfer, forks. Each change
+and its audit event commit together. Callers have already passed
+access_prompt (need="own" for everything but fork)."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.models import Team
+from config.errors import ApiError
+from playground.audit import audit_record
+from playground.bodies import body_text
+from playground.models import Prompt, PromptVersion
+from playground.selectors import version_get
+from playground.services import version_create
+
+from .models import Grant, GrantRole, LinkMode, ShareLink
+from .tokens import token_generate, token_hash
+
+User = get_user_model()
+
+
+def _check_expiry(expires_at, field: str = "expires_at") -> None:
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ApiError("The expiry must be in the future.", code="invalid_expiry", field=field)
+
+
+def _user_by_username(username: str):
+    user = User.objects.filter(username=username or "", is_active=True).first()
+    if user is None:
+        raise ApiError(f"No user named {username!r}.", code="user_not_found", status_code=404,
+                       field="username")
+    return user
+
+
+def link_create(*, prompt: Prompt, actor, mode: str, name: str = "", version_id=None, expires_at=None,
+                role: str | None = None) -> tuple[ShareLink, str]:
+    """A new link and its token; the token is returned once and never stored."""
+    if role is not None and role != GrantRole.VIEWER:
+        raise ApiError("A link can only give view access; grant an account or team to let them edit.",
+                       code="invalid_mode", field="role")
+    if mode not in LinkMode.values:
+        raise ApiError(f"mode must be one of {', '.join(LinkMode.values)}.", code="invalid_mode",
+                       field="mode")
+    if len(name) > 100:
+        raise ApiError("The name is at most 100 characters.", code="invalid_request", field="name")
+    version = None
+    if version_id is not None:
+        version = PromptVersion.objects.filter(prompt=prompt, pk=version_id).first()
+        if version is None:
+            raise ApiError("The version is not a version of this prompt.", code="version_not_found",
+                           field="version")
+    _check_expiry(expires_at)
+    raw = token_generate()
+    with transaction.atomic():
+        link = ShareLink.objects.create(prompt=prompt, version=version, mode=mode, name=name,
+                                        token_hash=token_hash(raw), created_by=actor, expires_at=expires_at)
+        audit_record(prompt_id=prompt.pk, actor=actor, action="link.create", target=f"link:{link.pk}",
+                     detail={"name": name, "mode": mode, "version": str(version_id) if version_id else None,
+                             "expires_at": expires_at.isoformat() if expires_at else None})
+    return link, raw
+
+
+def link_revoke(*, prompt: Prompt, link_id, actor) -> ShareLink:
+    """Idempotent: revoking a revoked link changes nothing and audits nothing."""
+    with transaction.atomic():
+        link = ShareLink.objects.select_for_update().filter(prompt=prompt, pk=link_id).first()
+        if link is None:
+            raise ApiError("Link not found.", code="link_not_found", status_code=404)
+        if link.revoked_at is None:
+            link.revoked_at = timezone.now()
+            link.save(update_fields=["revoked_at"])
+            audit_record(prompt_id=prompt.pk, actor=actor, action="link.revoke", target=f"link:{link.pk}",
+                         detail={"name": link.name})
+    return link
+
+
+def _grant_target(grant: Grant) -> str:
+    return f"user:{grant.user.username}" if grant.user_id else f"team:{grant.team_id}"
+
+
+def _grant_upsert(*, prompt: Prompt, actor, role: str, user=None, team=None, expires_at=None) -> Grant:
+    """Create the live grant for a grantee, or change the one there is."""
+    grantee = {"user": user} if user is not None else {"team": team}
+    with transaction.atomic():
+        grant = Grant.objects.select_for_update().filter(prompt=prompt, revoked_at__isnull=True,
+                                                         **grantee).first()
+        if grant is None:
+            try:
+                with transaction.atomic():
+                    grant = Grant.objects.create(prompt=prompt, role=role, created_by=actor,
+                                                 expires_at=expires_at, **grantee)
+            except IntegrityError:  # a concurrent grant to the same grantee won
+                raise ApiError("This grantee was just granted access; list grants and retry.",
+                               code="grant_conflict", status_code=409) from None
+            action = "grant.create"
+        else:
+            grant.role, grant.expires_at = role, expires_at
+            grant.save(update_fields=["role", "expires_at"])
+            action = "grant.change"
+        audit_record(prompt_id=prompt.pk, actor=actor, action=action, target=_grant_target(grant),
+                     detail={"grant": grant.pk, "role": role,
+                             "expires_at": expires_at.isoformat() if expires_at else None})
+    return grant
+
+
+def grant_create(*, prompt: Prompt, actor, role: str, username: str | None = None, team_id=None,
+                 expires_at=None) -> Grant:
+    if role not in GrantRole.values:
+        raise ApiError(f"role must be one of {', '.join(GrantRole.values)}.", code="invalid_role",
+                       field="role")
+    if (username is None) == (team_id is None):
+        raise ApiError("Give exactly one of username or team.", code="grantee_required", field="username")
+    _check_expiry(expires_at)
+    if username is not None:
+        user = _user_by_username(username)
+        if user.pk == prompt.owner_id:
+            raise ApiError("The owner already has full access.", code="already_owner", field="username")
+        return _grant_upsert(prompt=prompt, actor=actor, role=role, user=user, expires_at=expires_at)
+    team = Team.objects.filter(pk=team_id).first()
+    if team is None:
+        raise ApiError("Team not found.", code="team_not_found", status_code=404, field="team")
+    return _grant_upsert(prompt=prompt, actor=actor, role=role, team=team, expires_at=expires_at)
+
+
+def grant_revoke(*, prompt: Prompt, grant_id, actor) -> Grant:
+    with transaction.atomic():
+        grant = (Grant.objects.select_for_update(of=("self",)).select_related("user")
+                 .filter(prompt=prompt, pk=grant_id).first())
+        if grant is None:
+            raise ApiError("Grant not found.", code="grant_not_found", status_code=404)
+        if grant.revoked_at is None:
+            grant.revoked_at = timezone.now()
+            grant.save(update_fields=["revoked_at"])
+            audit_record(prompt_id=prompt.pk, actor=actor, action="grant.revoke", target=_grant_target(grant),
+                         detail={"grant": grant.pk, "role": grant.role})
+    return grant
+
+
+def prompt_transfer(*, prompt: Prompt, actor, username: str, keep_access: bool = True) -> Prompt:
+    """Make `username` the owner. The previous owner keeps an editor grant
+    unless keep_access is false. `prompt` must be locked (for_update)."""
+    new_owner = _user_by_username(username)
+    if new_owner.pk == prompt.owner_id:
+        raise ApiError("This user already owns the prompt.", code="already_owner", field="username")
+    previous = prompt.owner
+    with transaction.atomic():
+        # An owner needs no grant; a stale one would outlive a later transfer away.
+        now = timezone.now()
+        Grant.objects.filter(prompt=prompt, user=new_owner, revoked_at__isnull=True).update(revoked_at=now)
+        prompt.owner = new_owner
+        prompt.save(update_fields=["owner", "updated_at"])
+        audit_record(prompt_id=prompt.pk, actor=actor, action="prompt.transfer", target=f"user:{username}",
+                     detail={"from": previous.username, "to": new_owner.username, "keep_access": keep_access})
+        if keep_access:
+            _grant_upsert(prompt=prompt, actor=actor, role=GrantRole.EDITOR, user=previous)
+    return prompt
+
+
+def prompt_fork(*, source: Prompt, version_id, owner, title: str = "") -> Prompt:
+    """Copy one version into a new prompt owned by `owner`; the copy records
+    the prompt and version it came from."""
+    version = version_get(prompt=source, version_id=version_id)
+    title = (title or f"{source.title} (fork)")[:200]
+    with transaction.atomic():
+        fork = Prompt.objects.create(owner=owner, title=title, description=source.description,
+                                     forked_from_prompt=source, forked_from_version=version)
+        version_create(
+            prompt=fork, author=owner, body=body_text(version), model_name=version.model_name,
+            temperature=version.temperature, max_tokens=version.max_tokens, top_p=version.top_p,
+            stop=version.stop, system=version.system, variables=version.variables,
+            response_schema=version.response_schema,
+            message=f"Forked from {source.title!r} v{version.number}",
+        )
+        audit_record(prompt_id=source.pk, actor=owner, action="prompt.fork", target=f"prompt:{fork.pk}",
+                     detail={"version": str(version.pk)})
+    fork.refresh_from_db()
+    return fork
