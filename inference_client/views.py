@@ -27,7 +27,7 @@ from inference_client.threads import run_db
 from inference_client.validation import check_body_size, check_chat_request, parse_json
 
 
-def _error(exc: ApiError) -> JsonResponse:
+def error_response(exc: ApiError) -> JsonResponse:
     return json_error(exc.get_codes(), str(exc.detail), exc.status_code, headers=exc.headers,
                       field=exc.field, **exc.extra)
 
@@ -38,7 +38,7 @@ def _csrf_rejected(request) -> bool:
     return CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}) is not None
 
 
-async def _authenticate(request):
+async def authenticate_caller(request):
     """The API key of a Bearer call, or the signed-in user of a browser call."""
     header = request.headers.get("Authorization", "")
     if not header:
@@ -70,7 +70,7 @@ async def chat_completions(request):
         return json_error("method_not_allowed", "Use POST for /v1/chat/completions.", 405)
     model = None
     try:
-        api_key = await _authenticate(request)
+        api_key = await authenticate_caller(request)
         check_body_size(int(request.META.get("CONTENT_LENGTH") or 0))
         body = parse_json(request.read())  # read(): our own size limit, not Django's form limit
         chat = check_chat_request(body)
@@ -82,10 +82,16 @@ async def chat_completions(request):
             fingerprint=body_fingerprint(body) if idempotency_key else None)
     except ApiError as exc:
         _count(model, exc.status_code)
-        return _error(exc)
+        return error_response(exc)
+    return await completion_response(completion, stream=chat.stream, model=model)
+
+
+async def completion_response(completion, *, stream: bool, model: str, headers: dict | None = None):
+    """The HTTP response of a started completion: SSE chunks, or the
+    chat.completion object once it ends (shared with saved-prompt runs)."""
     headers = {**completion.headers, "x-request-id": completion.request_id,
-               "x-cache": completion.cache_hit or "miss"}
-    if chat.stream:
+               "x-cache": completion.cache_hit or "miss", **(headers or {})}
+    if stream:
         _count(model, 200)
         return StreamingHttpResponse(sse(completion), content_type="text/event-stream",
                                      headers={**headers, "Cache-Control": "no-cache",

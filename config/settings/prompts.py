@@ -3,7 +3,7 @@
 Every value can be set by an environment variable of the same name.
 """
 
-from .env import env_float, env_int
+from .env import env_float, env_int, env_str
 from .storage import PRESIGN_PUT_EXPIRES
 
 # Bodies at or under this many bytes are stored inline in the database row;
@@ -45,3 +45,8 @@ PROMPT_BODY_CACHE_BYTES = env_int("PROMPT_BODY_CACHE_BYTES", 64 * 1024 * 1024)
 
 # Lines of context around each hunk in the diff API.
 PROMPT_DIFF_CONTEXT_LINES = env_int("PROMPT_DIFF_CONTEXT_LINES", 3)
+
+# The server's public base URL (e.g. https://promptyard.example.com) written into
+# exported code. Empty: taken from each export request (scheme + Host), which is
+# right unless a proxy rewrites them.
+PROMPT_EXPORT_BASE_URL = env_str("PROMPT_EXPORT_BASE_URL", "")

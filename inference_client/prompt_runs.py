@@ -1,0 +1,63 @@
+"""Run a saved prompt version by reference:
+
+    POST /api/prompts/<id>/versions/<vid>/run
+    POST /api/prompts/<id>/labels/<label>/run      {"variables": {...}, "stream": false}
+
+The version's frozen model and parameters apply (playground.runs builds the
+request); the call then takes the same path as /v1/chat/completions
+(completion_create: idempotency, cache, admission, usage), and answers in the
+same shape: a chat.completion object, or OpenAI SSE chunks when `stream` is
+true. `x-prompt-version` says which version ran (a label may have moved).
+"""
+
+from __future__ import annotations
+
+from django.views.decorators.csrf import csrf_exempt
+
+from accounts.models import ApiKey
+from config.errors import ApiError, json_error
+from inference_client.idempotency import body_fingerprint, check_idempotency_key
+from inference_client.services import completion_create
+from inference_client.threads import run_db
+from inference_client.validation import check_body_size, check_chat_request, parse_json
+from inference_client.views import authenticate_caller, completion_response, error_response
+from playground.permissions import SHARE_TOKEN_HEADER, client_address
+from playground.runs import run_prepare
+
+
+async def _run(request, *, prompt_id, version_id=None, label=None):
+    if request.method != "POST":
+        return json_error("method_not_allowed", "Use POST to run a prompt.", 405)
+    try:
+        caller = await authenticate_caller(request)
+        user = caller.user if isinstance(caller, ApiKey) else caller  # a key acts for its owner
+        check_body_size(int(request.META.get("CONTENT_LENGTH") or 0))
+        raw = request.read()
+        data = parse_json(raw) if raw.strip() else {}
+        prepared = await run_db(run_prepare, user=user, prompt_id=prompt_id, data=data,
+                                version_id=version_id, label=label,
+                                share_token=request.headers.get(SHARE_TOKEN_HEADER),
+                                client_addr=client_address(request))
+        # The same checks as /v1: a saved version is held to the gateway's limits too.
+        chat = check_chat_request({**prepared.chat_body, "stream": prepared.stream})
+        idempotency_key = check_idempotency_key(request.headers.get("Idempotency-Key"))
+        fingerprint = body_fingerprint({**prepared.chat_body, "stream": prepared.stream,
+                                        "version": str(prepared.version.pk)}) if idempotency_key else None
+        completion = await completion_create(
+            api_key_or_user=caller, model=chat.model, messages=chat.messages, params=chat.params,
+            stream=chat.stream, idempotency_key=idempotency_key, fingerprint=fingerprint)
+    except ApiError as exc:
+        return error_response(exc)
+    return await completion_response(completion, stream=chat.stream, model=chat.model, headers={
+        "x-prompt-version": str(prepared.version.pk),
+        "x-prompt-version-number": str(prepared.version.number)})
+
+
+@csrf_exempt  # authenticate_caller checks CSRF for session calls itself
+async def version_run(request, prompt_id, version_id):
+    return await _run(request, prompt_id=prompt_id, version_id=version_id)
+
+
+@csrf_exempt
+async def label_run(request, prompt_id, name):
+    return await _run(request, prompt_id=prompt_id, label=name)

@@ -1,0 +1,98 @@
+"""Running a saved version: the one definition of the chat request a version
+makes, shared by the run-by-reference routes and by export (so exported code
+and a run by reference send the same request).
+
+The request is the version's frozen model and parameters, plus messages: a
+system message with the rendered system text when the saved system text is
+not empty, then the rendered body as the user message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from config.errors import ApiError
+
+from . import selectors
+from .bodies import body_text
+from .models import PromptVersion
+from .permissions import access_prompt
+from .templating import template_render
+
+# The only fields a run request may carry: the version decides everything else.
+RUN_FIELDS = {"variables", "stream"}
+FROZEN_FIELDS = {"model", "messages", "temperature", "max_tokens", "max_completion_tokens", "top_p",
+                 "stop", "seed", "system"}
+
+
+def version_params(version: PromptVersion) -> dict:
+    """The version's frozen parameters as chat-completions fields; unset ones
+    are left out so the server's defaults apply, as they would in the playground."""
+    params = {}
+    for field in ("temperature", "max_tokens", "top_p"):
+        value = getattr(version, field)
+        if value is not None:
+            params[field] = value
+    if version.stop:
+        params["stop"] = list(version.stop)
+    return params
+
+
+def version_messages(*, system: str, body: str, has_system: bool) -> list[dict]:
+    return ([{"role": "system", "content": system}] if has_system else []) + [
+        {"role": "user", "content": body}]
+
+
+def version_chat_body(*, version: PromptVersion, variables: dict, body: str | None = None) -> dict:
+    """The /v1/chat/completions body of one run (400 naming missing or unknown
+    variables). `body`: the version's body text when the caller already has it."""
+    body = body_text(version) if body is None else body
+    out = template_render(texts={"system": version.system, "body": body}, declared=version.variables,
+                          values=variables)
+    messages = version_messages(system=out["system"], body=out["body"], has_system=bool(version.system))
+    return {"model": version.model_name, "messages": messages, **version_params(version)}
+
+
+@dataclasses.dataclass(frozen=True)
+class PreparedRun:
+    version: PromptVersion
+    chat_body: dict
+    stream: bool
+
+
+def check_run_request(data) -> tuple[dict, bool]:
+    """(variables, stream) of a run request; anything else is a 400 naming the field."""
+    if not isinstance(data, dict):
+        raise ApiError("The request body must be a JSON object.", code="invalid_json")
+    for field in data:
+        if field in FROZEN_FIELDS:
+            raise ApiError(f"'{field}' cannot be set on a run: the saved version's model and parameters "
+                           "apply. Save a new version to change them.", code="frozen_parameter",
+                           field=field)
+        if field not in RUN_FIELDS:
+            raise ApiError(f"Unrecognized field: {field}.", code="unknown_parameter", field=field)
+    variables = data.get("variables") or {}
+    if not isinstance(variables, dict):
+        raise ApiError("variables must be an object of name -> value.", code="invalid_type",
+                       field="variables")
+    stream = data.get("stream", False)
+    if not isinstance(stream, bool):
+        raise ApiError("stream must be a boolean.", code="invalid_type", field="stream")
+    return variables, stream
+
+
+def run_prepare(*, user, prompt_id, data, version_id=None, label: str | None = None,
+                share_token: str | None = None, client_addr: str = "") -> PreparedRun:
+    """Check access (viewers may run), pick the version (by id, or the one
+    `label` points at now) and build its chat request."""
+    variables, stream = check_run_request(data)
+    if label is not None:
+        prompt = access_prompt(user=user, prompt_id=prompt_id, need="view", share_token=share_token,
+                               client_addr=client_addr)
+        version = selectors.label_get(prompt=prompt, name=label).version
+    else:
+        prompt = access_prompt(user=user, prompt_id=prompt_id, need="view", share_token=share_token,
+                               client_addr=client_addr, version_id=version_id)
+        version = selectors.version_get(prompt=prompt, version_id=version_id)
+    return PreparedRun(version=version, chat_body=version_chat_body(version=version, variables=variables),
+                       stream=stream)

@@ -1,0 +1,57 @@
+"""GET .../versions/<vid>/export: the snippets, filters, references and access."""
+
+import pytest
+
+from playground import services
+from tests.export.conftest import MODEL, MODELS
+from tests.factories import PromptFactory, UserFactory
+
+
+@pytest.fixture
+def version(user, settings):
+    settings.INFERENCE_MODELS = MODELS
+    prompt = PromptFactory(owner=user, title="Summariser")
+    return services.version_create(prompt=prompt, author=user, body="Sum up {{text}}", model_name=MODEL,
+                                   variables={"text": "this"}, temperature=0.5)
+
+
+def _url(version, query=""):
+    return f"/api/prompts/{version.prompt_id}/versions/{version.pk}/export{query}"
+
+
+def test_should_return_every_language_in_both_forms_without_a_secret(auth_client, version, api_key):
+    data = auth_client.get(_url(version)).json()
+    forms = {(s["lang"], s["form"]) for s in data["snippets"]}
+    assert forms == {("curl", "inline"), ("curl", "reference"), ("python-httpx", "inline"),
+                     ("python-httpx", "reference"), ("python-openai", "inline"), ("javascript", "inline"),
+                     ("javascript", "reference")}
+    assert data["base_url"] == "http://testserver" and data["params"] == {"temperature": 0.5}
+    assert data["variables"] == [{"name": "text", "default": "this", "shell": "TEXT", "python": "text"}]
+    # No label on the version: the reference is the version id itself.
+    assert data["reference"]["url"].endswith(f"/versions/{version.pk}/run")
+    for snippet in data["snippets"]:
+        assert "PROMPTYARD_API_KEY" in snippet["code"] and api_key[1] not in snippet["code"]
+
+
+def test_should_filter_by_language_and_name_a_bad_one(auth_client, version):
+    data = auth_client.get(_url(version, "?lang=curl,javascript")).json()
+    assert {s["lang"] for s in data["snippets"]} == {"curl", "javascript"}
+    bad = auth_client.get(_url(version, "?lang=cobol"))
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "lang"
+
+
+def test_should_reference_a_label_and_use_the_configured_base_url(auth_client, version, settings):
+    settings.PROMPT_EXPORT_BASE_URL = "https://promptyard.example.com/"
+    services.label_move(prompt=version.prompt, name="staging", version_id=version.pk,
+                        expected_version_id=None, actor=version.prompt.owner)
+    data = auth_client.get(_url(version)).json()
+    assert data["reference"] == {
+        "kind": "label", "name": "staging",
+        "url": f"https://promptyard.example.com/api/prompts/{version.prompt_id}/labels/staging/run"}
+    missing = auth_client.get(_url(version, "?label=production"))
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "label_not_found"
+
+
+def test_should_hide_the_export_from_a_stranger(api_client, version):
+    api_client.force_login(UserFactory())
+    assert api_client.get(_url(version)).status_code == 404
