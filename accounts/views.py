@@ -1,11 +1,16 @@
 """Browser pages: signup (login/logout are Django's views), API keys."""
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from config.errors import ApiError
+from inference_client.selectors import key_rate_limits, usage_by_key, usage_summary
 
 from . import selectors, services
 
@@ -30,5 +35,20 @@ def signup(request):
 
 @login_required
 def api_keys(request):
-    return render(request, "accounts/api_keys.html",
-                  {"keys": selectors.api_key_list(user=request.user)})
+    """Keys with their usage over the last 24 h and what is left of their
+    per-minute rate limits right now (read from the live buckets)."""
+    since = timezone.now() - timedelta(hours=24)
+    keys = list(selectors.api_key_list(user=request.user))
+    usage = usage_by_key(user=request.user, since=since)
+    limits = key_rate_limits(keys=[k for k in keys if k.is_active])
+    for key in keys:
+        key.usage_24h = usage.get(key.pk, {"requests": 0, "tokens": 0})
+        key.limits_now = limits.get(key.pk) if limits is not None else None
+    tiers = [{"name": name, **values} for name, values in settings.RATE_LIMITS.items()]
+    return render(request, "accounts/api_keys.html", {
+        "keys": keys,
+        "summary": usage_summary(user=request.user, since=since),
+        "tiers": tiers,
+        "limits_enforced": limits is not None,
+        "config": {"tiers": {t["name"]: t for t in tiers}, "limitsEnforced": limits is not None},
+    })

@@ -28,6 +28,7 @@ urlpatterns = [
     path("", include(accounts_urls.pages)),
     path("chat/", include(chat_urls.pages)),
     path("prompts/", include("playground.page_urls")),
+    # Share-link page (/s/<token>) and "shared with me" (/prompts/shared/).
     path("", include("playground.sharing.pages")),
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
 ]

@@ -106,6 +106,22 @@ end
 return 1
 """
 
+# Read-only: each bucket's level now (refilled on the Redis clock, as _ADMIT
+# does), without charging or writing. A bucket never used is full.
+_PEEK = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+for i = 1, #KEYS do
+  local cap, rate = tonumber(ARGV[i * 2 - 1]), tonumber(ARGV[i * 2])
+  local b = redis.call('HMGET', KEYS[i], 'l', 't')
+  local level = cap
+  if b[1] then level = math.min(cap, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) * rate / 1000) end
+  table.insert(out, tostring(level))
+end
+return out
+"""
+
 REJECT_REASONS = {1: "rate_limit", 2: "queue_full", 3: "no_worker", 4: "uninitialised"}
 
 
@@ -174,6 +190,21 @@ async def admit(*, buckets: list[Bucket], model: str, request_id: str, check_que
     return Decision(allowed=status == 0, reason=REJECT_REASONS.get(status), retry_after_ms=retry_ms,
                     tick=bool(tick), failed_bucket=buckets[failed - 1].name if failed else None,
                     buckets=states)
+
+
+def peek(*, buckets: list[Bucket], redis) -> list[dict]:
+    """The state of per-key buckets now, in one round trip, each in the shape of
+    Decision.buckets' values (synchronous: for pages). A debt shows as 0 left."""
+    argv = []
+    for bucket in buckets:
+        argv += [bucket.capacity, bucket.rate]
+    levels = redis.eval(_PEEK, len(buckets), *[b.key for b in buckets], *argv)
+    states = []
+    for bucket, raw in zip(buckets, levels, strict=True):
+        level = float(raw)
+        refill_ms = math.ceil((bucket.capacity - level) * 1000 / max(bucket.rate, 0.001))
+        states.append({"remaining": max(0, int(level)), "limit": int(bucket.capacity), "reset_ms": refill_ms})
+    return states
 
 
 async def adjust(*, buckets: list[Bucket], deltas: list[float], redis=None) -> None:

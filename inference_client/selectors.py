@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from django.conf import settings
-from django.db.models import Count, Q, Sum
+from datetime import datetime
 
+from django.conf import settings
+from django.db.models import Count, F, Q, Sum
+
+from inference_client import admission, rds
 from inference_client.models import UsageRecord
 from inference_worker.heartbeat import live_workers
+from inference_worker.redis_client import get_redis
 
 # Models have no creation time of their own; OpenAI's shape wants one.
 _CREATED = 1_700_000_000
@@ -24,14 +28,36 @@ def model_list() -> list[dict]:
             for name in names]
 
 
-def usage_list(*, user, model: str | None = None):
+def usage_list(*, user, model: str | None = None, since: datetime | None = None):
     records = UsageRecord.objects.filter(user=user).select_related("api_key")
+    if since is not None:
+        records = records.filter(created_at__gte=since)
     return records.filter(model=model) if model else records
 
 
-def usage_summary(*, user, model: str | None = None) -> dict:
-    totals = usage_list(user=user, model=model).aggregate(
+def usage_summary(*, user, model: str | None = None, since: datetime | None = None) -> dict:
+    totals = usage_list(user=user, model=model, since=since).aggregate(
         requests=Count("id"), prompt_tokens=Sum("prompt_tokens"),
         completion_tokens=Sum("completion_tokens"), cache_hits=Count("id", filter=~Q(cache_hit="")),
         errors=Count("id", filter=~Q(status=UsageRecord.Status.OK)))
     return {k: v or 0 for k, v in totals.items()}
+
+
+def usage_by_key(*, user, since: datetime) -> dict[int, dict]:
+    """Requests and tokens (prompt + completion) per API key since `since`."""
+    rows = (UsageRecord.objects.filter(user=user, created_at__gte=since, api_key__isnull=False)
+            .order_by().values("api_key").annotate(requests=Count("id"),
+                                        tokens=Sum(F("prompt_tokens") + F("completion_tokens"))))
+    return {r["api_key"]: {"requests": r["requests"], "tokens": r["tokens"] or 0} for r in rows}
+
+
+def key_rate_limits(*, keys) -> dict[int, dict] | None:
+    """Each key's per-minute buckets now ({"requests"|"tokens": {limit, remaining,
+    reset_ms}}), read from Redis without charging them; None when admission is
+    off (no REDIS_URL: nothing is limited)."""
+    if not rds.enabled():
+        return None
+    per_key = {key.pk: admission.key_buckets(key_id=key.pk, tier=key.tier, tokens=0) for key in keys}
+    flat = [bucket for buckets in per_key.values() for bucket in buckets]
+    states = iter(admission.peek(buckets=flat, redis=get_redis()) if flat else ())
+    return {pk: {bucket.name: next(states) for bucket in buckets} for pk, buckets in per_key.items()}

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods
 from config.errors import ApiError
 
 from . import selectors, services
-from .permissions import access_prompt
+from .permissions import Role, access_prompt
 
 # Bodies larger than this load lazily in Range chunks and render virtualised.
 LAZY_BODY_BYTES = 1024 * 1024
@@ -31,6 +31,9 @@ def _access_or_404(request, prompt_id, need):
 def _page_config(prompt, **extra) -> dict:
     return {
         "prompt": {"id": str(prompt.pk), "title": prompt.title},
+        # The caller's role as access_prompt decided it ("owner", "editor", ...):
+        # pages show owner-only tools (the share dialog) from this, never by re-checking.
+        "role": Role(prompt.access_role).name.lower(),
         "apiBase": f"/api/prompts/{prompt.pk}",
         "models": sorted(settings.INFERENCE_MODELS),
         "defaultModel": settings.DEFAULT_MODEL,
@@ -75,6 +78,7 @@ def playground(request, prompt_id):
             raise Http404("Version not found.") from exc
     return render(request, "playground/playground.html", {
         "prompt": prompt,
+        "is_owner": prompt.access_role == Role.OWNER,
         "config": _page_config(prompt, versionId=version_id),
     })
 
@@ -84,5 +88,6 @@ def history(request, prompt_id):
     prompt = _access_or_404(request, prompt_id, "view")
     return render(request, "playground/history.html", {
         "prompt": prompt,
+        "is_owner": prompt.access_role == Role.OWNER,
         "config": _page_config(prompt, playgroundUrl=f"/prompts/{prompt.pk}/"),
     })

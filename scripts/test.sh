@@ -17,6 +17,9 @@ export REDIS_URL=${TEST_REDIS_URL:-redis://127.0.0.1:6379/1}
 export CELERY_BROKER_URL=${TEST_CELERY_BROKER_URL:-amqp://guest:guest@127.0.0.1:5672//}
 export CELERY_RESULT_BACKEND=$REDIS_URL
 export DEBUG=false SECRET_KEY=test-secret-key-not-for-production
+# The test process runs ORM code on short-lived threads (websocket tests, thread
+# races) whose connections never go back to the pool: give it headroom.
+export DB_POOL_MAX_SIZE=${DB_POOL_MAX_SIZE:-40}
 
 # A real S3-protocol server that checks SigV4 signatures and presigned-URL expiry.
 if [ -z "${S3_ENDPOINT_URL:-}" ]; then

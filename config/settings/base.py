@@ -78,7 +78,7 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     # a down database a clear 503 within seconds instead of a hang.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         connect_timeout=3,
-        pool={"min_size": 1, "max_size": env_int("DB_POOL_MAX_SIZE", 10), "timeout": 5},
+        pool={"min_size": 1, "max_size": env_int("DB_POOL_MAX_SIZE", 20), "timeout": 5},
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -8,6 +8,8 @@ const state = {
   ws: null, backoff: 500, heartbeat: null, convs: new Map(), current: null,
   cursor: Number(localStorage.getItem(cursorKey) || 0), pending: new Map(), lastTyping: 0,
   typingTimer: null, oldest: null, loadingOlder: false,
+  // Presence by user id: a presence frame may arrive before its conversation is listed.
+  online: new Map(),
 };
 
 function csrf() {
@@ -52,7 +54,9 @@ function convRow(conv) {
   }
   li.querySelector(".chat-name").textContent = conv.peer.username;
   li.querySelector(".chat-unread").textContent = conv.unread ? String(conv.unread) : "";
-  li.querySelector(".chat-dot").classList.toggle("online", !!conv.online);
+  const online = !!state.online.get(conv.peer.id);
+  li.querySelector(".chat-dot").classList.toggle("online", online);
+  li.querySelector(".chat-dot").title = online ? "online" : "offline";
   li.querySelector("button").setAttribute("aria-current", String(state.current === conv.id));
   return li;
 }
@@ -60,9 +64,8 @@ function convRow(conv) {
 async function loadConversations() {
   const data = await api("conversations");
   for (const c of data.results) {
-    const old = state.convs.get(c.id);
-    state.convs.set(c.id, { ...c, online: old?.online || false });
-    convRow(state.convs.get(c.id));
+    state.convs.set(c.id, c);
+    convRow(c);
   }
 }
 
@@ -104,6 +107,7 @@ async function loadOlder() {
   if (state.loadingOlder || state.oldest === 0 || state.current == null) return;
   state.loadingOlder = true;
   const conv = state.convs.get(state.current);
+  if (conv.fresh) { state.oldest = 0; state.loadingOlder = false; return; }  // nothing stored yet
   const q = state.oldest ? `?before=${state.oldest}` : "";
   try {
     const data = await api(`conversations/${conv.id}/messages${q}`);
@@ -137,6 +141,7 @@ function onMessage(m) {
   conv.last_seq = Math.max(conv.last_seq, m.seq);
   if (m.sender !== me) conv.unread = (conv.unread || 0) + 1;
   if (state.current === m.conversation) {
+    if (m.sender !== me) { clearTimeout(state.typingTimer); $("chat-typing").textContent = ""; }
     const box = $("chat-messages");
     const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
     const mine = m.sender === me && box.querySelector(`li[data-client="${CSS.escape(m.client_msg_id)}"]`);
@@ -166,8 +171,10 @@ const handlers = {
     send({ type: "ack", upto: state.cursor });
   },
   echo: onMessage,
-  sent(f) {
+  async sent(f) {
+    const frame = state.pending.get(f.client_msg_id);
     state.pending.delete(f.client_msg_id);
+    if (frame) await adoptFresh(`new:${frame.to}`, f.conversation);
     const li = document.querySelector(`li[data-client="${CSS.escape(f.client_msg_id)}"]`);
     if (li) { li.dataset.seq = f.seq; li.classList.remove("pending"); }
     const conv = state.convs.get(f.conversation);
@@ -186,13 +193,18 @@ const handlers = {
     state.typingTimer = setTimeout(() => { $("chat-typing").textContent = ""; }, 4000);
   },
   presence(f) {
-    for (const conv of state.convs.values()) if (conv.peer.id === f.user) { conv.online = f.online; convRow(conv); }
+    state.online.set(f.user, f.online);
+    for (const conv of state.convs.values()) if (conv.peer.id === f.user) convRow(conv);
   },
   error(f) {
     if (f.code === "cursor_from_future" && f.field === "since") {  // stale cursor (e.g. another server)
       state.cursor = 0; localStorage.removeItem(cursorKey); send({ type: "hello" }); return;
     }
-    if (f.ref) state.pending.delete(f.ref);
+    if (f.ref) {
+      state.pending.delete(f.ref);
+      const li = document.querySelector(`li[data-client="${CSS.escape(f.ref)}"]`);
+      if (li) { li.classList.replace("pending", "failed"); li.querySelector(".chat-receipt").textContent = "Not sent"; }
+    }
     $("chat-error").textContent = f.message;
   },
   heartbeat_ok() {},
@@ -206,7 +218,8 @@ function connect() {
   ws.onclose = () => {
     clearInterval(state.heartbeat);
     $("chat-status").textContent = "Offline: reconnecting…";
-    for (const c of state.convs.values()) { c.online = false; convRow(c); }
+    state.online.clear();
+    for (const c of state.convs.values()) convRow(c);
     setTimeout(connect, state.backoff);
     state.backoff = Math.min(state.backoff * 2, 15000);
   };
@@ -228,22 +241,43 @@ $("chat-form").addEventListener("submit", (e) => {
   $("chat-error").textContent = "";
   send(frame);  // if offline, it goes out on reconnect
 });
+// Enter sends, Shift+Enter makes a new line (as in every chat app).
+$("chat-body").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("chat-form").requestSubmit(); }
+});
 $("chat-body").addEventListener("input", () => {
   const conv = state.convs.get(state.current);
-  if (conv && Date.now() - state.lastTyping > 3000) { state.lastTyping = Date.now(); send({ type: "typing", to: conv.peer.id }); }
+  // A fresh conversation has no contact yet on the server, which refuses typing to strangers.
+  if (conv && !conv.fresh && Date.now() - state.lastTyping > 3000) { state.lastTyping = Date.now(); send({ type: "typing", to: conv.peer.id }); }
 });
 $("chat-messages").addEventListener("scroll", () => { if ($("chat-messages").scrollTop < 40) loadOlder(); });
 $("chat-new").addEventListener("submit", async (e) => {
   e.preventDefault();
   const to = Number($("chat-new-to").value);
+  if (to === me) { $("chat-error").textContent = "That is your own id: enter the other person's."; return; }
   const found = [...state.convs.values()].find((c) => c.peer.id === to);
   if (found) { openConversation(found.id); return; }
-  try {
-    const m = await api("messages", { method: "POST", body: JSON.stringify({ to, client_msg_id: crypto.randomUUID(), body: "👋" }) });
-    await loadConversations();
-    openConversation(m.conversation);
-  } catch (err) { $("chat-status").textContent = err.message; }
+  // No conversation yet: open an empty one; the first message creates it on the
+  // server (which says so if the user does not exist) instead of a stray greeting.
+  const id = `new:${to}`;
+  state.convs.set(id, { id, fresh: true, peer: { id: to, username: `User #${to}` }, last_seq: 0, unread: 0,
+                        peer_read_upto: 0 });
+  $("chat-new-to").value = "";
+  await openConversation(id);
+  $("chat-body").focus();
 });
+
+// The first message of a fresh conversation came back with its real id: swap it in.
+async function adoptFresh(freshId, realId) {
+  if (!state.convs.has(freshId)) return;
+  state.convs.delete(freshId);
+  document.querySelector(`li[data-conv="${CSS.escape(freshId)}"]`)?.remove();
+  await loadConversations();
+  if (state.current !== freshId) return;
+  state.current = realId;
+  const conv = state.convs.get(realId);
+  if (conv) { $("chat-peer").textContent = conv.peer.username; convRow(conv); }
+}
 document.addEventListener("visibilitychange", () => { const c = state.convs.get(state.current); if (c) markRead(c); });
 
 loadConversations().then(connect);

@@ -54,14 +54,6 @@ def celery_worker_proc():
             proc.kill()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _close_gateway_connections(django_db_setup):
-    yield
-    from inference_client.threads import close_db_connections
-
-    close_db_connections()  # before pytest-django drops the test database
-
-
 @pytest.fixture
 def settings_models(settings):
     settings.INFERENCE_MODELS = MODELS

@@ -56,6 +56,9 @@ function apply(s) {
 function showBase() {
   $("version-badge").textContent = base ? `v${base.number}` : "unsaved";
   $("version-badge").title = base ? `Editing version ${base.number}; saving makes a child of it` : "";
+  // The export dialog (export.js) shows the saved version being edited.
+  document.dispatchEvent(new CustomEvent("playground:version",
+    { detail: base && { id: base.id, number: base.number } }));
 }
 
 async function loadBase() {
