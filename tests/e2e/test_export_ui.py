@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import screenshot
-from tests.e2e.test_playground_ui import create_prompt, save, sign_up, use_api_key_for_runs
+from tests.e2e.test_playground_ui import create_api_key, create_prompt, save, sign_up
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -39,8 +39,7 @@ def test_should_export_the_saved_version_as_code_that_runs(live_url, new_page, c
     # Run exactly what the dialog shows against the live server, with a real key.
     page.click("#export-close")
     expect(dialog).to_be_hidden()
-    use_api_key_for_runs(page)
-    key = page.input_value("#api-key")
+    key = create_api_key(page)
     env = dict(os.environ, PROMPTYARD_API_KEY=key, PROMPTYARD_BASE_URL=live_url)
     (tmp_path / "exported.py").write_text(code)
     run = subprocess.run([sys.executable, "-c", "import exported; print(exported.run_prompt(word='hi'))"],

@@ -24,18 +24,15 @@ def sign_up(page, base):
     return username
 
 
-def use_api_key_for_runs(page):
-    """/v1/chat/completions authenticates API keys; until it also takes the
-    session, the playground sends a key the user pastes (kept in the tab only)."""
-    key = page.evaluate("""async () => {
+def create_api_key(page) -> str:
+    """A new API key of the signed-in user, made through the API with the page's session."""
+    return page.evaluate("""async () => {
         const csrf = document.cookie.match(/csrftoken=([^;]+)/)[1];
         const res = await fetch('/api/accounts/keys', {method: 'POST', credentials: 'same-origin',
             headers: {'Content-Type': 'application/json', 'X-CSRFToken': csrf},
             body: JSON.stringify({name: 'ui'})});
         return (await res.json()).key;
     }""")
-    page.click("summary:has-text('API key for runs')")
-    page.fill("#api-key", key)
 
 
 def create_prompt(page, base, title):
@@ -69,7 +66,6 @@ def test_should_run_stream_save_branch_diff_and_move_labels(live_url, new_page, 
     page.fill("[data-var=word]", "hello")
 
     # Run (Ctrl+Enter): the fixed-cost engine answers with the reversed input, streamed.
-    use_api_key_for_runs(page)
     page.select_option("#model-select", "fixed-cost")
     page.locator("#body-input").focus()
     page.keyboard.press("Control+Enter")

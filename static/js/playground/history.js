@@ -121,8 +121,7 @@ async function runOne(id, outId, statsId) {
   const rendered = await api(`${cfg.apiBase}/versions/${id}/render`, { method: "POST", body: { variables: {} } });
   const request = { model: v.model, messages: rendered.messages, temperature: v.temperature ?? 1,
                     top_p: v.top_p ?? 1, max_tokens: v.max_tokens ?? 256, ...(v.stop.length ? { stop: v.stop } : {}) };
-  const apiKey = sessionStorage.getItem("promptyard:run-key") || "";
-  const stats = await streamChat({ request, apiKey, onToken: (t) => text.appendData(t) });
+  const stats = await streamChat({ request, onToken: (t) => text.appendData(t) });
   const tps = tokensPerSecond(stats);
   $(statsId).textContent = `TTFT ${Math.round(stats.ttftMs ?? 0)} ms · ${completionTokens(stats)} tokens${tps ? ` · ${tps.toFixed(1)} tok/s` : ""}`;
 }

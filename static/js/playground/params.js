@@ -4,7 +4,6 @@
 import { api } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
-const KEY_STORE = "promptyard:run-key";
 
 export class Params {
   constructor(cfg, onChange) {
@@ -14,9 +13,6 @@ export class Params {
       $(input).addEventListener("input", () => { $(output).textContent = $(input).value; onChange(); });
     }
     for (const id of ["model-select", "max-tokens", "stop"]) $(id).addEventListener("input", onChange);
-    // The optional key lives for this tab only (sessionStorage), never in the draft.
-    $("api-key").value = sessionStorage.getItem(KEY_STORE) || "";
-    $("api-key").addEventListener("input", () => sessionStorage.setItem(KEY_STORE, $("api-key").value.trim()));
   }
 
   setModels(names, selected) {
@@ -40,8 +36,6 @@ export class Params {
       // /v1/models unavailable: keep the configured list, which is what the server validates against.
     }
   }
-
-  apiKey() { return $("api-key").value.trim(); }
 
   get() {
     const num = (id) => ($(id).value === "" ? null : Number($(id).value));

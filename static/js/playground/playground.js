@@ -163,7 +163,7 @@ async function run() {
   running = new AbortController();
   $("run-btn").firstChild.textContent = "Stop ";
   try {
-    const stats = await streamChat({ request, apiKey: params.apiKey(), signal: running.signal,
+    const stats = await streamChat({ request, signal: running.signal,
       onToken: (t, st) => {
         text.appendData(t); // appending to one text node: no re-render of the output
         setStat("stat-ttft", `${Math.round(st.ttftMs)} ms`);

@@ -3,9 +3,9 @@
 
 import { ApiError, errorFrom, headers } from "./api.js";
 
-export async function streamChat({ request, apiKey, signal, onToken }) {
+// Runs use the page's session (and its CSRF token, sent by headers()).
+export async function streamChat({ request, signal, onToken }) {
   const extra = { "Content-Type": "application/json", "Accept": "text/event-stream" };
-  if (apiKey) extra["Authorization"] = "Bearer " + apiKey;
   const started = performance.now();
   let res;
   try {
