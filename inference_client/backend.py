@@ -13,7 +13,6 @@ mid-generation and the redelivered task replayed it (events carry offsets).
 from __future__ import annotations
 
 import abc
-import asyncio
 import functools
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -41,34 +40,19 @@ class Backend(abc.ABC):
 
     def events(self, request_id: str, *, timeout_s: float | None = None) -> Iterator[dict]:
         """Token events (deduplicated), then one terminal event (done/error)."""
-        cursor, delivered = "0", 0
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            if deadline is not None and time.monotonic() > deadline:
-                yield {"type": "error", "code": "timeout",
-                       "message": f"no result within {timeout_s:.0f}s"}
-                return
-            for position, event in self.log.read(request_id, cursor, READ_BLOCK_MS):
-                cursor = position
-                if event["type"] != "token":
-                    yield event
-                    return
-                # Skip what an earlier attempt already delivered.
-                start = delivered - event["offset"]
-                if start < len(event["text"]):
-                    text = event["text"][max(start, 0):]
-                    delivered += len(text)
-                    yield {"type": "token", "text": text}
+        reader = _EventReader(timeout_s)
+        while not reader.finished:
+            batch = [] if reader.expired() else self.log.read(request_id, reader.cursor, reader.block_ms())
+            yield from reader.feed(batch)
 
     async def aevents(self, request_id: str, *, timeout_s: float | None = None) -> AsyncIterator[dict]:
-        """`events` for async views: each blocking read runs in a thread."""
-        iterator = self.events(request_id, timeout_s=timeout_s)
-        sentinel = object()
-        while True:
-            event = await asyncio.to_thread(next, iterator, sentinel)
-            if event is sentinel:
-                return
-            yield event
+        """``events`` for async views."""
+        reader = _EventReader(timeout_s)
+        while not reader.finished:
+            batch = [] if reader.expired() else await self.log.aread(request_id, reader.cursor,
+                                                                      reader.block_ms())
+            for event in reader.feed(batch):
+                yield event
 
     def result(self, request_id: str, *, timeout_s: float | None = None) -> dict:
         """Wait for the terminal event (done carries the full text)."""
@@ -76,6 +60,43 @@ class Backend(abc.ABC):
             if event["type"] != "token":
                 return event
         raise RuntimeError("event stream ended without a terminal event")
+
+
+class _EventReader:
+    """Turns raw log entries into what a reader sees: each character of output
+    once (a redelivered attempt replays from offset 0), then the terminal event,
+    or a timeout error."""
+
+    def __init__(self, timeout_s: float | None):
+        self.cursor, self.delivered, self.finished = "0", 0, False
+        self.deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        self.timeout_s = timeout_s
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+    def block_ms(self) -> int:
+        if self.deadline is None:
+            return READ_BLOCK_MS
+        return max(1, min(READ_BLOCK_MS, int((self.deadline - time.monotonic()) * 1000)))
+
+    def feed(self, batch: list[tuple[str, dict]]) -> list[dict]:
+        if not batch and self.expired():
+            self.finished = True
+            message = f"no result within {self.timeout_s:.0f}s"
+            return [{"type": "error", "code": "timeout", "message": message}]
+        out = []
+        for cursor, event in batch:
+            self.cursor = cursor
+            if event["type"] != "token":
+                self.finished = True
+                return [*out, event]
+            start = self.delivered - event["offset"]
+            if start < len(event["text"]):
+                text = event["text"][max(start, 0):]
+                self.delivered += len(text)
+                out.append({"type": "token", "text": text})
+        return out
 
 
 class CeleryBackend(Backend):

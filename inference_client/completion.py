@@ -40,37 +40,8 @@ def spawn(coro: Awaitable) -> asyncio.Task:
     return task
 
 
-async def read_events(request_id: str, *, timeout_s: float) -> AsyncIterator[dict]:
-    """Backend.events, but on the event loop: Backend.aevents holds a thread of
-    the default pool (a handful on a small machine) per stream for each 1 s
-    blocking read, so concurrent streams queue behind each other."""
-    backend = get_backend()
-    if not redis_enabled() or not isinstance(backend.log, RedisEventLog):
-        async for event in backend.aevents(request_id, timeout_s=timeout_s):
-            yield event
-        return
-    redis, stream = get_aredis(), RedisEventLog._stream(request_id)
-    cursor, delivered = "0", 0
-    deadline = time.monotonic() + timeout_s
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            yield {"type": "error", "code": "timeout", "message": f"no result within {timeout_s:.0f}s"}
-            return
-        reply = await redis.xread({stream: cursor}, block=max(1, int(min(READ_BLOCK_MS, remaining * 1000))),
-                                  count=500)
-        for _, entries in reply or ():
-            for position, fields in entries:
-                cursor = position.decode() if isinstance(position, bytes) else position
-                event = json.loads(fields[b"e"])
-                if event["type"] != "token":
-                    yield event
-                    return
-                start = delivered - event["offset"]  # skip what a died attempt already sent
-                if start < len(event["text"]):
-                    text = event["text"][max(start, 0):]
-                    delivered += len(text)
-                    yield {"type": "token", "text": text}
+def read_events(request_id: str, *, timeout_s: float) -> AsyncIterator[dict]:
+    return get_backend().aevents(request_id, timeout_s=timeout_s)
 
 
 async def store_terminal(request_id: str, event: dict) -> None:

@@ -15,6 +15,7 @@ replays the same seeded generation, and readers skip what they already have.
 from __future__ import annotations
 
 import abc
+import asyncio
 import json
 import threading
 import time
@@ -50,6 +51,10 @@ class EventLog(abc.ABC):
     def read(self, request_id: str, after: str, block_ms: int) -> list[tuple[str, dict]]:
         """Events after cursor ``after`` ("0" = from the start), waiting up to
         ``block_ms`` for the first one. Returns (cursor, event) pairs."""
+
+    async def aread(self, request_id: str, after: str, block_ms: int) -> list[tuple[str, dict]]:
+        """``read`` for async callers (a thread per blocking read unless overridden)."""
+        return await asyncio.to_thread(self.read, request_id, after, block_ms)
 
 
 class RedisEventLog(EventLog):
@@ -90,8 +95,20 @@ class RedisEventLog(EventLog):
 
     def read(self, request_id, after, block_ms):
         reply = self.redis.xread({self._stream(request_id): after}, block=block_ms or None, count=500)
-        return [(cursor.decode(), json.loads(fields[b"e"]))
-                for _, entries in reply for cursor, fields in entries]
+        return _entries(reply)
+
+    async def aread(self, request_id, after, block_ms):
+        # On the event loop: a blocking read per stream must not hold a thread.
+        from inference_client.rds import get_aredis
+
+        reply = await get_aredis().xread({self._stream(request_id): after}, block=block_ms or None,
+                                         count=500)
+        return _entries(reply)
+
+
+def _entries(reply) -> list[tuple[str, dict]]:
+    return [(cursor.decode() if isinstance(cursor, bytes) else cursor, json.loads(fields[b"e"]))
+            for _, entries in reply or () for cursor, fields in entries]
 
 
 class MemoryEventLog(EventLog):
