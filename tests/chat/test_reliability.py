@@ -19,14 +19,17 @@ from tests.chat.live import ChatClient, LiveServer, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-# The issue asks for 5,000 (CHAT_E2E_MESSAGES=5000). On the shared 2-core CI box a
-# send costs ~25 ms of PostgreSQL round trips, so the default keeps the run near 60 s.
+# Messages exchanged in the drop-and-restart run. The issue asks for 5,000
+# (CHAT_E2E_MESSAGES=5000), but delivery slows as a conversation grows (about
+# 40 msg/s at 2,000, 6 msg/s past 3,500 on this 2-core box), so the default
+# stays at 2,000 until that is found and fixed.
 MESSAGES = int(os.environ.get("CHAT_E2E_MESSAGES", "2000"))
 MIN_DROPS = 20
 UNLIMITED = {"CHAT_SEND_RATE": "1000000", "CHAT_SEND_BURST": "1000000"}
 
 
 @pytest.mark.asyncio
+@pytest.mark.timeout(60 + MESSAGES // 4)
 async def test_should_deliver_every_message_once_in_order_through_drops_and_a_restart(pair):
     (alice, akey), (bob, bkey) = pair
     half = MESSAGES // 2
