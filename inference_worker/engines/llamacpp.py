@@ -23,7 +23,7 @@ import threading
 import numpy as np
 
 from .base import Capacity, Engine, EngineError, EngineLoadError, Sequence, StepResult
-from .sampling import Sampler, TextStream, check_params
+from .sampling import Sampler, TextStream, check_params, check_prompt_fits
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -265,12 +265,7 @@ class LlamaCppEngine(Engine):
         # The template adds BOS itself where the model wants one, so no
         # add_special here (the same rule as llama_cpp's chat handler).
         tokens = self.tokenize(self.render_prompt(seq.messages))
-        if len(tokens) >= self.context_window:
-            raise EngineError(
-                f"prompt is {len(tokens)} tokens; this model's context window is "
-                f"{self.context_window} (prompt + at least one output token)",
-                code="context_length_exceeded",
-            )
+        check_prompt_fits(tokens, self.context_window)
         seq.prompt_tokens = tokens
 
     def step(self, running: list[Sequence], new: list[Sequence]) -> list[StepResult]:

@@ -18,6 +18,16 @@ import numpy as np
 from .base import EngineError, SamplingParams
 
 
+def check_prompt_fits(tokens, context_window: int) -> None:
+    """A prompt must leave room for at least one output token."""
+    if len(tokens) >= context_window:
+        raise EngineError(
+            f"prompt is {len(tokens)} tokens; this model's context window is "
+            f"{context_window} (prompt + at least one output token)",
+            code="context_length_exceeded",
+        )
+
+
 def check_params(params: SamplingParams) -> None:
     """Re-check parameters at request time.
 

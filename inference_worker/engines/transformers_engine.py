@@ -31,7 +31,7 @@ import numpy as np
 
 from .base import Capacity, Engine, EngineError, EngineLoadError, Sequence, StepResult
 from .llamacpp import validate_messages
-from .sampling import Sampler, TextStream, check_params
+from .sampling import Sampler, TextStream, check_params, check_prompt_fits
 
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                  "pytorch_model.bin.index.json")
@@ -155,12 +155,7 @@ class TransformersEngine(Engine):
     def prepare(self, seq: Sequence) -> None:
         check_params(seq.params)
         tokens = self.render_prompt(seq.messages)
-        if len(tokens) >= self.context_window:
-            raise EngineError(
-                f"prompt is {len(tokens)} tokens; this model's context window is "
-                f"{self.context_window} (prompt + at least one output token)",
-                code="context_length_exceeded",
-            )
+        check_prompt_fits(tokens, self.context_window)
         seq.prompt_tokens = list(tokens)
 
     def step(self, running: list[Sequence], new: list[Sequence]) -> list[StepResult]:
