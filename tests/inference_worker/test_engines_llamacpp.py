@@ -20,6 +20,7 @@ from inference_worker.engines.base import (  # noqa: E402
     Sequence,
 )
 from inference_worker.engines.llamacpp import LlamaCppEngine, default_model_path  # noqa: E402
+from tests.inference_worker.engine_driver import make_seq, run  # noqa: E402
 
 PROMPTS = [
     "What is the capital of France?",
@@ -44,34 +45,7 @@ def engine():
 
 def seq(i, prompt, **params):
     params.setdefault("max_tokens", 16)
-    params.setdefault("temperature", 0.0)
-    return Sequence(id=f"q{i}", messages=[{"role": "user", "content": prompt}],
-                    params=SamplingParams(**params))
-
-
-def run(engine, arrivals):
-    """Drive like the scheduler: ``arrivals`` maps step -> joining sequences."""
-    out, running, step = {}, [], 0
-    pending = {k: list(v) for k, v in arrivals.items()}
-    while running or pending:
-        new = pending.pop(step, [])
-        for s in new:
-            engine.prepare(s)
-            out[s.id] = ([], "", None)
-        results = engine.step(running, new)
-        still = []
-        for s, r in zip(running + new, results, strict=True):
-            assert r.seq_id == s.id
-            toks, text, _ = out[s.id]
-            out[s.id] = (toks + r.token_ids, text + r.text, r.finish_reason)
-            if r.finished:
-                engine.release(s.id)
-            else:
-                still.append(s)
-        running = still
-        step += 1
-    assert engine.active == 0
-    return out
+    return make_seq(f"q{i}", prompt, **params)
 
 
 @pytest.fixture(scope="module")

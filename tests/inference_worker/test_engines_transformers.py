@@ -19,6 +19,7 @@ from inference_worker.engines.base import (  # noqa: E402
     Sequence,
 )
 from inference_worker.engines.transformers_engine import TransformersEngine  # noqa: E402
+from tests.inference_worker.engine_driver import make_seq, run  # noqa: E402
 
 WORDS = [f"w{i}" for i in range(120)] + ["user", "assistant", "system", ":", "hello", "world"]
 TEMPLATE = (
@@ -75,35 +76,7 @@ PROMPTS = [
 
 def seq(i, prompt, **params):
     params.setdefault("max_tokens", 12)
-    params.setdefault("temperature", 0.0)
-    return Sequence(id=f"s{i}", messages=[{"role": "user", "content": prompt}],
-                    params=SamplingParams(**params))
-
-
-def run(engine, arrivals):
-    """Drive the engine like a scheduler. ``arrivals`` maps step -> sequences
-    joining at that step; returns seq id -> (token ids, text, finish reason)."""
-    out, running, step = {}, [], 0
-    pending = {k: list(v) for k, v in arrivals.items()}
-    while running or pending:
-        new = pending.pop(step, [])
-        for s in new:
-            engine.prepare(s)
-            out[s.id] = ([], "", None)
-        results = engine.step(running, new)
-        assert [r.seq_id for r in results] == [s.id for s in running + new]
-        still = []
-        for s, r in zip(running + new, results, strict=True):
-            toks, text, _ = out[s.id]
-            out[s.id] = (toks + r.token_ids, text + r.text, r.finish_reason)
-            if r.finished:
-                engine.release(s.id)
-            else:
-                still.append(s)
-        running = still
-        step += 1
-    assert engine.active == 0
-    return out
+    return make_seq(f"s{i}", prompt, **params)
 
 
 def test_batched_greedy_equals_solo_including_mid_batch_joins(engine):
