@@ -4,9 +4,12 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -29,27 +32,43 @@ def embedded_env(var_dir: Path, **extra: str) -> dict:
     return env
 
 
+@dataclass
+class Server:
+    base: str
+    proc: subprocess.Popen
+    log: IO[str]
+
+    def output(self) -> str:
+        """Everything the server printed so far."""
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+
 @contextmanager
 def running_server(args: list[str], env: dict, port: int, timeout: float = 60):
-    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited early:\n{proc.stdout.read()}")
-            try:
-                httpx.get(base + "/login/", timeout=1)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"server did not start within {timeout}s") from None
-                time.sleep(0.2)
-        yield base, proc
-    finally:
-        proc.terminate()
+    # Output goes to a file, not a pipe: nothing drains a pipe while a test runs,
+    # and a server whose 64 KiB pipe buffer fills blocks on its next log line.
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env={**env, "PYTHONUNBUFFERED": "1"},
+                                stdout=log, stderr=subprocess.STDOUT, text=True)
+        server = Server(f"http://127.0.0.1:{port}", proc, log)
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            deadline = time.monotonic() + timeout
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"server exited early:\n{server.output()}")
+                try:
+                    httpx.get(server.base + "/login/", timeout=1)
+                    break
+                except httpx.TransportError:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"server did not start within {timeout}s") from None
+                    time.sleep(0.2)
+            yield server
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()

@@ -19,9 +19,8 @@ def _login(base: str, username: str, password: str) -> httpx.Client:
 
 def test_should_serve_healthz_and_login_on_the_embedded_default(tmp_path):
     port = free_port()
-    with running_server(["manage.py", "serve", "--port", str(port)], embedded_env(tmp_path), port) as (
-        base, proc,
-    ):
+    with running_server(["manage.py", "serve", "--port", str(port)], embedded_env(tmp_path), port) as server:
+        base = server.base
         health = httpx.get(base + "/healthz", timeout=10)
         assert health.status_code == 200, health.text
         parts = health.json()["parts"]
@@ -34,7 +33,7 @@ def test_should_serve_healthz_and_login_on_the_embedded_default(tmp_path):
         client = _login(base, "demo", "promptyard-demo")
         page = client.get("/")
         assert "Signed in as <strong>demo</strong>" in page.text
-    output = proc.stdout.read()
+        output = server.output()
     assert f"Promptyard is running at http://127.0.0.1:{port}/" in output
     assert (tmp_path / "db.sqlite3").exists()
 
@@ -44,7 +43,8 @@ def test_should_answer_503_naming_the_database_when_it_is_down(tmp_path):
     env = embedded_env(tmp_path, DATABASE_URL="postgres://postgres@127.0.0.1:1/nowhere", DEBUG="false",
                        SECRET_KEY="x" * 50)
     args = ["-m", "uvicorn", "config.asgi:application", "--port", str(port), "--lifespan", "off"]
-    with running_server(args, env, port) as (base, _):
+    with running_server(args, env, port) as server:
+        base = server.base
         health = httpx.get(base + "/healthz", timeout=10)
         assert health.status_code == 503
         assert health.json()["parts"]["database"]["status"] == "error"
@@ -62,9 +62,8 @@ def test_should_answer_503_naming_the_database_when_it_is_down(tmp_path):
 
 def test_should_answer_with_real_smollm2_completions_on_the_embedded_default(tmp_path):
     port = free_port()
-    with running_server(["manage.py", "serve", "--port", str(port)], embedded_env(tmp_path), port) as (
-        base, _,
-    ):
+    with running_server(["manage.py", "serve", "--port", str(port)], embedded_env(tmp_path), port) as server:
+        base = server.base
         client = _login(base, "demo", "promptyard-demo")
         csrf = client.cookies["csrftoken"]
         response = client.post("/v1/chat/completions", headers={"X-CSRFToken": csrf, "Origin": base},

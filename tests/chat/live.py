@@ -6,6 +6,7 @@ import json
 import os
 import random
 import threading
+import time
 from collections import deque
 from contextlib import ExitStack
 
@@ -45,7 +46,7 @@ class LiveServer:
         args = ["-m", "uvicorn", "config.asgi:application", "--port", str(self.port), "--lifespan", "off",
                 "--log-level", "warning", "--ws", "websockets"]
         self._stack = ExitStack()
-        _, self.proc = self._stack.enter_context(running_server(args, self.env, self.port))
+        self.proc = self._stack.enter_context(running_server(args, self.env, self.port)).proc
 
     def kill(self) -> None:
         """No graceful shutdown: in-flight sends and live pushes are cut mid-way."""
@@ -69,8 +70,10 @@ class LiveServer:
 
 class ChatClient:
     """Sends its outbox in order (a window in flight), resends everything unacked
-    after a reconnect with the same client ids, and resumes with its inbox cursor.
-    It does NOT deduplicate: the test sees exactly what the server delivered."""
+    after a reconnect with the same client ids, resumes with its inbox cursor, and
+    heartbeats at the interval the server asks for (which is also how a lost live
+    push gets recovered). It does NOT deduplicate: the test sees exactly what the
+    server delivered."""
 
     def __init__(self, server: LiveServer, raw_key: str, peer_id: int, outbox: list[str], *,
                  name: str, window: int = 20):
@@ -116,7 +119,11 @@ class ChatClient:
         await ws.send(json.dumps({"type": "hello", "since": self.cursor}))
         in_flight = deque()
         unacked_recv = 0
+        heartbeat_every, last_heartbeat = 10.0, time.monotonic()
         while not stop.is_set():
+            if time.monotonic() - last_heartbeat >= heartbeat_every:
+                await ws.send(json.dumps({"type": "heartbeat"}))
+                last_heartbeat = time.monotonic()
             # Keep `window` sends in flight, oldest unacked first (order is the promise).
             while len(in_flight) < self.window and len(in_flight) < len(self.unacked):
                 cid, body = self.unacked[len(in_flight)]
@@ -131,7 +138,9 @@ class ChatClient:
                     unacked_recv = 0
                 continue
             kind = frame["type"]
-            if kind == "sent":
+            if kind == "welcome":
+                heartbeat_every = frame["heartbeat_seconds"]
+            elif kind == "sent":
                 assert in_flight and frame["client_msg_id"] == in_flight[0], (frame, list(in_flight)[:3])
                 in_flight.popleft()
                 cid, _ = self.unacked.popleft()

@@ -38,8 +38,8 @@ def _server_env(var_dir: Path) -> dict:
 def live_url(django_db_setup, django_db_blocker, tmp_path_factory):
     port = free_port()
     args = ["-m", "uvicorn", "config.asgi:application", "--port", str(port), "--lifespan", "off"]
-    with running_server(args, _server_env(tmp_path_factory.mktemp("e2e-var")), port) as (base, _proc):
-        yield base
+    with running_server(args, _server_env(tmp_path_factory.mktemp("e2e-var")), port) as server:
+        yield server.base
 
 
 @pytest.fixture(scope="module")

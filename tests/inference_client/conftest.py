@@ -76,8 +76,8 @@ def uvicorn_server(django_db_blocker, **env):
     port = free_port()
     args = ["-m", "uvicorn", "config.asgi:application", "--port", str(port), "--lifespan", "off",
             "--log-level", "warning"]
-    with running_server(args, stack_env(DATABASE_URL=url, **env), port) as (base, _):
-        yield base
+    with running_server(args, stack_env(DATABASE_URL=url, **env), port) as server:
+        yield server.base
 
 
 @pytest.fixture(scope="session")
