@@ -4,8 +4,9 @@
     .venv/bin/python bench/chat.py                # N = 50, 200
     .venv/bin/python bench/chat.py --big          # adds N = 1000 (slow on 2 cores)
 
-For each N, every pair's sender sends --messages messages (a window in flight)
-to its receiver, which acks as a real client does. Printed per N: messages/s
+For each N, every pair's sender sends --messages messages to its receiver, with
+--window sends in flight (a send leaves the window when the server acks it),
+and the receiver acks as a real client does. Printed per N: messages/s
 delivered end to end, p50/p99 delivery latency (send -> receiver's frame, one
 clock), for
 
@@ -13,7 +14,9 @@ clock), for
 - relay: a plain Channels consumer that forwards the frame to the peer's group
   through the same Redis channel layer, no database: the ceiling for this stack;
 
-and the ratio chat/relay: what the durable inbox costs per message.
+and the ratio chat/relay: what the durable inbox costs per message. `lost` counts
+what a relay receiver never got (the channel layer is at-most-once); chat loses
+nothing: a stalled receiver heartbeats and catches up from its inbox.
 The relay consumer lives only here (served by this module's `application`).
 """
 
@@ -29,6 +32,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# A receiver that hears nothing this long heartbeats (chat) or gives up (relay).
+STALL_SECONDS = 5.0
 sys.path.insert(0, str(ROOT))
 
 
@@ -55,6 +60,7 @@ def _build_application():
         async def receive(self, text_data=None, bytes_data=None):
             frame = json.loads(text_data)
             await self.channel_layer.group_send(f"bench.{frame['to']}", {"type": "relay", "frame": text_data})
+            await self.send(text_data=json.dumps({"type": "sent"}))  # the sender's ack, as chat has
 
         async def relay(self, event):
             await self.send(text_data=event["frame"])
@@ -104,7 +110,14 @@ async def _pair(url_a: str, url_b: str, peer_b: int, mode: str, messages: int, w
         async def receive():
             got, last_inbox = 0, 0
             while got < messages:
-                frame = json.loads(await b.recv())
+                try:
+                    frame = json.loads(await asyncio.wait_for(b.recv(), STALL_SECONDS))
+                except TimeoutError:
+                    if mode == "relay":
+                        return got  # lost in the channel layer for good: counted as lost
+                    # As a real client does: a heartbeat catches up from the inbox.
+                    await b.send(json.dumps({"type": "heartbeat"}))
+                    continue
                 if mode == "chat" and frame.get("type") != "message":
                     continue
                 latencies.append(time.perf_counter() - float(frame["body"]))
@@ -116,14 +129,12 @@ async def _pair(url_a: str, url_b: str, peer_b: int, mode: str, messages: int, w
 
         async def send():
             credit = asyncio.Semaphore(window)
-            acker = asyncio.create_task(_count_acks(a, credit, mode))
+            acker = asyncio.create_task(_count_acks(a, credit))
             for i in range(messages):
                 await credit.acquire()
                 frame = {"type": "send", "to": peer_b, "client_msg_id": f"{time.time_ns()}-{i}",
                          "body": repr(time.perf_counter())}
                 await a.send(json.dumps(frame))
-                if mode == "relay":
-                    credit.release()
             return acker
 
         receiver = asyncio.create_task(receive())
@@ -144,9 +155,7 @@ async def _head(ws) -> int:
         head = frame.get("inbox_seq") or head
 
 
-async def _count_acks(ws, credit: asyncio.Semaphore, mode: str) -> None:
-    if mode != "chat":
-        return
+async def _count_acks(ws, credit: asyncio.Semaphore) -> None:
     while True:
         frame = json.loads(await ws.recv())
         if frame["type"] in ("sent", "error"):
@@ -169,7 +178,7 @@ async def run_mode(base: str, users, pairs: int, mode: str, messages: int, windo
     elapsed = time.perf_counter() - started
     latencies.sort()
     return {"rate": delivered / elapsed, "p50": statistics.median(latencies) * 1000,
-            "p99": latencies[int(len(latencies) * 0.99) - 1] * 1000, "delivered": delivered}
+            "p99": latencies[int(len(latencies) * 0.99) - 1] * 1000, "lost": pairs * messages - delivered}
 
 
 def main() -> None:
@@ -192,13 +201,15 @@ def main() -> None:
     env = dict(os.environ, CHAT_SEND_RATE="1000000", CHAT_SEND_BURST="1000000")
     cmd = ["-m", "uvicorn", "bench.chat:application", "--port", str(port), "--lifespan", "off",
            "--log-level", "warning", "--ws", "websockets", "--backlog", "4096"]
-    print(f"{'N':>5} {'mode':>6} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8}   chat/relay")
-    with running_server(cmd, env, port) as (base, _):
+    print(f"{'N':>5} {'mode':>6} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'lost':>6}   chat/relay")
+    with running_server(cmd, env, port) as server:
+        base = server.base
         for n in sizes:
             relay = asyncio.run(run_mode(base, users, n, "relay", args.messages, args.window))
             chat = asyncio.run(run_mode(base, users, n, "chat", args.messages, args.window))
             for mode, r in (("relay", relay), ("chat", chat)):
-                print(f"{n:>5} {mode:>6} {r['rate']:>8.0f} {r['p50']:>8.1f} {r['p99']:>8.1f}", end="")
+                print(f"{n:>5} {mode:>6} {r['rate']:>8.0f} {r['p50']:>8.1f} {r['p99']:>8.1f} {r['lost']:>6}",
+                      end="")
                 print(f"   {chat['rate'] / relay['rate']:.2f}x rate" if mode == "chat" else "")
             sys.stdout.flush()
 

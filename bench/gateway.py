@@ -129,8 +129,8 @@ def main() -> None:
         port = free_port()
         uvicorn = ["-m", "uvicorn", "config.asgi:application", "--port", str(port), "--lifespan", "off",
                    "--log-level", "warning"]
-        with running_server(uvicorn, env, port) as (base, _):
-            asyncio.run(bench_http(base, free_key, paid_key, args.requests))
+        with running_server(uvicorn, env, port) as server:
+            asyncio.run(bench_http(server.base, free_key, paid_key, args.requests))
     finally:
         worker.terminate()
         worker.wait(15)

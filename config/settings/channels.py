@@ -5,12 +5,17 @@ default, wrong for several server processes.
 """
 
 from .base import REDIS_URL
+from .env import env_int
 
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+            # channels_redis keeps one Redis list per server process for all of its
+            # sockets, so `capacity` bounds the whole process's backlog: a burst past
+            # it drops live pushes (chat recovers them from the inbox, but late).
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": env_int("CHANNEL_LAYER_CAPACITY", 10_000),
+                       "expiry": 30},
         }
     }
 else:
