@@ -24,7 +24,7 @@ class Conversation(models.Model):
 
     user_low = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     user_high = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    # Counter for Message.seq, bumped under SELECT ... FOR UPDATE of this row.
+    # Counter for Message.seq, bumped by an upsert that holds this row's lock to commit.
     last_seq = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     last_message_at = models.DateTimeField(null=True, blank=True)

@@ -6,13 +6,13 @@ from functools import partial
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from config.errors import ApiError
 
 from . import events, realtime, selectors
-from .models import Block, ChatProfile, Conversation, InboxEntry, Message
+from .models import Block, ChatProfile, InboxEntry, Message
 
 User = get_user_model()
 
@@ -46,15 +46,18 @@ def check_recipient(*, sender, recipient_id):
     recipient_id = _recipient_id(recipient_id)
     if recipient_id == sender.pk:
         raise ApiError("You cannot send a message to yourself.", code="self_message", field="to")
-    recipient = User.objects.filter(pk=recipient_id, is_active=True).first()
+    # One query on the hot path: the user and both block directions.
+    recipient = (User.objects.filter(pk=recipient_id, is_active=True)
+                 .annotate(blocks_sender=Exists(Block.objects.filter(blocker=OuterRef("pk"), blocked=sender)),
+                           blocked_by_sender=Exists(Block.objects.filter(blocker=sender,
+                                                                         blocked=OuterRef("pk"))))
+                 .first())
     if recipient is None:
         raise ApiError(f"No user with id {recipient_id}.", code="unknown_user", status_code=404, field="to")
-    pair = Q(blocker=recipient, blocked=sender) | Q(blocker=sender, blocked=recipient)
-    blockers = set(Block.objects.filter(pair).values_list("blocker_id", flat=True))
-    if recipient.pk in blockers:
+    if recipient.blocks_sender:
         raise ApiError("This user does not accept messages from you.", code="blocked", status_code=403,
                        field="to")
-    if sender.pk in blockers:
+    if recipient.blocked_by_sender:
         raise ApiError("You blocked this user; unblock them to send.", code="you_blocked",
                        status_code=403, field="to")
     return recipient
@@ -70,15 +73,6 @@ def check_send_rate(*, user_id: int) -> None:
                        headers={"Retry-After": str(max(1, round(retry)))})
 
 
-def conversation_get_or_create(*, user_a_id: int, user_b_id: int) -> Conversation:
-    low, high = sorted((user_a_id, user_b_id))
-    try:
-        conv, _ = Conversation.objects.get_or_create(user_low_id=low, user_high_id=high)
-    except IntegrityError:  # lost the race to a concurrent first message
-        conv = Conversation.objects.get(user_low_id=low, user_high_id=high)
-    return conv
-
-
 def _existing(sender, client_msg_id, recipient_id) -> Message | None:
     msg = Message.objects.filter(sender=sender, client_msg_id=client_msg_id).select_related(
         "conversation").first()
@@ -88,33 +82,28 @@ def _existing(sender, client_msg_id, recipient_id) -> Message | None:
     return msg
 
 
-class _Duplicate(Exception):
-    """Rolls the counters back when a concurrent retry stored the message first."""
+# The counters are bumped by upserts: each takes the row lock (held to commit, so
+# numbers are gap-free and race-free), creates the row on first use, and returns
+# the new value, all in one round trip. Lock order is always conversation, then
+# recipient profile: no deadlock cycle.
+_NEXT_SEQ_SQL = """
+    INSERT INTO chat_conversation (user_low_id, user_high_id, last_seq, created_at, last_message_at)
+    VALUES (%s, %s, 1, %s, %s)
+    ON CONFLICT (user_low_id, user_high_id) DO UPDATE
+    SET last_seq = chat_conversation.last_seq + 1, last_message_at = EXCLUDED.last_message_at
+    RETURNING id, last_seq
+"""
+_NEXT_INBOX_SEQ_SQL = """
+    INSERT INTO chat_chatprofile (user_id, inbox_seq) VALUES (%s, 1)
+    ON CONFLICT (user_id) DO UPDATE SET inbox_seq = chat_chatprofile.inbox_seq + 1
+    RETURNING inbox_seq
+"""
 
 
-def _bump(sql: str, params: list) -> int | None:
-    # UPDATE ... RETURNING takes the row lock and bumps the counter in one round
-    # trip; the lock is held to commit, so numbers are gap-free and race-free.
+def _fetchone(sql: str, params: list) -> tuple:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        row = cursor.fetchone()
-    return row[0] if row else None
-
-
-def _next_seq(conv: Conversation, now) -> int:
-    return _bump("UPDATE chat_conversation SET last_seq = last_seq + 1, last_message_at = %s "
-                 "WHERE id = %s RETURNING last_seq", [now, conv.pk])
-
-
-def _next_inbox_seq(user_id: int) -> int:
-    seq = _bump("UPDATE chat_chatprofile SET inbox_seq = inbox_seq + 1 WHERE user_id = %s "
-                "RETURNING inbox_seq", [user_id])
-    if seq is None:  # first message ever to this user
-        with transaction.atomic():
-            ChatProfile.objects.get_or_create(user_id=user_id)
-        seq = _bump("UPDATE chat_chatprofile SET inbox_seq = inbox_seq + 1 WHERE user_id = %s "
-                    "RETURNING inbox_seq", [user_id])
-    return seq
+        return cursor.fetchone()
 
 
 def message_send(*, sender, recipient_id, client_msg_id, body) -> tuple[Message, bool]:
@@ -129,20 +118,15 @@ def message_send(*, sender, recipient_id, client_msg_id, body) -> tuple[Message,
         return msg, False
     recipient = check_recipient(sender=sender, recipient_id=rid)
     check_send_rate(user_id=sender.pk)
-    conv = conversation_get_or_create(user_a_id=sender.pk, user_b_id=recipient.pk)
+    low, high = sorted((sender.pk, recipient.pk))
     try:
         with transaction.atomic():
-            # Lock order is always conversation, then recipient profile: no deadlock cycle.
             now = timezone.now()
-            seq = _next_seq(conv, now)
-            inbox_seq = _next_inbox_seq(recipient.pk)
-            try:
-                with transaction.atomic():
-                    msg = Message.objects.create(conversation=conv, seq=seq, sender=sender,
-                                                 client_msg_id=client_msg_id, body=body)
-            except IntegrityError:
-                raise _Duplicate from None
-            InboxEntry.objects.create(user=recipient, message=msg, conversation=conv, seq=seq,
+            conversation_id, seq = _fetchone(_NEXT_SEQ_SQL, [low, high, now, now])
+            (inbox_seq,) = _fetchone(_NEXT_INBOX_SEQ_SQL, [recipient.pk])
+            msg = Message.objects.create(conversation_id=conversation_id, seq=seq, sender=sender,
+                                         client_msg_id=client_msg_id, body=body)
+            InboxEntry.objects.create(user=recipient, message=msg, conversation_id=conversation_id, seq=seq,
                                       inbox_seq=inbox_seq)
             payload = selectors.message_payload(msg, inbox_seq=inbox_seq)
             live = {"type": "chat.message", "message": payload}
@@ -150,9 +134,11 @@ def message_send(*, sender, recipient_id, client_msg_id, body) -> tuple[Message,
             # The sender's other tabs/devices see their own message too (no inbox cursor).
             echo = dict(payload, inbox_seq=None)
             transaction.on_commit(partial(events.publish, sender.pk, {"type": "chat.echo", "message": echo}))
-    except _Duplicate:
+    except IntegrityError:
         # A concurrent retry with this client id won; ours rolled back (no gap).
-        return _existing(sender, client_msg_id, rid), False
+        if (msg := _existing(sender, client_msg_id, rid)) is None:
+            raise
+        return msg, False
     return msg, True
 
 
