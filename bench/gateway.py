@@ -1,6 +1,6 @@
 """Gateway benchmark (run by hand; prints ratios, asserts nothing).
 
-    source /tmp/testenv.sh; .venv/bin/python bench/gateway.py [--requests 400]
+    .venv/bin/python bench/gateway.py [--requests 400]   # with scripts/test.sh's variables
 
 Needs PostgreSQL (DATABASE_URL, migrated), Redis (REDIS_URL) and a broker
 (CELERY_BROKER_URL). It starts its own Celery worker (fixed-cost engine, 50
