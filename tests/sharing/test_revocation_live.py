@@ -33,7 +33,7 @@ def two_servers(transactional_db):
             port = free_port()
             args = ["-m", "uvicorn", "config.asgi:application", "--port", str(port), "--lifespan", "off",
                     "--log-level", "warning"]
-            base, _proc = stack.enter_context(running_server(args, env, port))
+            base = stack.enter_context(running_server(args, env, port)).base
             bases.append(base)
         yield bases
 
