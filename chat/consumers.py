@@ -7,21 +7,14 @@ Frames are JSON objects with a `type`; each on_<type> handler documents its fram
 import asyncio
 import json
 
-from channels.db import DatabaseSyncToAsync
 from channels.db import database_sync_to_async as db
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from config.errors import ApiError
 
-from . import realtime, selectors, services
+from . import events, realtime, selectors, services
 from .events import user_group
-
-
-def parallel_db(func):
-    """Sends from many sockets run on a thread pool (each thread its own DB
-    connection) instead of Channels' single DB thread; row locks keep them correct."""
-    return DatabaseSyncToAsync(func, thread_sensitive=False)
 
 
 def _int(value, field: str, *, optional: bool = False) -> int | None:
@@ -115,7 +108,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def on_send(self, frame):
         """{"type": "send", "to": user_id, "client_msg_id": str, "body": str}"""
-        msg, created = await parallel_db(services.message_send)(
+        msg, created = await events.run_then_publish(services.message_send,
             sender=self.user, recipient_id=frame.get("to"), client_msg_id=frame.get("client_msg_id"),
             body=frame.get("body"))
         await self.send_json({"type": "sent", "client_msg_id": msg.client_msg_id, "id": msg.pk,

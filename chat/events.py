@@ -1,8 +1,18 @@
 """Channel-layer publishing. Always called from transaction.on_commit (see
 services): a subscriber must never hear of a row it cannot read yet."""
 
+import logging
+from contextvars import ContextVar
+
 from asgiref.sync import async_to_sync
+from channels.db import DatabaseSyncToAsync
 from channels.layers import get_channel_layer
+
+# Set while an async caller runs a service on a worker thread (`run_then_publish`):
+# publishes are collected and sent from the caller's own event loop afterwards,
+# instead of each blocking the thread on a hop back to that loop.
+_collected: ContextVar[list | None] = ContextVar("chat_collected_publishes", default=None)
+logger = logging.getLogger(__name__)
 
 
 def user_group(user_id: int) -> str:
@@ -10,6 +20,10 @@ def user_group(user_id: int) -> str:
 
 
 def publish(user_id: int, event: dict) -> None:
+    collected = _collected.get()
+    if collected is not None:
+        collected.append((user_id, event))
+        return
     layer = get_channel_layer()
     if layer is None:
         return
@@ -18,6 +32,22 @@ def publish(user_id: int, event: dict) -> None:
     try:
         async_to_sync(layer.group_send)(user_group(user_id), event)
     except Exception:  # noqa: BLE001 - a lost push must not fail a committed send
-        import logging
+        logger.warning("chat publish to user %s failed", user_id, exc_info=True)
 
-        logging.getLogger(__name__).warning("chat publish to user %s failed", user_id, exc_info=True)
+
+async def run_then_publish(func, **kwargs):
+    """Runs a sync service on a worker thread (a pool, each thread its own DB
+    connection; row locks keep concurrent calls correct), then sends what it
+    published on commit from this event loop, in commit order."""
+    collected: list = []
+    token = _collected.set(collected)  # the worker thread runs in a copy of this context
+    try:
+        return await DatabaseSyncToAsync(func, thread_sensitive=False)(**kwargs)
+    finally:
+        _collected.reset(token)
+        layer = get_channel_layer()
+        for user_id, event in collected if layer is not None else ():
+            try:
+                await layer.group_send(user_group(user_id), event)
+            except Exception:  # noqa: BLE001 - as in publish(): the inbox has it
+                logger.warning("chat publish to user %s failed", user_id, exc_info=True)
