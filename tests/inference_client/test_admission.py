@@ -53,6 +53,9 @@ async def test_should_answer_429_when_the_queue_is_full_and_503_when_no_worker_i
     _, raw = await asyncio.to_thread(make_key, "paid")
     client = AuthClient(raw)
     capacity.tick([MODEL])
+    # Hold the controller's tick for the test: a request that won it would rerun the
+    # controller in the background and put the live worker back into `workers`.
+    await get_aredis().set(admission.TICK_KEY, "1", px=60_000)
     slots = int(await get_aredis().hget(admission.global_key(MODEL), "slots"))
     # Requests in flight beyond the live batch slots are queued: fill the queue.
     expiry = time.time() * 1000 + 60_000
