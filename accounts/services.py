@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 from .models import ApiKey, Membership, Team, Tier, generate_raw_key, hash_key
 

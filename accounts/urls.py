@@ -7,7 +7,6 @@ pages = [
     path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("signup/", views.signup, name="signup"),
-    path("settings/api-keys/", views.api_keys, name="api-keys"),
 ]
 
 api_urls = [

@@ -44,7 +44,7 @@ import httpx  # noqa: E402
 logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
 
 from inference_client import admission, capacity  # noqa: E402
-from inference_worker.heartbeat import live_workers  # noqa: E402
+from inference_protocol.backend import live_workers  # noqa: E402
 from tests.factories import ApiKeyFactory, UserFactory  # noqa: E402
 from tests.livesubprocess import free_port, running_server  # noqa: E402
 

@@ -169,7 +169,7 @@ def main():
     try:
         from rest_framework.test import APIClient
 
-        from playground.blobstore import get_blob_store
+        from core.blobstore import get_blob_store
         from playground.services import prompt_create
         from tests.factories import UserFactory
 

@@ -6,7 +6,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 from . import selectors, services
 from .serializers import BlockSerializer, ReadSerializer, SendSerializer

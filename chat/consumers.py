@@ -11,7 +11,7 @@ from channels.db import database_sync_to_async as db
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 from . import events, realtime, selectors, services
 from .events import user_group

@@ -4,14 +4,12 @@ Redis when REDIS_URL is set (shared by every server process); process memory in
 the embedded default. Nothing here touches the database.
 """
 
-import asyncio
 import threading
 import time
-import weakref
 
-import redis
-import redis.asyncio as aioredis
 from django.conf import settings
+
+from core.redis import get_aredis, get_redis
 
 # Token bucket, atomic in Redis. Uses Redis' own clock so servers with skewed
 # clocks share one bucket correctly. Returns {allowed, seconds until one token}.
@@ -51,19 +49,11 @@ class RedisState:
     """Presence is a sorted set per user: member = connection, score = expiry time.
     The key's own TTL cleans up users whose every connection vanished."""
 
-    def __init__(self, url: str):
-        self.url = url
-        self._sync = redis.Redis.from_url(url)
-        self._bucket = self._sync.register_script(TOKEN_BUCKET_LUA)
-        # redis.asyncio connections belong to one event loop (tests run many).
-        self._async: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+    def __init__(self):
+        self._bucket = get_redis().register_script(TOKEN_BUCKET_LUA)
 
-    def _aio(self) -> aioredis.Redis:
-        loop = asyncio.get_running_loop()
-        client = self._async.get(loop)
-        if client is None:
-            client = self._async[loop] = aioredis.Redis.from_url(self.url)
-        return client
+    def _aio(self):
+        return get_aredis()
 
     def take_send_token(self, user_id: int) -> tuple[bool, float]:
         allowed, retry = self._bucket(keys=[_bucket_key(user_id)],
@@ -164,5 +154,5 @@ _state = None
 def state():
     global _state
     if _state is None:
-        _state = RedisState(settings.REDIS_URL) if settings.REDIS_URL else MemoryState()
+        _state = RedisState() if settings.REDIS_URL else MemoryState()
     return _state

@@ -3,7 +3,7 @@
 from django.contrib.auth import get_user_model
 from django.db.models import Max, Q
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 from .models import Block, ChatProfile, Conversation, InboxEntry, Message
 

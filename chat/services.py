@@ -9,7 +9,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 from . import events, realtime, selectors
 from .models import Block, ChatProfile, InboxEntry, Message

@@ -50,7 +50,7 @@ def _broker() -> str:
 
 
 def _object_store() -> str:
-    from playground.blobstore import get_blob_store
+    from core.blobstore import get_blob_store
 
     store = get_blob_store()
     store.check()

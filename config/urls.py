@@ -5,14 +5,19 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts import urls as accounts_urls
 from chat import urls as chat_urls
+from core.blob_views import blob_local
+from core.errors import api_not_found
+from inference_client import urls as inference_urls
 
-from .errors import api_not_found
 from .health import healthz
 
 api_patterns = [
     path("accounts/", include(accounts_urls.api_urls)),
     path("chat/", include(chat_urls.api_urls)),
+    # The local object store's stand-in for presigned URLs (embedded default).
+    path("prompts/blobs/local/<str:token>", blob_local, name="blob-local"),
     path("prompts/", include("playground.urls")),
+    path("prompts/", include(inference_urls.prompt_run_urls)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
@@ -26,6 +31,7 @@ urlpatterns = [
     # Anything else under /api/ or /v1/ is a JSON 404, never an HTML page.
     re_path(r"^(api|v1)/", api_not_found),
     path("", include(accounts_urls.pages)),
+    path("", include(inference_urls.pages_urls)),
     path("chat/", include(chat_urls.pages)),
     path("prompts/", include("playground.page_urls")),
     # Share-link page (/s/<token>) and "shared with me" (/prompts/shared/).
@@ -33,5 +39,5 @@ urlpatterns = [
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
 ]
 
-handler404 = "config.errors.handler404"
-handler500 = "config.errors.handler500"
+handler404 = "core.errors.handler404"
+handler500 = "core.errors.handler500"

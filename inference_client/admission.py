@@ -22,7 +22,7 @@ import math
 
 from django.conf import settings
 
-from inference_client.rds import get_aredis
+from core.redis import get_aredis
 
 _ADMIT = """
 local t = redis.call('TIME')

@@ -1,124 +1,20 @@
-"""How the gateway hands a generation to a worker and reads its events back.
-
-Two backends, one interface:
-- CeleryBackend: a task on the model's queue (gpu.<model>) to GPU workers; events
-  come back through the Redis event log.
-- InProcessBackend (embedded default): the same `run_generation` on a worker
-  thread in this process; events through the in-memory log.
-
-Readers get each character of output exactly once, even when a worker died
-mid-generation and the redelivered task replayed it (events carry offsets).
-"""
+"""The gateway's backend to GPU workers: a Celery task on the model's queue
+(gpu.<model>), published by task name (the gateway imports no worker code);
+events come back through the Redis event log."""
 
 from __future__ import annotations
 
-import abc
-import functools
-import time
-from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from celery import current_app
 
-from django.conf import settings
-
-from inference_worker.events import EventLog, get_event_log
-from inference_worker.generation import GenerationRequest, run_generation
-
-# How long one blocking read of the event log waits (ms) before checking again.
-READ_BLOCK_MS = 1000
-
-
-class Backend(abc.ABC):
-    def __init__(self, log: EventLog | None = None):
-        self.log = log or get_event_log()
-
-    @abc.abstractmethod
-    def submit(self, request: GenerationRequest) -> None:
-        """Queue the request; returns at once."""
-
-    def cancel(self, request_id: str) -> None:
-        self.log.cancel(request_id)
-
-    def events(self, request_id: str, *, timeout_s: float | None = None) -> Iterator[dict]:
-        """Token events (deduplicated), then one terminal event (done/error)."""
-        reader = _EventReader(timeout_s)
-        while not reader.finished:
-            batch = [] if reader.expired() else self.log.read(request_id, reader.cursor, reader.block_ms())
-            yield from reader.feed(batch)
-
-    async def aevents(self, request_id: str, *, timeout_s: float | None = None) -> AsyncIterator[dict]:
-        """``events`` for async views."""
-        reader = _EventReader(timeout_s)
-        while not reader.finished:
-            batch = [] if reader.expired() else await self.log.aread(request_id, reader.cursor,
-                                                                      reader.block_ms())
-            for event in reader.feed(batch):
-                yield event
-
-    def result(self, request_id: str, *, timeout_s: float | None = None) -> dict:
-        """Wait for the terminal event (done carries the full text)."""
-        for event in self.events(request_id, timeout_s=timeout_s):
-            if event["type"] != "token":
-                return event
-        raise RuntimeError("event stream ended without a terminal event")
-
-
-class _EventReader:
-    """Turns raw log entries into what a reader sees: each character of output
-    once (a redelivered attempt replays from offset 0), then the terminal event,
-    or a timeout error."""
-
-    def __init__(self, timeout_s: float | None):
-        self.cursor, self.delivered, self.finished = "0", 0, False
-        self.deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        self.timeout_s = timeout_s
-
-    def expired(self) -> bool:
-        return self.deadline is not None and time.monotonic() > self.deadline
-
-    def block_ms(self) -> int:
-        if self.deadline is None:
-            return READ_BLOCK_MS
-        return max(1, min(READ_BLOCK_MS, int((self.deadline - time.monotonic()) * 1000)))
-
-    def feed(self, batch: list[tuple[str, dict]]) -> list[dict]:
-        if not batch and self.expired():
-            self.finished = True
-            message = f"no result within {self.timeout_s:.0f}s"
-            return [{"type": "error", "code": "timeout", "message": message}]
-        out = []
-        for cursor, event in batch:
-            self.cursor = cursor
-            if event["type"] != "token":
-                self.finished = True
-                return [*out, event]
-            start = self.delivered - event["offset"]
-            if start < len(event["text"]):
-                text = event["text"][max(start, 0):]
-                self.delivered += len(text)
-                out.append({"type": "token", "text": text})
-        return out
+from inference_protocol.backend import Backend
+from inference_protocol.heartbeat import read_heartbeats
+from inference_protocol.queues import GENERATE_TASK, queue_for
 
 
 class CeleryBackend(Backend):
     def submit(self, request):
-        from inference_worker.tasks import generate, queue_for
+        current_app.send_task(GENERATE_TASK, args=[request.to_dict()], queue=queue_for(request.model),
+                              task_id=request.request_id)
 
-        generate.apply_async(args=[request.to_dict()], queue=queue_for(request.model),
-                             task_id=request.request_id)
-
-
-class InProcessBackend(Backend):
-    """Embedded default: worker threads in this process (no broker)."""
-
-    def __init__(self, log=None, max_in_flight: int = 256):
-        super().__init__(log)
-        # Threads only wait on the scheduler; the scheduler thread does the work.
-        self._pool = ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="inference")
-
-    def submit(self, request):
-        self._pool.submit(run_generation, request, self.log)
-
-
-@functools.cache
-def get_backend() -> Backend:
-    return CeleryBackend() if settings.CELERY_BROKER_URL else InProcessBackend()
+    def live_workers(self, model=None):
+        return read_heartbeats(model)

@@ -27,9 +27,9 @@ import time
 
 from django.conf import settings
 
+from core.redis import get_redis
 from inference_client.admission import global_key, inflight_key
-from inference_worker.heartbeat import live_workers
-from inference_worker.redis_client import get_redis
+from inference_protocol.backend import live_workers
 
 ZONES = ("green", "yellow", "red")
 

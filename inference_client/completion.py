@@ -13,20 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from inference_client.backend import get_backend
-from inference_client.rds import enabled as redis_enabled
-from inference_client.rds import get_aredis
-from inference_worker.events import RedisEventLog
+from inference_protocol.backend import get_backend
 
 logger = logging.getLogger(__name__)
 
-# How long one blocking XREAD waits before checking the deadline again (ms).
-READ_BLOCK_MS = 1000
 _background: set[asyncio.Task] = set()
 
 
@@ -42,24 +36,6 @@ def spawn(coro: Awaitable) -> asyncio.Task:
 
 def read_events(request_id: str, *, timeout_s: float) -> AsyncIterator[dict]:
     return get_backend().aevents(request_id, timeout_s=timeout_s)
-
-
-async def store_terminal(request_id: str, event: dict) -> None:
-    """Write a terminal event into a generation's log (first writer wins), for
-    results that did not come from a worker (cache hits, refusals), so that a
-    retry attached by Idempotency-Key reads them the same way."""
-    if not redis_enabled():
-        return
-    from inference_worker.events import EVENT_TTL_S
-
-    redis = get_aredis()
-    if await redis.set(RedisEventLog._result(request_id), json.dumps(event), nx=True, ex=EVENT_TTL_S):
-        stream = RedisEventLog._stream(request_id)
-        if event["type"] == "done" and event["result"]["text"]:
-            token = {"type": "token", "attempt": 1, "offset": 0, "text": event["result"]["text"]}
-            await redis.xadd(stream, {"e": json.dumps(token)})
-        await redis.xadd(stream, {"e": json.dumps(event)})
-        await redis.expire(stream, EVENT_TTL_S)
 
 
 @dataclasses.dataclass

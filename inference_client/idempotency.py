@@ -14,8 +14,8 @@ import json
 
 from django.conf import settings
 
-from config.errors import ApiError
-from inference_client.rds import get_aredis
+from core.errors import ApiError
+from core.redis import get_aredis
 
 MAX_KEY_LENGTH = 255
 

@@ -38,7 +38,7 @@ def refresh_from_heartbeats() -> None:
     from django.conf import settings
 
     from inference_client.capacity import ZONES, current_states
-    from inference_worker.heartbeat import live_workers
+    from inference_protocol.backend import live_workers
 
     BATCH_SIZE.clear()
     MAX_BATCH.clear()

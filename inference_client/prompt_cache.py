@@ -26,7 +26,7 @@ import threading
 import numpy as np
 from django.conf import settings
 
-from inference_client.rds import get_aredis
+from core.redis import get_aredis
 
 NEGATIONS = {"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "nowhere", "without",
              "cannot", "false", "isnt", "arent", "wasnt", "dont", "doesnt", "didnt"}

@@ -15,7 +15,7 @@ from __future__ import annotations
 from django.views.decorators.csrf import csrf_exempt
 
 from accounts.models import ApiKey
-from config.errors import ApiError, json_error
+from core.errors import ApiError, json_error
 from inference_client.idempotency import body_fingerprint, check_idempotency_key
 from inference_client.services import completion_create
 from inference_client.threads import run_db

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 
-from config.errors import error_body
+from core.errors import error_body
 from inference_client.completion import Completion, spawn
 
 # Terminal error codes of a generation -> (HTTP status, the param to name).

@@ -7,10 +7,11 @@ from datetime import datetime
 from django.conf import settings
 from django.db.models import Count, F, Q, Sum
 
-from inference_client import admission, rds
+from core import redis as rds
+from core.redis import get_redis
+from inference_client import admission
 from inference_client.models import UsageRecord
-from inference_worker.heartbeat import live_workers
-from inference_worker.redis_client import get_redis
+from inference_protocol.backend import live_workers
 
 # Models have no creation time of their own; OpenAI's shape wants one.
 _CREATED = 1_700_000_000

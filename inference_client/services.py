@@ -17,18 +17,18 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from accounts.models import ApiKey
-from config.errors import ApiError
+from core.errors import ApiError
+from core.redis import enabled as redis_enabled
 from inference_client import admission, capacity, prompt_cache
 from inference_client import metrics as m
-from inference_client.backend import get_backend
-from inference_client.completion import Completion, read_events, spawn, store_terminal
+from inference_client.completion import Completion, read_events, spawn
 from inference_client.idempotency import body_fingerprint, idempotency_release, idempotency_reserve
 from inference_client.models import KeyPreference, UsageRecord
-from inference_client.rds import enabled as redis_enabled
 from inference_client.threads import run_db, run_publish
 from inference_client.validation import ChatParams
-from inference_worker.generation import GenerationRequest
-from inference_worker.runtime import UnknownModel, model_spec
+from inference_protocol.backend import get_backend
+from inference_protocol.catalog import UnknownModel, model_spec
+from inference_protocol.generation import GenerationRequest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,7 +177,7 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool)
         completion = Completion(**new, cache_hit=kind,
                                 headers=admission.ratelimit_headers(decision) if decision else {})
         done = {"type": "done", "result": {**hit, "queued_s": 0.0, "latency_s": 0.0}}
-        await store_terminal(request_id, done)
+        await get_backend().log.astore(request_id, done)
         completion.preload([{"type": "token", "text": hit["text"]}, done] if hit["text"] else [done])
         spawn(_record(completion, ctx, done, estimate=0))
         return completion

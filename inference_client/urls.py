@@ -1,6 +1,6 @@
 from django.urls import path
 
-from inference_client import views
+from inference_client import pages, prompt_runs, views
 
 urlpatterns = [
     path("chat/completions", views.chat_completions, name="v1-chat-completions"),
@@ -8,3 +8,14 @@ urlpatterns = [
     path("models/<str:model>", views.ModelDetailApi.as_view(), name="v1-model-detail"),
     path("usage", views.UsageApi.as_view(), name="v1-usage"),
 ]
+
+# Runs of saved prompt versions (mounted under /api/prompts/ by config/urls.py:
+# the playground app does not import the gateway).
+V = "<uuid:prompt_id>/versions/<str:version_id>"
+L = "<uuid:prompt_id>/labels/<str:name>"
+prompt_run_urls = [
+    path(f"{V}/run", prompt_runs.version_run, name="api-version-run"),
+    path(f"{L}/run", prompt_runs.label_run, name="api-label-run"),
+]
+
+pages_urls = [path("settings/api-keys/", pages.api_keys, name="api-keys")]

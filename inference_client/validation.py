@@ -7,7 +7,7 @@ import json
 
 from django.conf import settings
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 ROLES = {"system", "developer", "user", "assistant", "tool"}
 # OpenAI parameters we accept and ignore (their effect is not modelled by our engines).

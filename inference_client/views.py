@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import api_key_lookup
-from config.errors import ApiError, json_error
+from core.errors import ApiError, json_error
 from inference_client import metrics as m
 from inference_client import selectors
 from inference_client.idempotency import body_fingerprint, check_idempotency_key

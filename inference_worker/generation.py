@@ -7,37 +7,19 @@ request whose result is already stored returns that result without running.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 
-from inference_worker.engines.base import EngineError, SamplingParams, Sequence
-from inference_worker.events import EventLog
+from inference_protocol.events import EventLog
+from inference_protocol.generation import GenerationRequest
+from inference_worker.engines.base import SamplingParams, Sequence
 from inference_worker.runtime import get_scheduler
 
 logger = logging.getLogger(__name__)
 
 
-@dataclasses.dataclass
-class GenerationRequest:
-    """What the gateway sends to a worker (JSON-serialisable)."""
-
-    request_id: str
-    model: str
-    messages: list[dict]
-    max_tokens: int = 256
-    temperature: float = 1.0
-    top_p: float = 1.0
-    stop: list[str] = dataclasses.field(default_factory=list)
-    seed: int | None = None
-    priority: str = "free"
-    timeout_s: float | None = None     # the client's patience, measured from queueing
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    def sampling(self) -> SamplingParams:
-        return SamplingParams(max_tokens=self.max_tokens, temperature=self.temperature,
-                              top_p=self.top_p, stop=tuple(self.stop), seed=self.seed)
+def sampling_params(request: GenerationRequest) -> SamplingParams:
+    return SamplingParams(max_tokens=request.max_tokens, temperature=request.temperature,
+                          top_p=request.top_p, stop=tuple(request.stop), seed=request.seed)
 
 
 # How often a waiting worker checks whether the client went away (seconds).
@@ -69,11 +51,15 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
 
     try:
         scheduler = get_scheduler(request.model)
-        seq = Sequence(id=request.request_id, messages=request.messages, params=request.sampling())
+        seq = Sequence(id=request.request_id, messages=request.messages, params=sampling_params(request))
         handle = scheduler.submit(seq, request.priority, timeout=request.timeout_s, on_token=on_token)
         result = _wait(handle, log, request.request_id)
-    except EngineError as exc:
-        event = {"type": "error", "code": exc.code, "message": str(exc),
+    except Exception as exc:  # whatever failed, the client gets a terminal event, not a timeout
+        code, message = getattr(exc, "code", None), str(exc)
+        if not isinstance(code, str):  # not a request-level error: a bug or an engine crash
+            logger.exception("request %s failed unexpectedly", request.request_id)
+            code, message = "engine_error", f"{type(exc).__name__}: {exc}"
+        event = {"type": "error", "code": code, "message": message,
                  "retry_after": getattr(exc, "retry_after", None)}
     else:
         event = {"type": "done", "result": {

@@ -10,29 +10,14 @@ from __future__ import annotations
 import logging
 import threading
 
-from django.conf import settings
-
+from inference_protocol.catalog import model_spec
 from inference_worker.engines import build_engine
-from inference_worker.engines.base import EngineError
 from inference_worker.scheduler import Scheduler, SchedulerConfig
 
 logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _schedulers: dict[str, Scheduler] = {}
-
-
-class UnknownModel(EngineError):
-    code = "model_not_found"
-
-
-def model_spec(model: str) -> dict:
-    try:
-        return settings.INFERENCE_MODELS[model]
-    except KeyError:
-        raise UnknownModel(
-            f"The model '{model}' does not exist; available: {', '.join(sorted(settings.INFERENCE_MODELS))}."
-        ) from None
 
 
 def get_scheduler(model: str) -> Scheduler:

@@ -14,21 +14,18 @@ import logging
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 
-from inference_worker.events import RedisEventLog
-from inference_worker.generation import GenerationRequest, run_generation
+from inference_protocol.events import RedisEventLog
+from inference_protocol.generation import GenerationRequest
+from inference_protocol.queues import GENERATE_TASK, model_of_queue
+from inference_worker.generation import run_generation
 from inference_worker.heartbeat import HeartbeatThread
 from inference_worker.runtime import get_scheduler, stop_all
 
 logger = logging.getLogger(__name__)
-QUEUE_PREFIX = "gpu."
 _heartbeat: HeartbeatThread | None = None
 
 
-def queue_for(model: str) -> str:
-    return f"{QUEUE_PREFIX}{model}"
-
-
-@shared_task(bind=True, name="inference.generate", acks_late=True, reject_on_worker_lost=True,
+@shared_task(bind=True, name=GENERATE_TASK, acks_late=True, reject_on_worker_lost=True,
              ignore_result=True)
 def generate(self, request: dict) -> dict:
     attempt = 1 + int(bool(self.request.delivery_info.get("redelivered")))
@@ -42,8 +39,8 @@ def load_models(sender, **kwargs):
     global _heartbeat
     queues = sender.app.amqp.queues.consume_from or {}
     for name in list(queues):
-        if name.startswith(QUEUE_PREFIX):
-            model = name[len(QUEUE_PREFIX):]
+        model = model_of_queue(name)
+        if model is not None:
             try:
                 get_scheduler(model)
             except Exception:

@@ -11,10 +11,10 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.errors import ApiError
+from core.blobstore import get_blob_store
+from core.errors import ApiError
 
 from . import selectors, services
-from .blobstore import get_blob_store
 from .bodies import body_object_key, body_range, body_text
 from .diffing import line_diff, word_diff
 from .models import Storage

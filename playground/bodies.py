@@ -19,7 +19,8 @@ from collections import OrderedDict
 
 from django.conf import settings
 
-from .blobstore import get_blob_store
+from core.blobstore import get_blob_store
+
 from .models import Blob, PromptVersion, Storage
 
 

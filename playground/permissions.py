@@ -27,7 +27,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 from .models import Prompt
 from .sharing.models import Grant, GrantRole, LinkMode

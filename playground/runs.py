@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 from . import selectors
 from .bodies import body_text

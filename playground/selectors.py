@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 from .models import Label, LabelMove, Prompt, PromptVersion
 from .permissions import prompts_visible_to

@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 from .audit import audit_record
 from .bodies import body_cache, storage_fields

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -19,9 +19,9 @@ import uuid
 from django.conf import settings
 from django.core import signing
 
-from config.errors import ApiError
+from core.blobstore import BlobNotFound, get_blob_store
+from core.errors import ApiError
 
-from .blobstore import BlobNotFound, get_blob_store
 from .models import Blob
 
 _SALT = "playground.upload"

@@ -1,8 +1,6 @@
 from django.urls import path
 
-from inference_client import prompt_runs
-
-from . import api, api_export, api_labels, blob_views
+from . import api, api_export, api_labels
 from .sharing import api as sharing_api
 
 V = "<uuid:prompt_id>/versions/<str:version_id>"
@@ -17,7 +15,6 @@ urlpatterns = [
     path(f"{V}/body", api.VersionBodyApi.as_view(), name="api-version-body"),
     path(f"{V}/render", api.VersionRenderApi.as_view(), name="api-version-render"),
     path(f"{V}/export", api_export.VersionExportApi.as_view(), name="api-version-export"),
-    path(f"{V}/run", prompt_runs.version_run, name="api-version-run"),
     path("<uuid:prompt_id>/tree", api.TreeApi.as_view(), name="api-prompt-tree"),
     path("<uuid:prompt_id>/heads", api.HeadsApi.as_view(), name="api-prompt-heads"),
     path("<uuid:prompt_id>/diff", api.DiffApi.as_view(), name="api-prompt-diff"),
@@ -28,7 +25,6 @@ urlpatterns = [
     path(f"{L}/undo", api_labels.LabelUndoApi.as_view(), name="api-label-undo"),
     path(f"{L}/redo", api_labels.LabelRedoApi.as_view(), name="api-label-redo"),
     path(f"{L}/history", api_labels.LabelHistoryApi.as_view(), name="api-label-history"),
-    path(f"{L}/run", prompt_runs.label_run, name="api-label-run"),
     path("<uuid:prompt_id>/links", sharing_api.LinkListApi.as_view(), name="api-links"),
     path("<uuid:prompt_id>/links/<uuid:link_id>", sharing_api.LinkDetailApi.as_view(), name="api-link"),
     path("<uuid:prompt_id>/grants", sharing_api.GrantListApi.as_view(), name="api-grants"),
@@ -36,5 +32,4 @@ urlpatterns = [
     path("<uuid:prompt_id>/transfer", sharing_api.TransferApi.as_view(), name="api-prompt-transfer"),
     path("<uuid:prompt_id>/fork", sharing_api.ForkApi.as_view(), name="api-prompt-fork"),
     path("<uuid:prompt_id>/audit", sharing_api.AuditListApi.as_view(), name="api-prompt-audit"),
-    path("blobs/local/<str:token>", blob_views.blob_local, name="blob-local"),
 ]

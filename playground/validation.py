@@ -7,7 +7,7 @@ import math
 
 from django.conf import settings
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 from .templating import NAME
 

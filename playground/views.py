@@ -11,7 +11,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 from . import selectors, services
 from .permissions import Role, access_prompt

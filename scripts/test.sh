@@ -34,4 +34,5 @@ fi
 export S3_BUCKET=${S3_BUCKET:-promptyard-test}
 
 .venv/bin/ruff check .
+.venv/bin/lint-imports --no-cache
 .venv/bin/python -m pytest "$@"

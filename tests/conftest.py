@@ -19,7 +19,7 @@ def pytest_sessionstart(session):
 
 @pytest.fixture(scope="session", autouse=True)
 def _object_store_bucket():
-    from playground.blobstore import get_blob_store
+    from core.blobstore import get_blob_store
 
     get_blob_store().ensure_bucket()
 

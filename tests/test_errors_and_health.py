@@ -14,7 +14,7 @@ def test_healthz_reports_every_part_ok(client):
 
 @pytest.mark.django_db
 def test_healthz_is_503_when_a_part_is_down(client, settings):
-    from playground.blobstore import get_blob_store
+    from core.blobstore import get_blob_store
 
     settings.S3_BUCKET = "no-such-bucket-here"
     get_blob_store.cache_clear()

@@ -7,8 +7,9 @@ With neither set, inference runs on an in-process worker thread (embedded
 default) and Celery is not used.
 """
 
+from core.env import env_str
+
 from .base import REDIS_URL
-from .env import env_str
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL) or None
@@ -22,3 +23,8 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# How the gateway reaches workers: Celery queues when there is a broker, else
+# worker threads in the serving process (embedded default).
+INFERENCE_BACKEND = ("inference_client.backend.CeleryBackend" if CELERY_BROKER_URL
+                     else "inference_worker.inprocess.InProcessBackend")

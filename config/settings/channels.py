@@ -4,8 +4,9 @@ The in-memory layer works within one process only: fine for the embedded
 default, wrong for several server processes.
 """
 
+from core.env import env_int
+
 from .base import REDIS_URL
-from .env import env_int
 
 if REDIS_URL:
     CHANNEL_LAYERS = {

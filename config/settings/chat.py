@@ -4,7 +4,7 @@ Presence and the send-rate buckets live in Redis when REDIS_URL is set, and in
 process memory otherwise (the embedded default: one process only).
 """
 
-from .env import env_float, env_int
+from core.env import env_float, env_int
 
 # Largest message body, in bytes of UTF-8. Bigger sends get `message_too_large`.
 CHAT_MAX_MESSAGE_BYTES = env_int("CHAT_MAX_MESSAGE_BYTES", 16 * 1024)

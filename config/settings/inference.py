@@ -7,7 +7,7 @@ INFERENCE_MODELS: JSON object, model name -> engine spec, e.g.
 
 import json
 
-from .env import env_str
+from core.env import env_str
 
 INFERENCE_MODELS = json.loads(
     env_str(

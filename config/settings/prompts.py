@@ -3,7 +3,8 @@
 Every value can be set by an environment variable of the same name.
 """
 
-from .env import env_float, env_int, env_str
+from core.env import env_float, env_int, env_str
+
 from .storage import PRESIGN_PUT_EXPIRES
 
 # Bodies at or under this many bytes are stored inline in the database row;

@@ -8,7 +8,7 @@ prompt cache are off and /v1 simply forwards to the in-process worker.
 
 import json
 
-from .env import env_bool, env_float, env_int, env_str
+from core.env import env_bool, env_float, env_int, env_str
 
 # ---- per API key, by tier ---------------------------------------------------
 # Token buckets per key: the limit is per minute; a bucket holds one minute's

@@ -3,7 +3,7 @@
 Every value can be set by an environment variable of the same name.
 """
 
-from .env import env_int
+from core.env import env_int
 
 # Failed share-token lookups (malformed, unknown, expired or revoked) allowed
 # per client address per window; past that every token request from the

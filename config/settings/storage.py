@@ -5,8 +5,9 @@ S3_REGION: any S3-protocol server. Unset S3_BUCKET: a local directory with the
 same interface (embedded default).
 """
 
+from core.env import env_int, env_str
+
 from .base import VAR_DIR
-from .env import env_int, env_str
 
 S3_ENDPOINT_URL = env_str("S3_ENDPOINT_URL") or None
 S3_BUCKET = env_str("S3_BUCKET")

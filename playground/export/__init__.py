@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from config.errors import ApiError
+from core.errors import ApiError
 from playground.bodies import body_text
 from playground.models import Label, PromptVersion
 

@@ -7,7 +7,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import render
 from django.urls import path
 
-from config.errors import ApiError
+from core.errors import ApiError
 from playground.bodies import body_text
 from playground.models import PromptVersion
 from playground.permissions import access_prompt, client_address, prompts_shared_with

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import Team
-from config.errors import ApiError
+from core.errors import ApiError
 from playground.audit import audit_record
 from playground.bodies import body_text
 from playground.models import Prompt, PromptVersion

@@ -15,7 +15,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from config.errors import ApiError
+from core.errors import ApiError
 
 from .models import ShareLink
 

@@ -7,8 +7,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from core.redis import get_redis
 from inference_client.models import UsageRecord
-from inference_worker.redis_client import get_redis
 from tests.factories import ApiKeyFactory
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from django.db import connection
 
-from inference_worker.heartbeat import live_workers
+from inference_protocol.backend import live_workers
 from tests.factories import ApiKeyFactory, UserFactory
 from tests.livesubprocess import ROOT, free_port, running_server
 

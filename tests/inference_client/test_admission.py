@@ -8,8 +8,8 @@ import httpx
 import pytest
 from django.test import AsyncClient
 
+from core.redis import get_aredis
 from inference_client import admission, capacity
-from inference_client.rds import get_aredis
 from tests.inference_client.conftest import MODEL, make_key, uvicorn_server
 
 

@@ -2,8 +2,8 @@
 
 import time
 
+from core.redis import get_redis
 from inference_client.prompt_cache import polarity_compatible
-from inference_worker.redis_client import get_redis
 from tests.inference_client.conftest import chat, make_key
 
 

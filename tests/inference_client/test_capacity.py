@@ -4,9 +4,9 @@ import time
 
 import pytest
 
+from core.redis import get_redis
 from inference_client import admission, capacity
-from inference_worker import heartbeat
-from inference_worker.redis_client import get_redis
+from inference_protocol import heartbeat
 from tests.inference_client.conftest import MODELS
 
 # No real worker serves this model: only the synthetic heartbeats below count.

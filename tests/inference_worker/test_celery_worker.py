@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 from inference_client.backend import CeleryBackend
-from inference_worker.generation import GenerationRequest
-from inference_worker.heartbeat import live_workers
+from inference_protocol.backend import live_workers
+from inference_protocol.generation import GenerationRequest
 from tests.inference_worker.workers import celery_worker, delete_queues, wait_for
 
 pytestmark = pytest.mark.slow

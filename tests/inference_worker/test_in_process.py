@@ -3,10 +3,9 @@
 import threading
 import uuid
 
-from inference_client.backend import InProcessBackend
-from inference_worker.events import MemoryEventLog
-from inference_worker.generation import GenerationRequest
-from inference_worker.heartbeat import live_workers
+from inference_protocol.events import MemoryEventLog
+from inference_protocol.generation import GenerationRequest
+from inference_worker.inprocess import InProcessBackend
 from inference_worker.runtime import get_scheduler
 
 
@@ -59,6 +58,5 @@ def test_should_cancel_a_request_whose_client_went_away(settings):
 def test_in_process_schedulers_are_the_live_workers(settings):
     model = f"inproc-{uuid.uuid4().hex[:6]}"
     settings.INFERENCE_MODELS = {model: {"engine": "fixed_cost", "max_inputs": 5}}
-    settings.CELERY_BROKER_URL = ""
-    (record,) = live_workers(model)  # asking loads it, as a first request would
+    (record,) = InProcessBackend().live_workers(model)  # asking loads it, as a first request would
     assert record["max_batch_size"] == 5 and record["free_slots"] == 5

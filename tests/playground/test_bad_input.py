@@ -47,7 +47,7 @@ def test_non_utf8_body_is_400_on_body(auth_client, prompt, root):
     assert response.status_code == 400
     assert response.json()["error"]["field"] == "body"
     # The service checks too, for callers that bypass the serializer.
-    from config.errors import ApiError
+    from core.errors import ApiError
     from playground import services
 
     with pytest.raises(ApiError) as raised:

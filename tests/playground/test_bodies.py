@@ -4,7 +4,7 @@ import os
 import httpx
 import pytest
 
-from playground.blobstore import get_blob_store
+from core.blobstore import get_blob_store
 from playground.bodies import body_cache, body_text
 from playground.models import Blob, PromptVersion, Storage
 from tests.factories import PromptVersionFactory

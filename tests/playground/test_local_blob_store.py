@@ -5,7 +5,7 @@ import hashlib
 
 import pytest
 
-from playground.blobstore import LocalBlobStore, get_blob_store
+from core.blobstore import LocalBlobStore, get_blob_store
 from playground.models import PromptVersion
 from tests.playground.conftest import create_version
 

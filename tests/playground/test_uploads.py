@@ -5,7 +5,7 @@ from urllib.parse import parse_qs, urlparse
 import httpx
 import pytest
 
-from playground.blobstore import get_blob_store
+from core.blobstore import get_blob_store
 from playground.models import Blob, PromptVersion
 from tests.playground.conftest import create_version
 

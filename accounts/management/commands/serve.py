@@ -25,7 +25,7 @@ class Command(BaseCommand):
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         if settings.S3_BUCKET:
-            from playground.blobstore import get_blob_store
+            from core.blobstore import get_blob_store
 
             get_blob_store().ensure_bucket()
         url = f"http://{host}:{port}/"

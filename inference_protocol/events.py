@@ -23,6 +23,8 @@ from collections import defaultdict
 
 from django.conf import settings
 
+from core.redis import get_aredis, get_redis
+
 # How long logs and results are kept (seconds): covers idempotent retries.
 EVENT_TTL_S = 24 * 3600
 
@@ -56,10 +58,22 @@ class EventLog(abc.ABC):
         """``read`` for async callers (a thread per blocking read unless overridden)."""
         return await asyncio.to_thread(self.read, request_id, after, block_ms)
 
+    async def astore(self, request_id: str, event: dict) -> bool:
+        """``finish`` for a result that did not come from a worker (a cache hit):
+        a done event's whole text is logged as one token first, so a reader
+        attached later (an idempotent retry) reads it like a generation."""
+        return await asyncio.to_thread(self._store, request_id, event)
+
+    def _store(self, request_id: str, event: dict) -> bool:
+        if self.final(request_id) is not None:
+            return False
+        if event["type"] == "done" and event["result"]["text"]:
+            self.append(request_id, _whole_text(event))
+        return self.finish(request_id, event)
+
 
 class RedisEventLog(EventLog):
     def __init__(self, redis_client=None):
-        from inference_worker.redis_client import get_redis
 
         self.redis = redis_client or get_redis()
 
@@ -83,6 +97,19 @@ class RedisEventLog(EventLog):
         self.append(request_id, event)
         return True
 
+    async def astore(self, request_id, event):
+        redis = get_aredis()
+        if not await redis.set(self._result(request_id), json.dumps(event), nx=True, ex=EVENT_TTL_S):
+            return False
+        stream = self._stream(request_id)
+        async with redis.pipeline(transaction=False) as pipe:
+            if event["type"] == "done" and event["result"]["text"]:
+                pipe.xadd(stream, {"e": json.dumps(_whole_text(event))})
+            pipe.xadd(stream, {"e": json.dumps(event)})
+            pipe.expire(stream, EVENT_TTL_S)
+            await pipe.execute()
+        return True
+
     def cancel(self, request_id):
         self.redis.set(f"gen:{request_id}:cancel", "1", ex=EVENT_TTL_S)
 
@@ -99,11 +126,15 @@ class RedisEventLog(EventLog):
 
     async def aread(self, request_id, after, block_ms):
         # On the event loop: a blocking read per stream must not hold a thread.
-        from inference_client.rds import get_aredis
+        from core.redis import get_aredis
 
         reply = await get_aredis().xread({self._stream(request_id): after}, block=block_ms or None,
                                          count=500)
         return _entries(reply)
+
+
+def _whole_text(done: dict) -> dict:
+    return {"type": "token", "attempt": 1, "offset": 0, "text": done["result"]["text"]}
 
 
 def _entries(reply) -> list[tuple[str, dict]]:

@@ -7,9 +7,8 @@ from django.core import signing
 from django.http import HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from config.errors import json_error
-
-from .blobstore import LocalBlobStore, get_blob_store
+from core.blobstore import LocalBlobStore, get_blob_store
+from core.errors import json_error
 
 
 @csrf_exempt

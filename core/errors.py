@@ -6,11 +6,25 @@
 OpenAI's SDKs read errors, so /v1 clients get the shape they expect.
 """
 
+import logging
+import sys
+
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, JsonResponse
+from django.db import InterfaceError as DbInterfaceError
+from django.db import OperationalError as DbOperationalError
+from django.http import Http404, HttpResponse, JsonResponse
+from django.utils.html import escape
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_default_handler
+
+try:  # redis is optional in the embedded default
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+except ImportError:  # pragma: no cover
+    RedisConnectionError = RedisTimeoutError = ()
+
+logger = logging.getLogger(__name__)
 
 
 class ApiError(exceptions.APIException):
@@ -104,10 +118,6 @@ def handler404(request, exception=None):
 
 def handler500(request):
     # Called inside Django's except block: a down service is a 503, not a 500.
-    import sys
-
-    from .middleware import service_unavailable_response
-
     exc = sys.exc_info()[1]
     if exc is not None and (response := service_unavailable_response(request, exc)):
         return response
@@ -116,3 +126,26 @@ def handler500(request):
     from django.views.defaults import server_error
 
     return server_error(request)
+
+
+def _service_for(exc: Exception) -> str | None:
+    if isinstance(exc, DbOperationalError | DbInterfaceError):
+        return "database"
+    if RedisConnectionError and isinstance(exc, RedisConnectionError | RedisTimeoutError):
+        return "cache"
+    return None
+
+
+def service_unavailable_response(request, exception: Exception) -> HttpResponse | None:
+    """A 503 naming the backing service that is down, or None for other errors."""
+    service = _service_for(exception)
+    if service is None:
+        return None
+    logger.error("%s unavailable: %s", service, exception)
+    cause = f"{exception.__class__.__name__}: {exception}".strip()
+    message = f"The {service} is unavailable ({cause}); try again shortly."
+    headers = {"Retry-After": "5"}
+    if is_api_path(request.path):
+        return json_error(f"{service}_unavailable", message, 503, headers=headers)
+    return HttpResponse(f"<h1>Service unavailable</h1><p>{escape(message)}</p>", status=503,
+                        headers=headers)

@@ -1,0 +1,115 @@
+"""How the gateway hands a generation to a worker and reads its events back:
+the interface, and the reader both implementations share.
+
+Two backends (settings.INFERENCE_BACKEND picks one):
+- inference_client.backend.CeleryBackend: a task on the model's queue
+  (gpu.<model>) to GPU workers; events come back through the Redis event log;
+- inference_worker.inprocess.InProcessBackend (embedded default): the worker's
+  own `run_generation` on a thread in this process; events through the
+  in-memory log.
+
+Readers get each character of output exactly once, even when a worker died
+mid-generation and the redelivered task replayed it (events carry offsets).
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+import time
+from collections.abc import AsyncIterator, Iterator
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from inference_protocol.events import EventLog, get_event_log
+from inference_protocol.generation import GenerationRequest
+
+# How long one blocking read of the event log waits (ms) before checking again.
+READ_BLOCK_MS = 1000
+
+
+class Backend(abc.ABC):
+    def __init__(self, log: EventLog | None = None):
+        self.log = log or get_event_log()
+
+    @abc.abstractmethod
+    def submit(self, request: GenerationRequest) -> None:
+        """Queue the request; returns at once."""
+
+    def cancel(self, request_id: str) -> None:
+        self.log.cancel(request_id)
+
+    @abc.abstractmethod
+    def live_workers(self, model: str | None = None) -> list[dict]:
+        """Heartbeat records of the workers serving ``model`` (or every model)."""
+
+    def events(self, request_id: str, *, timeout_s: float | None = None) -> Iterator[dict]:
+        """Token events (deduplicated), then one terminal event (done/error)."""
+        reader = _EventReader(timeout_s)
+        while not reader.finished:
+            batch = [] if reader.expired() else self.log.read(request_id, reader.cursor, reader.block_ms())
+            yield from reader.feed(batch)
+
+    async def aevents(self, request_id: str, *, timeout_s: float | None = None) -> AsyncIterator[dict]:
+        """``events`` for async views."""
+        reader = _EventReader(timeout_s)
+        while not reader.finished:
+            batch = [] if reader.expired() else await self.log.aread(request_id, reader.cursor,
+                                                                      reader.block_ms())
+            for event in reader.feed(batch):
+                yield event
+
+    def result(self, request_id: str, *, timeout_s: float | None = None) -> dict:
+        """Wait for the terminal event (done carries the full text)."""
+        for event in self.events(request_id, timeout_s=timeout_s):
+            if event["type"] != "token":
+                return event
+        raise RuntimeError("event stream ended without a terminal event")
+
+
+class _EventReader:
+    """Turns raw log entries into what a reader sees: each character of output
+    once (a redelivered attempt replays from offset 0), then the terminal event,
+    or a timeout error."""
+
+    def __init__(self, timeout_s: float | None):
+        self.cursor, self.delivered, self.finished = "0", 0, False
+        self.deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        self.timeout_s = timeout_s
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+    def block_ms(self) -> int:
+        if self.deadline is None:
+            return READ_BLOCK_MS
+        return max(1, min(READ_BLOCK_MS, int((self.deadline - time.monotonic()) * 1000)))
+
+    def feed(self, batch: list[tuple[str, dict]]) -> list[dict]:
+        if not batch and self.expired():
+            self.finished = True
+            message = f"no result within {self.timeout_s:.0f}s"
+            return [{"type": "error", "code": "timeout", "message": message}]
+        out = []
+        for cursor, event in batch:
+            self.cursor = cursor
+            if event["type"] != "token":
+                self.finished = True
+                return [*out, event]
+            start = self.delivered - event["offset"]
+            if start < len(event["text"]):
+                text = event["text"][max(start, 0):]
+                self.delivered += len(text)
+                out.append({"type": "token", "text": text})
+        return out
+
+
+@functools.cache
+def get_backend() -> Backend:
+    return import_string(settings.INFERENCE_BACKEND)()
+
+
+def live_workers(model: str | None = None) -> list[dict]:
+    """Heartbeat records of the live workers (of ``model``, or all)."""
+    return get_backend().live_workers(model)

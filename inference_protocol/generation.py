@@ -1,0 +1,22 @@
+"""The generation request: what the gateway sends a worker (JSON on the queue)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass
+class GenerationRequest:
+    request_id: str
+    model: str
+    messages: list[dict]
+    max_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    stop: list[str] = dataclasses.field(default_factory=list)
+    seed: int | None = None
+    priority: str = "free"
+    timeout_s: float | None = None     # the client's patience, measured from queueing
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
