@@ -44,7 +44,7 @@ def api_key_create(*, user, name: str, tier: str = Tier.FREE) -> tuple[ApiKey, s
 def api_key_revoke(*, key: ApiKey) -> ApiKey:
     if key.revoked_at is None:
         key.revoked_at = timezone.now()
-        key.save(update_fields=["revoked_at"])
+        key.save(update_fields=["revoked_at"])  # accounts.keycache tells every process
     return key
 
 

@@ -11,13 +11,18 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from accounts.websocket import ApiKeyWebsocketMiddleware  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
+from core.asgi import ApiHandler, PrefixRouter  # noqa: E402
+
+# /v1 (the OpenAI-compatible API) skips the page middleware: see core/asgi.py.
+api_app = ApiHandler(settings.API_MIDDLEWARE)
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": PrefixRouter({"/v1/": api_app}, default=django_asgi_app),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(ApiKeyWebsocketMiddleware(URLRouter(websocket_urlpatterns)))
         ),

@@ -44,3 +44,17 @@ def get_aredis() -> aioredis.Redis:
             settings.REDIS_URL, socket_connect_timeout=CONNECT_TIMEOUT_S,
             socket_timeout=SOCKET_TIMEOUT_S, max_connections=MAX_ASYNC_CONNECTIONS)
     return client
+
+
+_scripts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # client -> {source: script}
+
+
+def script(source: str, client: aioredis.Redis | None = None):
+    """A Lua script on the loop's async client (or ``client``), sent by its SHA
+    (EVALSHA), and loaded again only when Redis does not know it."""
+    client = client or get_aredis()
+    by_source = _scripts.setdefault(client, {})
+    registered = by_source.get(source)
+    if registered is None:
+        registered = by_source[source] = client.register_script(source)
+    return registered

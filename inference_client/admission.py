@@ -7,7 +7,9 @@ One request checks, in one round trip, all or nothing:
   atomic with the decision); free requests may not take the last `fr` tokens;
 - queue-depth backpressure: requests in flight for the model (a sorted set,
   scored by expiry so a crashed gateway's entries age out) beyond the live
-  batch slots, and whether any worker is alive at all.
+  batch slots, and whether any worker is alive at all;
+- that the caller's API key carries no revocation mark (accounts.keycache:
+  gateways cache keys, so a revocation is enforced here, in the same round trip).
 The script also claims the controller's tick (SET NX PX period), so the
 controller runs lazily, at most once per period across all gateway processes.
 
@@ -22,7 +24,8 @@ import math
 
 from django.conf import settings
 
-from core.redis import get_aredis
+from accounts.keycache import revoked_mark
+from core.redis import script
 
 _ADMIT = """
 local t = redis.call('TIME')
@@ -30,6 +33,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local n = tonumber(ARGV[1])
 local tick = 0
 if redis.call('SET', KEYS[n + 2], '1', 'NX', 'PX', ARGV[2]) then tick = 1 end
+if redis.call('EXISTS', KEYS[n + 3]) == 1 then return {5, 0, tick, 0} end
 local g = KEYS[n]
 local gi = redis.call('HMGET', g, 'cap', 'rate', 'fr', 'workers', 'slots', 'rps')
 if not gi[1] then return {4, 0, tick, 0} end
@@ -89,20 +93,31 @@ end
 return out
 """
 
-# Add `delta` to each bucket (after refilling): a refund when usage was
-# smaller than the estimate, a debt (the level may go negative) when larger.
-_ADJUST = """
+# Add `delta` to each of the first `nb` buckets (after refilling): a refund
+# when usage was smaller than the estimate, a debt (the level may go negative)
+# when larger.
+_ADJUST_BODY = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for i = 1, #KEYS do
+for i = 1, nb do
   local cap, rate, delta = tonumber(ARGV[i * 3 - 2]), tonumber(ARGV[i * 3 - 1]), tonumber(ARGV[i * 3])
   local b = redis.call('HMGET', KEYS[i], 'l', 't', 'cap', 'rate')
   if cap < 0 then cap, rate = tonumber(b[3]) or 0, tonumber(b[4]) or 0 end
-  if b[1] then
+  if b[1] and delta ~= 0 then
     local level = math.min(cap, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) * rate / 1000)
     redis.call('HSET', KEYS[i], 'l', math.min(cap, level + delta), 't', now)
   end
 end
+"""
+_ADJUST = "local nb = #KEYS\n" + _ADJUST_BODY + "return 1"
+
+# The end of a request, all or nothing: correct the token charge (as _ADJUST),
+# release its in-flight slot and append its usage record to the stream the
+# usage writer stores in the database. KEYS: buckets..., inflight, stream;
+# ARGV: (cap, rate, delta) per bucket, request id, record (JSON; "" for none).
+_SETTLE = "local nb = #KEYS - 2\n" + _ADJUST_BODY + """
+redis.call('ZREM', KEYS[nb + 1], ARGV[nb * 3 + 1])
+if ARGV[nb * 3 + 2] ~= '' then redis.call('XADD', KEYS[nb + 2], '*', 'r', ARGV[nb * 3 + 2]) end
 return 1
 """
 
@@ -122,7 +137,8 @@ end
 return out
 """
 
-REJECT_REASONS = {1: "rate_limit", 2: "queue_full", 3: "no_worker", 4: "uninitialised"}
+REJECT_REASONS = {1: "rate_limit", 2: "queue_full", 3: "no_worker", 4: "uninitialised",
+                  5: "key_revoked"}
 
 
 @dataclasses.dataclass
@@ -171,16 +187,17 @@ TICK_KEY = "ctl:tick"
 
 
 async def admit(*, buckets: list[Bucket], model: str, request_id: str, check_queue: bool = True,
-                redis=None) -> Decision:
-    """Decide atomically; the last bucket must be the model's global bucket."""
-    redis = redis or get_aredis()
+                api_key_id: int | None = None, redis=None) -> Decision:
+    """Decide atomically; the last bucket must be the model's global bucket.
+    ``api_key_id``: refuse (reason key_revoked) if that key was revoked."""
     argv = [len(buckets), max(1, int(settings.CAPACITY_CONTROLLER_PERIOD_S * 1000)), request_id,
             int(settings.INFERENCE_REQUEST_TIMEOUT_S * 1000) + 5000,
             settings.INFERENCE_MAX_QUEUE_PER_MODEL, 1 if check_queue else 0]
     for bucket in buckets:
         argv += bucket.args()
-    keys = [b.key for b in buckets] + [inflight_key(model), TICK_KEY]
-    reply = await redis.eval(_ADMIT, len(keys), *keys, *argv)
+    mark = revoked_mark(api_key_id if api_key_id is not None else 0)  # no key id 0 exists
+    keys = [b.key for b in buckets] + [inflight_key(model), TICK_KEY, mark]
+    reply = await script(_ADMIT, redis)(keys=keys, args=argv)
     status, retry_ms, tick, failed = (int(x) for x in reply[:4])
     states = {}
     for i, bucket in enumerate(buckets if len(reply) > 4 else ()):  # none when uninitialised
@@ -207,17 +224,24 @@ def peek(*, buckets: list[Bucket], redis) -> list[dict]:
     return states
 
 
-async def adjust(*, buckets: list[Bucket], deltas: list[float], redis=None) -> None:
-    """Correct token charges after the fact (positive delta = refund)."""
-    redis = redis or get_aredis()
+def _adjust_args(buckets: list[Bucket], deltas: list[float]) -> list:
     argv = []
     for bucket, delta in zip(buckets, deltas, strict=True):
         argv += [bucket.capacity, bucket.rate, delta]
-    await redis.eval(_ADJUST, len(buckets), *[b.key for b in buckets], *argv)
+    return argv
 
 
-async def release(*, model: str, request_id: str, redis=None) -> None:
-    await (redis or get_aredis()).zrem(inflight_key(model), request_id)
+async def adjust(*, buckets: list[Bucket], deltas: list[float], redis=None) -> None:
+    """Correct token charges after the fact (positive delta = refund)."""
+    await script(_ADJUST, redis)(keys=[b.key for b in buckets], args=_adjust_args(buckets, deltas))
+
+
+async def settle(*, model: str, request_id: str, buckets: list[Bucket], deltas: list[float],
+                 record: str, stream: str, redis=None) -> None:
+    """Release the request's in-flight slot, correct its token charge and
+    append its usage record (unless ``record`` is empty), in one atomic round trip."""
+    keys = [b.key for b in buckets] + [inflight_key(model), stream]
+    await script(_SETTLE, redis)(keys=keys, args=[*_adjust_args(buckets, deltas), request_id, record])
 
 
 def _duration(ms: int) -> str:

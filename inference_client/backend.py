@@ -4,17 +4,41 @@ events come back through the Redis event log."""
 
 from __future__ import annotations
 
+import functools
+
 from celery import current_app
 
+from inference_client.publisher import Publisher
 from inference_protocol.backend import Backend
 from inference_protocol.heartbeat import read_heartbeats
 from inference_protocol.queues import GENERATE_TASK, queue_for
 
 
 class CeleryBackend(Backend):
-    def submit(self, request):
+    def submit(self, request, producer=None):
+        # argsrepr: Celery would put a repr of the messages (user text) in the
+        # headers, for logs and monitors; the request id is enough there.
         current_app.send_task(GENERATE_TASK, args=[request.to_dict()], queue=queue_for(request.model),
-                              task_id=request.request_id)
+                              task_id=request.request_id, producer=producer,
+                              argsrepr=f"<request {request.request_id}>", kwargsrepr="{}")
+
+    async def asubmit(self, request):
+        await self._publisher.publish(request)
+
+    @functools.cached_property
+    def _publisher(self) -> Publisher:
+        return Publisher(self._publish_batch)
+
+    def _publish_batch(self, requests: list) -> list[Exception | None]:
+        errors: list[Exception | None] = []
+        with current_app.producer_or_acquire() as producer:  # one connection for the batch
+            for request in requests:
+                try:
+                    self.submit(request, producer=producer)
+                    errors.append(None)
+                except Exception as exc:  # this request fails; the others still go
+                    errors.append(exc)
+        return errors
 
     def live_workers(self, model=None):
         return read_heartbeats(model)

@@ -117,7 +117,7 @@ class Completion:
             return
         if self._events and self._events[-1]["type"] != "token":
             return
-        await asyncio.to_thread(get_backend().cancel, self.request_id)
+        await get_backend().acancel(self.request_id)
 
     @property
     def ttft_s(self) -> float | None:

@@ -19,12 +19,12 @@ from django.conf import settings
 from accounts.models import ApiKey
 from core.errors import ApiError
 from core.redis import enabled as redis_enabled
-from inference_client import admission, capacity, prompt_cache
+from inference_client import admission, capacity, prompt_cache, usage
 from inference_client import metrics as m
 from inference_client.completion import Completion, read_events, spawn
 from inference_client.idempotency import body_fingerprint, idempotency_release, idempotency_reserve
-from inference_client.models import KeyPreference, UsageRecord
-from inference_client.threads import run_db, run_publish
+from inference_client.models import KeyPreference
+from inference_client.threads import run_db
 from inference_client.validation import ChatParams
 from inference_protocol.backend import get_backend
 from inference_protocol.catalog import UnknownModel, model_spec
@@ -62,12 +62,13 @@ def _buckets(principal: Principal, model: str, tokens: int) -> list[admission.Bu
 async def _admit(principal: Principal, model: str, request_id: str, tokens: int, *,
                  check_queue: bool) -> admission.Decision:
     buckets = _buckets(principal, model, tokens)
+    key_id = principal.api_key.pk if principal.api_key else None
     decision = await admission.admit(buckets=buckets, model=model, request_id=request_id,
-                                     check_queue=check_queue)
+                                     check_queue=check_queue, api_key_id=key_id)
     if decision.reason == "uninitialised":  # first request ever (or after a flush)
         await sync_to_async(capacity.tick, thread_sensitive=False)()
         decision = await admission.admit(buckets=buckets, model=model, request_id=request_id,
-                                         check_queue=check_queue)
+                                         check_queue=check_queue, api_key_id=key_id)
     elif decision.tick:
         spawn(sync_to_async(capacity.tick, thread_sensitive=False)())
     if not decision.allowed:
@@ -76,6 +77,9 @@ async def _admit(principal: Principal, model: str, request_id: str, tokens: int,
 
 
 def _refuse(principal: Principal, decision: admission.Decision, tokens: int):
+    if decision.reason == "key_revoked":  # revoked since this process cached the key
+        raise ApiError("This API key has been revoked.", code="revoked_api_key", status_code=401,
+                       headers={"WWW-Authenticate": "Bearer"})
     headers = admission.ratelimit_headers(decision)
     if decision.reason == "no_worker":
         m.REJECTED.labels(principal.tier, "no_worker").inc()
@@ -114,6 +118,7 @@ async def _semantic_opted_in(principal: Principal, params: ChatParams) -> bool:
     if principal.api_key is None:
         return False
     return await run_db(KeyPreference.objects.filter(api_key=principal.api_key, semantic_cache=True).exists)
+
 
 
 async def completion_create(*, api_key_or_user, model: str, messages: list[dict], params: ChatParams,
@@ -196,33 +201,44 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool)
         priority="paid" if principal.tier == "paid" else "free",
         timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S)
     try:
-        await run_publish(get_backend().submit, generation)
-    except Exception:
-        if use_redis:
-            await _settle(ctx, request_id, None)
-        raise
+        await get_backend().asubmit(generation)
+    except Exception as exc:
+        if use_redis:  # nothing ran: refund the charge, free the slot, no usage record
+            await admission.settle(model=model, request_id=request_id,
+                                   buckets=_buckets(principal, model, 0)[1:], deltas=[estimate, estimate],
+                                   record="", stream=usage.USAGE_STREAM)
+        raise ApiError(f"The task queue is unavailable ({type(exc).__name__}: {exc}); try again shortly.",
+                       code="queue_unavailable", status_code=503, headers={"Retry-After": "5"}) from exc
     completion = Completion(**new, headers=headers)
     return completion.start(read_events(request_id, timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S + 5),
                             on_end=lambda c, terminal: _record(c, ctx, terminal, estimate=estimate))
 
 
-async def _settle(ctx: dict, request_id: str, result: dict | None) -> None:
-    """Release the in-flight slot and correct the token charge to exact usage
-    (a failed generation is refunded in full)."""
-    principal, model = ctx["principal"], ctx["model"]
-    actual = result["prompt_tokens"] + result["completion_tokens"] if result else 0
-    delta = ctx["estimate"] - actual
-    buckets = _buckets(principal, model, 0)
-    await admission.release(model=model, request_id=request_id)
-    if delta:
-        await admission.adjust(buckets=buckets[1:], deltas=[delta, delta])
-
-
 async def _record(completion: Completion, ctx: dict, terminal: dict, *, estimate: int) -> None:
+    """The end of a request: its usage record, its exact token charge (a
+    failed generation is refunded in full), its slot, the cache and metrics."""
     principal, model = ctx["principal"], ctx["model"]
     result = terminal.get("result") if terminal["type"] == "done" else None
-    if estimate and redis_enabled():
-        await _settle(ctx, completion.request_id, result)
+    latency = time.monotonic() - completion.started
+    code = terminal.get("code", "")
+    status = "ok" if result else ("cancelled" if code == "cancelled" else "error")
+    record = dict(
+        user_id=principal.user.pk, api_key_id=principal.api_key.pk if principal.api_key else None,
+        request_id=completion.request_id, model=model, tier=principal.tier,
+        prompt_tokens=result["prompt_tokens"] if result else 0,
+        completion_tokens=result["completion_tokens"] if result else 0,
+        latency_ms=int(latency * 1000),
+        ttft_ms=int(completion.ttft_s * 1000) if completion.ttft_s is not None else None,
+        cache_hit=completion.cache_hit, status=status, error_code=code)
+    if redis_enabled():
+        actual = result["prompt_tokens"] + result["completion_tokens"] if result else 0
+        delta = estimate - actual if estimate else 0
+        usage.ensure_writer()
+        await admission.settle(model=model, request_id=completion.request_id,
+                               buckets=_buckets(principal, model, 0)[1:], deltas=[delta, delta],
+                               record=usage.record_json(**record), stream=usage.USAGE_STREAM)
+    else:
+        await usage.store_now(**record)
     if result is not None and not completion.cache_hit and "exact_key" in ctx \
             and result.get("finish_reason") in ("stop", "length"):
         cached = {k: result[k] for k in ("text", "finish_reason", "prompt_tokens", "completion_tokens")}
@@ -230,20 +246,9 @@ async def _record(completion: Completion, ctx: dict, terminal: dict, *, estimate
         if "semantic_scope" in ctx:
             await prompt_cache.semantic_put(scope=ctx["semantic_scope"], result=cached,
                                             question=ctx["messages"][-1]["content"])
-    latency = time.monotonic() - completion.started
-    code = terminal.get("code", "")
-    status = "ok" if result else ("cancelled" if code == "cancelled" else "error")
     m.LATENCY.labels(model).observe(latency)
     if completion.ttft_s is not None:
         m.TTFT.labels(model).observe(completion.ttft_s)
     if result:
         m.TOKENS.labels(model, "prompt").inc(result["prompt_tokens"])
         m.TOKENS.labels(model, "completion").inc(result["completion_tokens"])
-    await run_db(
-        UsageRecord.objects.create,
-        user=principal.user, api_key=principal.api_key, request_id=completion.request_id, model=model,
-        tier=principal.tier, prompt_tokens=result["prompt_tokens"] if result else 0,
-        completion_tokens=result["completion_tokens"] if result else 0,
-        latency_ms=int(latency * 1000),
-        ttft_ms=int(completion.ttft_s * 1000) if completion.ttft_s is not None else None,
-        cache_hit=completion.cache_hit, status=status, error_code=code)

@@ -17,6 +17,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import api_key_lookup
+from accounts.keycache import cached_key_lookup
+from core.bearer import MalformedBearer, bearer_token
 from core.errors import ApiError, json_error
 from inference_client import metrics as m
 from inference_client import selectors
@@ -38,25 +40,35 @@ def _csrf_rejected(request) -> bool:
     return CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}) is not None
 
 
+def _unauthorized(message: str, code: str) -> ApiError:
+    return ApiError(message, code=code, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+
+
 async def authenticate_caller(request):
-    """The API key of a Bearer call, or the signed-in user of a browser call."""
+    """The API key of a Bearer call (cached: accounts.keycache), or the
+    signed-in user of a session call from our own pages."""
     header = request.headers.get("Authorization", "")
-    if not header:
-        user = await request.auser()
-        if user.is_authenticated:
+    try:
+        raw = bearer_token(header)
+    except MalformedBearer as exc:
+        raise _unauthorized(str(exc), "malformed_api_key") from None
+    if raw is None:
+        user = await request.auser() if not header else None
+        if user is not None and user.is_authenticated:
             if _csrf_rejected(request):
                 raise ApiError("CSRF check failed: send the X-CSRFToken header with a session call.",
                                code="csrf_failed", status_code=403)
             return user
-    scheme, _, raw = header.partition(" ")
-    if scheme.lower() != "bearer" or not raw.strip():
-        raise ApiError("You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.",
-                       code="missing_api_key", status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        raise _unauthorized("You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.",
+                            "missing_api_key")
     try:
-        return await run_db(api_key_lookup, raw.strip())
+        return await cached_key_lookup(raw, _key_from_database)
     except exceptions.AuthenticationFailed as exc:
-        raise ApiError(str(exc.detail), code=exc.get_codes(), status_code=401,
-                       headers={"WWW-Authenticate": "Bearer"}) from None
+        raise _unauthorized(str(exc.detail), exc.get_codes()) from None
+
+
+async def _key_from_database(raw: str):
+    return await run_db(api_key_lookup, raw)
 
 
 def _count(model: str | None, status: int) -> None:

@@ -37,8 +37,15 @@ class Backend(abc.ABC):
     def submit(self, request: GenerationRequest) -> None:
         """Queue the request; returns at once."""
 
+    async def asubmit(self, request: GenerationRequest) -> None:
+        """``submit`` from the event loop (backends whose submit blocks override it)."""
+        self.submit(request)
+
     def cancel(self, request_id: str) -> None:
         self.log.cancel(request_id)
+
+    async def acancel(self, request_id: str) -> None:
+        await self.log.acancel(request_id)
 
     @abc.abstractmethod
     def live_workers(self, model: str | None = None) -> list[dict]:

@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import collections
+import concurrent.futures
+import functools
 import json
+import logging
 import threading
 import time
 from collections import defaultdict
@@ -25,8 +29,12 @@ from django.conf import settings
 
 from core.redis import get_aredis, get_redis
 
+logger = logging.getLogger(__name__)
+
 # How long logs and results are kept (seconds): covers idempotent retries.
 EVENT_TTL_S = 24 * 3600
+# Pub/sub channel of cancel notices (request ids), for low-latency cancellation.
+CANCEL_CHANNEL = "gen:cancel"
 
 
 class EventLog(abc.ABC):
@@ -42,12 +50,25 @@ class EventLog(abc.ABC):
     def final(self, request_id: str) -> dict | None:
         """The terminal event, if the generation has finished."""
 
+    def state(self, request_id: str) -> tuple[dict | None, bool]:
+        """(the terminal event or None, whether a cancel was asked), at once."""
+        return self.final(request_id), self.cancelled(request_id)
+
     @abc.abstractmethod
     def cancel(self, request_id: str) -> None:
-        """The client went away: ask the worker to drop the request."""
+        """The client went away: ask the worker to drop the request (a mark
+        the worker checks, and a notice to the watchers of ``watch_cancels``)."""
+
+    async def acancel(self, request_id: str) -> None:
+        await asyncio.to_thread(self.cancel, request_id)
 
     @abc.abstractmethod
     def cancelled(self, request_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    def watch_cancels(self, callback) -> None:
+        """Call ``callback(request_id)`` soon after any cancel (best effort: the
+        mark that ``cancelled`` reads stays the truth)."""
 
     @abc.abstractmethod
     def read(self, request_id: str, after: str, block_ms: int) -> list[tuple[str, dict]]:
@@ -86,16 +107,23 @@ class RedisEventLog(EventLog):
         return f"gen:{request_id}:result"
 
     def append(self, request_id, event):
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.xadd(self._stream(request_id), {"e": json.dumps(event)})
-        pipe.expire(self._stream(request_id), EVENT_TTL_S)
-        pipe.execute()
+        self._writer.put(("append", request_id, json.dumps(event), None))
 
     def finish(self, request_id, event):
-        if not self.redis.set(self._result(request_id), json.dumps(event), nx=True, ex=EVENT_TTL_S):
-            return False
-        self.append(request_id, event)
-        return True
+        done = concurrent.futures.Future()
+        self._writer.put(("finish", request_id, json.dumps(event), done))
+        return done.result()
+
+    @functools.cached_property
+    def _writer(self) -> _BatchWriter:
+        return _BatchWriter(self.redis)
+
+    def state(self, request_id):
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.get(self._result(request_id))
+        pipe.exists(self._cancel_key(request_id))
+        raw, cancelled = pipe.execute()
+        return (json.loads(raw) if raw else None), bool(cancelled)
 
     async def astore(self, request_id, event):
         redis = get_aredis()
@@ -110,11 +138,38 @@ class RedisEventLog(EventLog):
             await pipe.execute()
         return True
 
+    @staticmethod
+    def _cancel_key(request_id: str) -> str:
+        return f"gen:{request_id}:cancel"
+
     def cancel(self, request_id):
-        self.redis.set(f"gen:{request_id}:cancel", "1", ex=EVENT_TTL_S)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.set(self._cancel_key(request_id), "1", ex=EVENT_TTL_S)
+        pipe.publish(CANCEL_CHANNEL, request_id)
+        pipe.execute()
+
+    async def acancel(self, request_id):
+        async with get_aredis().pipeline(transaction=False) as pipe:
+            pipe.set(self._cancel_key(request_id), "1", ex=EVENT_TTL_S)
+            pipe.publish(CANCEL_CHANNEL, request_id)
+            await pipe.execute()
 
     def cancelled(self, request_id):
-        return bool(self.redis.exists(f"gen:{request_id}:cancel"))
+        return bool(self.redis.exists(self._cancel_key(request_id)))
+
+    def watch_cancels(self, callback):
+        threading.Thread(target=self._watch, args=(callback,), name="cancel-watcher", daemon=True).start()
+
+    def _watch(self, callback) -> None:
+        while True:
+            try:
+                pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+                pubsub.subscribe(CANCEL_CHANNEL)
+                for message in pubsub.listen():
+                    callback(message["data"].decode())
+            except Exception:  # Redis away: the marks still hold; resubscribe
+                logger.warning("cancel watcher lost Redis; resubscribing", exc_info=True)
+                time.sleep(1)
 
     def final(self, request_id):
         raw = self.redis.get(self._result(request_id))
@@ -131,6 +186,71 @@ class RedisEventLog(EventLog):
         reply = await get_aredis().xread({self._stream(request_id): after}, block=block_ms or None,
                                          count=500)
         return _entries(reply)
+
+
+# The terminal event, first writer wins: KEYS result, stream; ARGV event, ttl.
+_FINISH = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
+  redis.call('XADD', KEYS[2], '*', 'e', ARGV[1])
+  redis.call('EXPIRE', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+class _BatchWriter:
+    """One thread per worker process writes the events of every generation,
+    as many as are pending per round trip (a pipeline): a step of a batch of
+    50 is one round trip, not 100, and the scheduler thread never waits on
+    Redis. One FIFO queue keeps each generation's events in order."""
+
+    def __init__(self, redis):
+        self.redis = redis
+        self._finish = redis.register_script(_FINISH)
+        self._queue: collections.deque = collections.deque()
+        self._wake = threading.Event()
+        threading.Thread(target=self._run, name="event-writer", daemon=True).start()
+
+    def put(self, op: tuple) -> None:
+        self._queue.append(op)
+        self._wake.set()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            ops = []
+            while self._queue:
+                ops.append(self._queue.popleft())
+            if ops:
+                self._write(ops)
+
+    def _write(self, ops: list[tuple]) -> None:
+        pipe = self.redis.pipeline(transaction=False)
+        for kind, request_id, raw, _ in ops:
+            stream = RedisEventLog._stream(request_id)
+            if kind == "append":
+                pipe.xadd(stream, {"e": raw})
+                pipe.expire(stream, EVENT_TTL_S)
+            else:
+                self._finish(keys=[RedisEventLog._result(request_id), stream], args=[raw, EVENT_TTL_S],
+                             client=pipe)
+        try:
+            replies = pipe.execute()
+        except Exception as exc:  # Redis away: the waiting finishers raise it
+            logger.warning("event writer: %d events not written: %r", len(ops), exc)
+            for *_, done in ops:
+                if done is not None:
+                    done.set_exception(exc)
+            return
+        at = 0
+        for kind, _, _, done in ops:
+            if kind == "append":
+                at += 2
+            else:
+                done.set_result(bool(replies[at]))
+                at += 1
 
 
 def _whole_text(done: dict) -> dict:
@@ -151,6 +271,7 @@ class MemoryEventLog(EventLog):
         self._final: dict[str, dict] = {}
         self._expires: dict[str, float] = {}
         self._cancelled: set[str] = set()
+        self._watchers: list = []
 
     def _expire_locked(self):
         now = time.monotonic()
@@ -178,6 +299,16 @@ class MemoryEventLog(EventLog):
     def cancel(self, request_id):
         with self._cond:
             self._cancelled.add(request_id)
+            watchers = list(self._watchers)
+        for callback in watchers:
+            callback(request_id)
+
+    async def acancel(self, request_id):
+        self.cancel(request_id)
+
+    def watch_cancels(self, callback):
+        with self._cond:
+            self._watchers.append(callback)
 
     def cancelled(self, request_id):
         with self._cond:

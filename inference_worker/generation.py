@@ -8,6 +8,8 @@ request whose result is already stored returns that result without running.
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 
 from inference_protocol.events import EventLog
 from inference_protocol.generation import GenerationRequest
@@ -22,24 +24,54 @@ def sampling_params(request: GenerationRequest) -> SamplingParams:
                           top_p=request.top_p, stop=tuple(request.stop), seed=request.seed)
 
 
-# How often a waiting worker checks whether the client went away (seconds).
-CANCEL_POLL_S = 0.25
+# Cancel notices arrive through the log's watcher within milliseconds; the
+# mark is also polled this often (seconds), for a notice that was lost.
+CANCEL_POLL_S = 1.0
+
+# Requests running in this process, for cancel notices (request id -> handle).
+_handles: dict[str, object] = {}
+_handles_lock = threading.Lock()
+_watched: weakref.WeakSet = weakref.WeakSet()  # the logs whose cancel notices we watch
 
 
-def _wait(handle, log: EventLog, request_id: str):
-    while True:
-        try:
-            return handle.result(timeout=CANCEL_POLL_S)
-        except TimeoutError:
-            if log.cancelled(request_id):
-                handle.cancel("client went away")
+def _watch(log: EventLog) -> None:
+    with _handles_lock:
+        if log in _watched:
+            return
+        _watched.add(log)
+    log.watch_cancels(_cancel_local)
+
+
+def _cancel_local(request_id: str) -> None:
+    with _handles_lock:
+        handle = _handles.get(request_id)
+    if handle is not None:
+        handle.cancel("client went away")
+
+
+def _wait(handle, log: EventLog, request_id: str, cancelled: bool):
+    with _handles_lock:
+        _handles[request_id] = handle
+    try:
+        if cancelled:  # went away before the request reached this worker
+            handle.cancel("client went away")
+        while True:
+            try:
+                return handle.result(timeout=CANCEL_POLL_S)
+            except TimeoutError:
+                if log.cancelled(request_id):
+                    handle.cancel("client went away")
+    finally:
+        with _handles_lock:
+            _handles.pop(request_id, None)
 
 
 def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 1) -> dict:
     """Generate, streaming token events to ``log``; returns the terminal event."""
-    finished = log.final(request.request_id)
+    finished, cancelled = log.state(request.request_id)
     if finished is not None:
         return finished  # redelivered after it completed: one result, not two
+    _watch(log)
 
     offset = 0
 
@@ -53,7 +85,7 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
         scheduler = get_scheduler(request.model)
         seq = Sequence(id=request.request_id, messages=request.messages, params=sampling_params(request))
         handle = scheduler.submit(seq, request.priority, timeout=request.timeout_s, on_token=on_token)
-        result = _wait(handle, log, request.request_id)
+        result = _wait(handle, log, request.request_id, cancelled)
     except Exception as exc:  # whatever failed, the client gets a terminal event, not a timeout
         code, message = getattr(exc, "code", None), str(exc)
         if not isinstance(code, str):  # not a request-level error: a bug or an engine crash

@@ -9,10 +9,11 @@ in the worker).
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from celery import shared_task
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
 
 from inference_protocol.events import RedisEventLog
 from inference_protocol.generation import GenerationRequest
@@ -25,11 +26,16 @@ logger = logging.getLogger(__name__)
 _heartbeat: HeartbeatThread | None = None
 
 
+@functools.cache
+def _log() -> RedisEventLog:
+    return RedisEventLog()  # one per process: its cancel watcher serves every task
+
+
 @shared_task(bind=True, name=GENERATE_TASK, acks_late=True, reject_on_worker_lost=True,
              ignore_result=True)
 def generate(self, request: dict) -> dict:
     attempt = 1 + int(bool(self.request.delivery_info.get("redelivered")))
-    return run_generation(GenerationRequest(**request), RedisEventLog(), attempt=attempt)
+    return run_generation(GenerationRequest(**request), _log(), attempt=attempt)
 
 
 @worker_ready.connect
@@ -38,6 +44,8 @@ def load_models(sender, **kwargs):
     heartbeats: a worker that cannot load its model never advertises it."""
     global _heartbeat
     queues = sender.app.amqp.queues.consume_from or {}
+    if queues and all(model_of_queue(name) for name in queues):
+        _skip_database_hooks(sender.app)
     for name in list(queues):
         model = model_of_queue(name)
         if model is not None:
@@ -48,6 +56,18 @@ def load_models(sender, **kwargs):
                 sender.cancel_task_queue(name)  # leave its tasks to workers that can
     _heartbeat = HeartbeatThread()
     _heartbeat.start()
+
+
+def _skip_database_hooks(app) -> None:
+    """A GPU worker never touches the database, but Celery's Django fixup
+    checks every connection of the task's thread before and after each task
+    (a tenth of a GPU worker's CPU in a profile). Workers of other queues
+    (webhooks, batches) keep it."""
+    for fixup in getattr(app, "_fixups", ()):
+        hooks = getattr(fixup, "_worker_fixup", None)
+        if hooks is not None:
+            task_prerun.disconnect(hooks.on_task_prerun)
+            task_postrun.disconnect(hooks.on_task_postrun)
 
 
 @worker_shutdown.connect

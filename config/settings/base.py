@@ -46,6 +46,15 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+# The middleware of /v1 (core/asgi.py ApiHandler): async-native only. No CSRF
+# middleware: Bearer calls cannot be forged by another site, and the views
+# check the CSRF token of session calls themselves.
+API_MIDDLEWARE = [
+    "core.middleware.ServiceUnavailableMiddleware",
+    "core.middleware.RequestIdMiddleware",
+    "core.middleware.SessionUserMiddleware",
+]
+
 ROOT_URLCONF = "config.urls"
 ASGI_APPLICATION = "config.asgi.application"
 

@@ -13,6 +13,9 @@ from .base import REDIS_URL
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL) or None
+# One backend object per process, not one per pool thread: building it scans
+# every installed package's entry points (tens of ms per thread, seen in profiles).
+CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # GPU workers run a thread pool whose size (-c) is the number of requests held
@@ -22,6 +25,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
+# A publish to a broker that went away fails within about a second (the
+# gateway answers 503 queue_unavailable) instead of retrying for long.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2,
+                                    "interval_max": 0.5}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 # How the gateway reaches workers: Celery queues when there is a broker, else

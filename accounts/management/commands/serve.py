@@ -20,8 +20,10 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-demo", action="store_true", help="do not create the demo user")
+        parser.add_argument("--workers", type=int, default=1,
+                            help="server processes sharing the port (uvicorn workers)")
 
-    def handle(self, *args, host, port, no_demo, **options):
+    def handle(self, *args, host, port, no_demo, workers, **options):
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         if settings.S3_BUCKET:
@@ -36,4 +38,4 @@ class Command(BaseCommand):
                 users.create_user(DEMO_USERNAME, password=DEMO_PASSWORD)
             self.stdout.write(f"Log in as {DEMO_USERNAME} / {DEMO_PASSWORD}")
         uvicorn.run("config.asgi:application", host=host, port=port, log_level="info",
-                    lifespan="off")
+                    lifespan="off", workers=workers)

@@ -1,0 +1,102 @@
+"""API keys as a hot path sees them: looked up in the database once, then
+served from process memory for KEY_CACHE_TTL_S.
+
+The database stays the truth. Revocation must still hold on the very next
+request in every process, so revoking (or deactivating the key's owner) also
+writes a revocation mark in Redis, ``revoked_mark(key_id)``, with a TTL longer
+than the cache's: the gateway's admission script checks it in the same round
+trip as the rate limits. In the embedded default (one process, no Redis)
+revoking drops the process's own entry instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from django.db import transaction
+
+from core.redis import enabled as redis_enabled
+from core.redis import get_redis
+
+from .models import ApiKey, hash_key
+
+# How long a looked-up key is trusted without the database (seconds).
+KEY_CACHE_TTL_S = 30.0
+# A mark outlives every cached copy of its key (and then some).
+REVOKED_MARK_TTL_S = int(KEY_CACHE_TTL_S) + 60
+_MAX_ENTRIES = 100_000
+
+_cache: dict[str, tuple[float, ApiKey]] = {}        # key hash -> (expires at, key)
+_inflight: dict[str, asyncio.Future] = {}           # one database lookup per key at a time
+
+
+def revoked_mark(key_id: int) -> str:
+    return f"apikey:revoked:{key_id}"
+
+
+async def cached_key_lookup(raw_key: str, lookup) -> ApiKey:
+    """The active key for ``raw_key``. ``lookup(raw_key)`` is awaited on a miss
+    (a database read that raises AuthenticationFailed for bad keys; failures
+    are not cached). Concurrent misses for one key share one lookup."""
+    digest = hash_key(raw_key)
+    entry = _cache.get(digest)
+    now = time.monotonic()
+    if entry is not None and entry[0] > now:
+        return entry[1]
+    pending = _inflight.get(digest)
+    if pending is not None:
+        return await asyncio.shield(pending)
+    future = asyncio.get_running_loop().create_future()
+    _inflight[digest] = future
+    try:
+        key = await lookup(raw_key)
+    except BaseException as exc:
+        future.set_exception(exc)
+        future.exception()  # retrieved: waiters re-raise it, nobody else must
+        raise
+    else:
+        if len(_cache) >= _MAX_ENTRIES:
+            _cache.clear()  # rare (that many live keys in one process): start over
+        _cache[digest] = (now + KEY_CACHE_TTL_S, key)
+        future.set_result(key)
+        return key
+    finally:
+        del _inflight[digest]
+
+
+def keys_revoked(key_ids: list[int]) -> None:
+    """Called after a revocation commits: every process refuses these keys on
+    its next request."""
+    if not key_ids:
+        return
+    ids = set(key_ids)
+    for digest, (_, key) in list(_cache.items()):
+        if key.pk in ids:
+            _cache.pop(digest, None)
+    if redis_enabled():
+        pipe = get_redis().pipeline(transaction=False)
+        for key_id in key_ids:
+            pipe.set(revoked_mark(key_id), "1", ex=REVOKED_MARK_TTL_S)
+        pipe.execute()
+
+
+
+def owner_deactivated(sender, instance, update_fields=None, **kwargs):
+    """pre_save of users: a deactivated account's keys stop at once, like revoked ones."""
+    if instance.pk is None or instance.is_active:
+        return
+    if update_fields is not None and "is_active" not in update_fields:
+        return
+    was_active = type(instance).objects.filter(pk=instance.pk, is_active=True).exists()
+    if was_active:
+        key_ids = list(ApiKey.objects.filter(user_id=instance.pk).values_list("pk", flat=True))
+        transaction.on_commit(lambda: keys_revoked(key_ids))
+
+
+def key_saved(sender, instance, **kwargs):
+    """post_save of API keys: a revoked key (by the API, the admin or any
+    save) is refused by every process from its next request on."""
+    if instance.revoked_at is not None:
+        key_id = instance.pk
+        transaction.on_commit(lambda: keys_revoked([key_id]))

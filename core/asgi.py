@@ -1,0 +1,62 @@
+"""A Django ASGI handler with a middleware chain of its own, and a router by path prefix.
+
+Django's built-in middlewares (sessions, CSRF, auth, messages, security, ...)
+run their hooks through ``sync_to_async`` even in an async chain: about a dozen
+thread hops per request, which serialized the /v1 path on one core. The
+OpenAI-compatible API needs none of their writes, so its requests go through an
+``ApiHandler`` whose chain holds only async-native middleware (request id, 503
+for a down service, a read-only session user for calls from our own pages).
+Views, URL resolution, request and response objects are Django's own.
+"""
+
+from __future__ import annotations
+
+from asgiref.sync import iscoroutinefunction
+from django.core.exceptions import ImproperlyConfigured
+from django.core.handlers.asgi import ASGIHandler
+from django.core.handlers.exception import convert_exception_to_response
+from django.utils.module_loading import import_string
+
+
+class ApiHandler(ASGIHandler):
+    def __init__(self, middleware: list[str]):
+        self.middleware_paths = list(middleware)
+        super().__init__()  # builds the chain through load_middleware
+
+    async def __call__(self, scope, receive, send):
+        # Django opens a ThreadSensitiveContext per request: a new thread for
+        # each request's few sync calls (its request signals). The API path
+        # runs no ORM code on the request's thread, so they share asgiref's
+        # one sync thread instead.
+        if scope["type"] != "http":
+            raise ValueError(f"ApiHandler serves HTTP only, not {scope['type']}")
+        await self.handle(scope, receive, send)
+
+    def load_middleware(self, is_async=False):
+        self._view_middleware, self._template_response_middleware = [], []
+        self._exception_middleware = []
+        handler = convert_exception_to_response(self._get_response_async)
+        for path in reversed(self.middleware_paths):
+            middleware = import_string(path)(handler)
+            if not iscoroutinefunction(middleware):
+                raise ImproperlyConfigured(f"{path} must be async-capable to run in the API chain")
+            if hasattr(middleware, "process_exception"):
+                # Django runs exception hooks synchronously (only on an exception).
+                self._exception_middleware.append(self.adapt_method_mode(False, middleware.process_exception))
+            handler = convert_exception_to_response(middleware)
+        self._middleware_chain = handler
+
+
+class PrefixRouter:
+    """ASGI: HTTP requests whose path starts with a prefix go to its app, the rest to ``default``."""
+
+    def __init__(self, routes: dict[str, object], default):
+        self.routes = list(routes.items())
+        self.default = default
+
+    async def __call__(self, scope, receive, send):
+        path = scope.get("path", "")
+        for prefix, app in self.routes:
+            if path.startswith(prefix):
+                return await app(scope, receive, send)
+        return await self.default(scope, receive, send)

@@ -1,0 +1,113 @@
+"""Usage records: written once per request that reached generation or the
+cache, without a database round trip on the request's path.
+
+With Redis, a record is appended to the stream USAGE_STREAM by the same atomic
+script that settles the request's token charge (admission.settle), so a
+charge is never corrected without its record. Each gateway process runs one
+``UsageWriter`` task that reads the stream in a consumer group and stores
+records in batches (one INSERT of up to BATCH rows), then acknowledges them:
+a record is in PostgreSQL within milliseconds, and one whose writer died
+before acknowledging is claimed by another writer after CLAIM_IDLE_MS.
+Without Redis (the embedded default) the record is inserted directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import weakref
+
+from django.utils import timezone
+
+from accounts.models import ApiKey
+from core.redis import get_aredis
+from inference_client.models import UsageRecord
+from inference_client.threads import run_db
+
+logger = logging.getLogger(__name__)
+
+USAGE_STREAM = "usage:records"
+GROUP = "usage-writers"
+BATCH = 500
+CLAIM_IDLE_MS = 30_000
+_CONSUMER = f"{socket.gethostname()}:{os.getpid()}"
+_writers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # loop -> task
+
+
+def record_json(**fields) -> str:
+    """The stream form of a record: UsageRecord's field names (foreign keys by id)."""
+    return json.dumps(fields)
+
+
+def _store(raws: list[str]) -> None:
+    rows = [UsageRecord(**json.loads(raw)) for raw in raws]
+    # One INSERT; request_id is unique, so a record claimed twice is stored once.
+    UsageRecord.objects.bulk_create(rows, ignore_conflicts=True)
+    _touch_keys(rows)
+
+
+def _touch_keys(rows: list[UsageRecord]) -> None:
+    """last_used_at of the keys in the batch (cached lookups skip the database)."""
+    key_ids = {r.api_key_id for r in rows if r.api_key_id is not None}
+    if key_ids:
+        ApiKey.objects.filter(pk__in=key_ids).update(last_used_at=timezone.now())
+
+
+async def store_now(**fields) -> None:
+    """Embedded default: no stream, one INSERT."""
+    await run_db(_store, [record_json(**fields)])
+
+
+def ensure_writer() -> None:
+    """Start this event loop's writer if it is not running."""
+    loop = asyncio.get_running_loop()
+    task = _writers.get(loop)
+    if task is None or task.done():
+        _writers[loop] = loop.create_task(UsageWriter().run(), name="usage-writer")
+
+
+class UsageWriter:
+    async def run(self) -> None:
+        redis = get_aredis()
+        while True:
+            try:
+                await self._create_group(redis)
+                await self._drain(redis)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # Redis or the database away: retry, records wait in the stream
+                logger.exception("usage writer failed; retrying in 1 s")
+                await asyncio.sleep(1)
+
+    @staticmethod
+    async def _create_group(redis) -> None:
+        try:
+            await redis.xgroup_create(USAGE_STREAM, GROUP, id="0", mkstream=True)
+        except Exception as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    async def _drain(self, redis) -> None:
+        claim_from = "0-0"
+        while True:
+            # Records of writers that died before acknowledging, then new ones.
+            claim_from, claimed, _ = await redis.xautoclaim(
+                USAGE_STREAM, GROUP, _CONSUMER, min_idle_time=CLAIM_IDLE_MS, start_id=claim_from,
+                count=BATCH)
+            if claimed:
+                await self._store(redis, claimed)
+            reply = await redis.xreadgroup(GROUP, _CONSUMER, {USAGE_STREAM: ">"}, count=BATCH, block=1000)
+            for _, entries in reply or ():
+                await self._store(redis, entries)
+
+    @staticmethod
+    async def _store(redis, entries) -> None:
+        ids = [entry_id for entry_id, _ in entries]
+        raws = [fields[b"r"].decode() for _, fields in entries if fields]
+        if raws:
+            await run_db(_store, raws)
+        await redis.xack(USAGE_STREAM, GROUP, *ids)
+        await redis.xdel(USAGE_STREAM, *ids)
