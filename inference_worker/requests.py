@@ -20,8 +20,12 @@ ErrorCallback = Callable[[str, str], None]
 
 
 class Priority(enum.IntEnum):
+    """Paid before free (free with an age bound); batch (the Batch API,
+    evaluations) only in slots interactive traffic leaves empty."""
+
     PAID = 0
     FREE = 1
+    BATCH = 2
 
     @classmethod
     def parse(cls, value: Priority | str | int) -> Priority:
@@ -29,7 +33,7 @@ class Priority(enum.IntEnum):
             try:
                 return cls[value.upper()]
             except KeyError:
-                raise ValueError(f"unknown priority {value!r} (paid or free)") from None
+                raise ValueError(f"unknown priority {value!r} (paid, free or batch)") from None
         return cls(value)
 
 
@@ -56,6 +60,10 @@ class SchedulerConfig:
     max_wait_ms: float = 0.0
     # A free request older than this ranks with paid ones by arrival order.
     free_age_bound_s: float = 10.0
+    # Continuous engines: the most of the batch's sequence slots batch-priority
+    # work may hold at once (fixed-batch engines give it whatever room a call
+    # has left, since a call holds nothing past itself).
+    batch_slot_share: float = 0.5
     # Waiting requests beyond this are refused at submit (queue_full).
     max_queue: int = 10_000
     # Window for tokens/s and requests/s in stats().
@@ -82,6 +90,7 @@ class SchedulerStats:
     queue_length: int
     queue_paid: int
     queue_free: int
+    queue_batch: int
     running: int
     max_batch_size: int
     free_slots: int           # sequences the device could take right now

@@ -75,10 +75,12 @@ class Scheduler:
                                     self.config.max_batch_tokens or cap.max_batch_tokens)
         if self.max_batch_size < 1 or self.max_batch_tokens < 1:
             raise ValueError("max_batch_size and max_batch_tokens must be at least 1")
+        self.batch_slots = max(1, int(self.max_batch_size * self.config.batch_slot_share))
 
         self._lock = threading.Condition()
         self._waiting: dict[Priority, collections.deque[RequestHandle]] = {
-            Priority.PAID: collections.deque(), Priority.FREE: collections.deque()}
+            Priority.PAID: collections.deque(), Priority.FREE: collections.deque(),
+            Priority.BATCH: collections.deque()}
         self._running: dict[str, RequestHandle] = {}  # insertion order = join order
         self._ids: set[str] = set()                   # waiting or running
         self._order = itertools.count()
@@ -234,10 +236,10 @@ class Scheduler:
         deadlines = [h.deadline for h in waiting if h.deadline is not None]
         return min([flush_at, *deadlines]) - now
 
-    def _next_queue_locked(self, now: float) -> collections.deque[RequestHandle] | None:
+    def _next_queue_locked(self, now: float, batch_room: bool) -> collections.deque[RequestHandle] | None:
         paid, free = self._waiting[Priority.PAID], self._waiting[Priority.FREE]
         if not free:
-            return paid or None
+            return paid or (self._waiting[Priority.BATCH] if batch_room else None) or None
         if not paid:
             return free
         promoted = now - free[0].submitted_at >= self.config.free_age_bound_s
@@ -245,9 +247,14 @@ class Scheduler:
 
     def _admit_locked(self, now: float) -> list[RequestHandle]:
         tokens = sum(h._footprint for h in self._running.values())
+        batch_running = sum(1 for h in self._running.values() if h.priority == Priority.BATCH)
         new = []
         while len(self._running) < self.max_batch_size:
-            queue = self._next_queue_locked(now)
+            # Batch work takes only slots interactive work leaves empty, and on
+            # a continuous engine (where it holds them for many steps) at most
+            # its share, so that interactive arrivals find room at the next step.
+            batch_room = self.fixed_batch or batch_running < self.batch_slots
+            queue = self._next_queue_locked(now, batch_room)
             if queue is None:
                 break
             # Strict order: a big request at the head is not overtaken (it
@@ -256,6 +263,7 @@ class Scheduler:
                 break
             h = queue.popleft()
             tokens += h._footprint
+            batch_running += h.priority == Priority.BATCH
             h._state = RUNNING
             h.started_at = now
             self._running[h.id] = h
@@ -462,6 +470,7 @@ class Scheduler:
                 model=self.name, queue_length=queued,
                 queue_paid=len(self._waiting[Priority.PAID]),
                 queue_free=len(self._waiting[Priority.FREE]),
+                queue_batch=len(self._waiting[Priority.BATCH]),
                 running=len(self._running), max_batch_size=self.max_batch_size,
                 free_slots=max(0, self.max_batch_size - len(self._running) - queued),
                 tokens_per_s=tokens / span, requests_per_s=done / span,

@@ -164,6 +164,34 @@ def test_paid_before_free_and_fifo_within_tier():
     assert by_start == ["p1", "p2", "p3", "f1", "f2", "f3"]
 
 
+def test_batch_fills_only_the_room_interactive_work_leaves_in_a_call():
+    clock = VirtualClock()
+    engine = fixed(clock, n=4)
+    sched = Scheduler(engine, clock=clock)
+    batch = [sched.submit(seq(f"b{i}"), "batch") for i in range(6)]
+    free = [sched.submit(seq(f"f{i}"), "free") for i in range(3)]
+    run_until_idle(sched, clock)
+    # The first call takes the three free requests and one batch line; batch
+    # lines submitted first never go ahead of interactive ones.
+    first = [h.id for h in [*batch, *free] if h.started_at == 0.0]
+    assert sorted(first) == ["b0", "f0", "f1", "f2"]
+    assert all(h.done() and h.error is None for h in [*batch, *free])
+
+
+def test_batch_holds_at_most_its_share_of_a_continuous_engines_slots():
+    clock = VirtualClock()
+    engine = CountingEngine(clock, max_batch_size=4)
+    sched = Scheduler(engine, SchedulerConfig(batch_slot_share=0.5), clock=clock)
+    lines = [sched.submit(seq(f"b{i}", max_tokens=5), "batch") for i in range(4)]
+    sched.run_once()
+    assert sched.stats().running == 2 and sched.stats().queue_batch == 2
+    arrived = sched.submit(seq("p0", max_tokens=1), "paid")
+    sched.run_once()  # the free slot goes to the interactive arrival at the next step
+    assert arrived.done() and arrived.started_at is not None
+    run_until_idle(sched, clock)
+    assert all(h.done() and h.error is None for h in lines)
+
+
 def _free_under_paid_flood(age_bound: float) -> tuple[float, float]:
     """One free request at t=0 and a paid request every 0.1 s (more than a
     one-input device serves) until t=3; returns (free start, last paid start)."""
