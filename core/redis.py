@@ -8,8 +8,13 @@ Off in the embedded default (no REDIS_URL): callers check ``enabled()``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
+import logging
+import threading
 import weakref
+from collections.abc import Callable
+from concurrent.futures import Future
 
 import redis
 import redis.asyncio as aioredis
@@ -24,6 +29,7 @@ SOCKET_TIMEOUT_S = 10
 MAX_ASYNC_CONNECTIONS = 1024
 
 _async_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+logger = logging.getLogger(__name__)
 
 
 def enabled() -> bool:
@@ -58,3 +64,63 @@ def script(source: str, client: aioredis.Redis | None = None):
     if registered is None:
         registered = by_source[source] = client.register_script(source)
     return registered
+
+
+class PipelineWriter:
+    """One thread that sends whatever commands are pending, as many per round
+    trip as there are (one pipeline), so that threads which must not wait on
+    Redis (a device's scheduler) and many small writers share few round trips.
+
+    ``put(add, done)``: ``add(pipe)`` queues its commands on the pipeline and
+    returns how many it queued; ``done`` (a Future), if given, gets the reply
+    of the last one, or the exception when the round trip failed. Commands
+    run in ``put`` order. ``put_latest(key, add)`` keeps only the newest
+    pending ``add`` per key (a state that is overwritten anyway).
+    """
+
+    def __init__(self, client: redis.Redis, name: str):
+        self.client = client
+        self._queue: collections.deque = collections.deque()
+        self._latest: dict[str, Callable] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        threading.Thread(target=self._run, name=name, daemon=True).start()
+
+    def put(self, add: Callable, done: Future | None = None) -> None:
+        self._queue.append((add, done))
+        self._wake.set()
+
+    def put_latest(self, key: str, add: Callable) -> None:
+        with self._lock:
+            self._latest[key] = add
+        self._wake.set()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            ops = []
+            while self._queue:
+                ops.append(self._queue.popleft())
+            with self._lock:
+                latest, self._latest = list(self._latest.values()), {}
+            ops += [(add, None) for add in latest]
+            if ops:
+                self._send(ops)
+
+    def _send(self, ops: list) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        counts = [add(pipe) for add, _ in ops]
+        try:
+            replies = pipe.execute()
+        except Exception as exc:  # Redis away: waiters get the error, the rest is dropped
+            logger.warning("%d queued Redis writes failed: %r", len(ops), exc)
+            for _, done in ops:
+                if done is not None:
+                    done.set_exception(exc)
+            return
+        at = 0
+        for (_, done), count in zip(ops, counts, strict=True):
+            at += count
+            if done is not None:
+                done.set_result(replies[at - 1])

@@ -10,6 +10,7 @@ One request checks, in one round trip, all or nothing:
   batch slots, and whether any worker is alive at all;
 - that the caller's API key carries no revocation mark (accounts.keycache:
   gateways cache keys, so a revocation is enforced here, in the same round trip).
+An admitted request also gets its model's device states back (for routing).
 The script also claims the controller's tick (SET NX PX period), so the
 controller runs lazily, at most once per period across all gateway processes.
 
@@ -26,6 +27,7 @@ from django.conf import settings
 
 from accounts.keycache import revoked_mark
 from core.redis import script
+from inference_protocol.devices import devices_key
 
 _ADMIT = """
 local t = redis.call('TIME')
@@ -89,6 +91,10 @@ for i = 1, n do
   table.insert(out, tostring(math.floor(math.max(lv[1], 0))))
   table.insert(out, math.ceil((lv[2] - lv[1]) * 1000 / math.max(lv[3], 0.001)))
   table.insert(out, tostring(lv[2]))
+end
+if out[1] == 0 and tonumber(ARGV[6]) == 1 then
+  -- the model's device states, for routing (inference_client/routing.py)
+  for _, v in ipairs(redis.call('HGETALL', KEYS[n + 4])) do table.insert(out, v) end
 end
 return out
 """
@@ -162,6 +168,7 @@ class Decision:
     tick: bool                   # this caller owns the controller's run for this period
     failed_bucket: str | None
     buckets: dict[str, dict]     # name -> {remaining, reset_ms, limit}
+    devices: list = dataclasses.field(default_factory=list)  # HGETALL devices:<model>, flat
 
 
 def key_buckets(*, key_id: int, tier: str, tokens: int) -> list[Bucket]:
@@ -196,7 +203,7 @@ async def admit(*, buckets: list[Bucket], model: str, request_id: str, check_que
     for bucket in buckets:
         argv += bucket.args()
     mark = revoked_mark(api_key_id if api_key_id is not None else 0)  # no key id 0 exists
-    keys = [b.key for b in buckets] + [inflight_key(model), TICK_KEY, mark]
+    keys = [b.key for b in buckets] + [inflight_key(model), TICK_KEY, mark, devices_key(model)]
     reply = await script(_ADMIT, redis)(keys=keys, args=argv)
     status, retry_ms, tick, failed = (int(x) for x in reply[:4])
     states = {}
@@ -206,7 +213,7 @@ async def admit(*, buckets: list[Bucket], model: str, request_id: str, check_que
                                "limit": int(float(cap))}
     return Decision(allowed=status == 0, reason=REJECT_REASONS.get(status), retry_after_ms=retry_ms,
                     tick=bool(tick), failed_bucket=buckets[failed - 1].name if failed else None,
-                    buckets=states)
+                    buckets=states, devices=reply[4 + 3 * len(states):])
 
 
 def peek(*, buckets: list[Bucket], redis) -> list[dict]:

@@ -11,30 +11,32 @@ from celery import current_app
 from inference_client.publisher import Publisher
 from inference_protocol.backend import Backend
 from inference_protocol.heartbeat import read_heartbeats
-from inference_protocol.queues import GENERATE_TASK, queue_for
+from inference_protocol.queues import GENERATE_TASK, device_queue, queue_for
 
 
 class CeleryBackend(Backend):
-    def submit(self, request, producer=None):
+    def submit(self, request, producer=None, device=None):
+        """To the device's own queue when routing chose one, else the model's shared queue."""
+        queue = device_queue(request.model, device) if device else queue_for(request.model)
         # argsrepr: Celery would put a repr of the messages (user text) in the
         # headers, for logs and monitors; the request id is enough there.
-        current_app.send_task(GENERATE_TASK, args=[request.to_dict()], queue=queue_for(request.model),
+        current_app.send_task(GENERATE_TASK, args=[request.to_dict()], queue=queue,
                               task_id=request.request_id, producer=producer,
                               argsrepr=f"<request {request.request_id}>", kwargsrepr="{}")
 
-    async def asubmit(self, request):
-        await self._publisher.publish(request)
+    async def asubmit(self, request, device=None):
+        await self._publisher.publish((request, device))
 
     @functools.cached_property
     def _publisher(self) -> Publisher:
         return Publisher(self._publish_batch)
 
-    def _publish_batch(self, requests: list) -> list[Exception | None]:
+    def _publish_batch(self, items: list) -> list[Exception | None]:
         errors: list[Exception | None] = []
         with current_app.producer_or_acquire() as producer:  # one connection for the batch
-            for request in requests:
+            for request, device in items:
                 try:
-                    self.submit(request, producer=producer)
+                    self.submit(request, producer=producer, device=device)
                     errors.append(None)
                 except Exception as exc:  # this request fails; the others still go
                     errors.append(exc)

@@ -19,7 +19,7 @@ from django.conf import settings
 from accounts.models import ApiKey
 from core.errors import ApiError
 from core.redis import enabled as redis_enabled
-from inference_client import admission, capacity, prompt_cache, usage
+from inference_client import admission, capacity, prompt_cache, routing, usage
 from inference_client import metrics as m
 from inference_client.completion import Completion, read_events, spawn
 from inference_client.idempotency import body_fingerprint, idempotency_release, idempotency_reserve
@@ -28,6 +28,7 @@ from inference_client.threads import run_db
 from inference_client.validation import ChatParams
 from inference_protocol.backend import get_backend
 from inference_protocol.catalog import UnknownModel, model_spec
+from inference_protocol.devices import parse_states
 from inference_protocol.generation import GenerationRequest
 
 
@@ -189,10 +190,14 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool)
 
     estimate = estimate_prompt_tokens(messages) + params.max_tokens
     ctx["estimate"] = estimate
-    headers = {}
+    headers, device = {}, None
     if use_redis:
         decision = await _admit(principal, model, request_id, estimate, check_queue=True)
         headers = admission.ratelimit_headers(decision)
+        if settings.INFERENCE_ROUTING == "soonest":
+            now = time.time()
+            chosen = routing.choose(parse_states(decision.devices, now), now)
+            device = chosen.device if chosen else None
     generation = GenerationRequest(
         request_id=request_id, model=model, messages=messages, max_tokens=params.max_tokens,
         temperature=params.temperature, top_p=params.top_p, stop=list(params.stop),
@@ -201,7 +206,7 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool)
         priority="paid" if principal.tier == "paid" else "free",
         timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S)
     try:
-        await get_backend().asubmit(generation)
+        await get_backend().asubmit(generation, device=device)
     except Exception as exc:
         if use_redis:  # nothing ran: refund the charge, free the slot, no usage record
             await admission.settle(model=model, request_id=request_id,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import collections
 import concurrent.futures
 import functools
 import json
@@ -27,7 +26,7 @@ from collections import defaultdict
 
 from django.conf import settings
 
-from core.redis import get_aredis, get_redis
+from core.redis import PipelineWriter, get_aredis, get_redis
 
 logger = logging.getLogger(__name__)
 
@@ -106,17 +105,37 @@ class RedisEventLog(EventLog):
     def _result(request_id: str) -> str:
         return f"gen:{request_id}:result"
 
+    # Appends and finishes go through one writer thread per log (one per
+    # worker process), many per round trip: a step of a batch of 50 is one
+    # round trip, not 100, and the scheduler thread never waits on Redis.
+    # Its FIFO keeps each generation's events in order.
+
     def append(self, request_id, event):
-        self._writer.put(("append", request_id, json.dumps(event), None))
+        stream, raw = self._stream(request_id), json.dumps(event)
+
+        def add(pipe):
+            pipe.xadd(stream, {"e": raw})
+            pipe.expire(stream, EVENT_TTL_S)
+            return 2
+        self.writer.put(add)
 
     def finish(self, request_id, event):
+        keys, raw = [self._result(request_id), self._stream(request_id)], json.dumps(event)
+
+        def add(pipe):
+            self._finish_script(keys=keys, args=[raw, EVENT_TTL_S], client=pipe)
+            return 1
         done = concurrent.futures.Future()
-        self._writer.put(("finish", request_id, json.dumps(event), done))
-        return done.result()
+        self.writer.put(add, done)
+        return bool(done.result())
 
     @functools.cached_property
-    def _writer(self) -> _BatchWriter:
-        return _BatchWriter(self.redis)
+    def writer(self) -> PipelineWriter:
+        return PipelineWriter(self.redis, name="event-writer")
+
+    @functools.cached_property
+    def _finish_script(self):
+        return self.redis.register_script(_FINISH)
 
     def state(self, request_id):
         pipe = self.redis.pipeline(transaction=False)
@@ -197,60 +216,6 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
 end
 return 0
 """
-
-
-class _BatchWriter:
-    """One thread per worker process writes the events of every generation,
-    as many as are pending per round trip (a pipeline): a step of a batch of
-    50 is one round trip, not 100, and the scheduler thread never waits on
-    Redis. One FIFO queue keeps each generation's events in order."""
-
-    def __init__(self, redis):
-        self.redis = redis
-        self._finish = redis.register_script(_FINISH)
-        self._queue: collections.deque = collections.deque()
-        self._wake = threading.Event()
-        threading.Thread(target=self._run, name="event-writer", daemon=True).start()
-
-    def put(self, op: tuple) -> None:
-        self._queue.append(op)
-        self._wake.set()
-
-    def _run(self) -> None:
-        while True:
-            self._wake.wait()
-            self._wake.clear()
-            ops = []
-            while self._queue:
-                ops.append(self._queue.popleft())
-            if ops:
-                self._write(ops)
-
-    def _write(self, ops: list[tuple]) -> None:
-        pipe = self.redis.pipeline(transaction=False)
-        for kind, request_id, raw, _ in ops:
-            stream = RedisEventLog._stream(request_id)
-            if kind == "append":
-                pipe.xadd(stream, {"e": raw})
-                pipe.expire(stream, EVENT_TTL_S)
-            else:
-                self._finish(keys=[RedisEventLog._result(request_id), stream], args=[raw, EVENT_TTL_S],
-                             client=pipe)
-        try:
-            replies = pipe.execute()
-        except Exception as exc:  # Redis away: the waiting finishers raise it
-            logger.warning("event writer: %d events not written: %r", len(ops), exc)
-            for *_, done in ops:
-                if done is not None:
-                    done.set_exception(exc)
-            return
-        at = 0
-        for kind, _, _, done in ops:
-            if kind == "append":
-                at += 2
-            else:
-                done.set_result(bool(replies[at]))
-                at += 1
 
 
 def _whole_text(done: dict) -> dict:

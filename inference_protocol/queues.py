@@ -1,5 +1,7 @@
 """Celery names shared by the gateway (which publishes) and the workers (which consume)."""
 
+from kombu import Queue
+
 QUEUE_PREFIX = "gpu."
 GENERATE_TASK = "inference.generate"
 
@@ -9,4 +11,24 @@ def queue_for(model: str) -> str:
 
 
 def model_of_queue(queue: str) -> str | None:
-    return queue[len(QUEUE_PREFIX):] if queue.startswith(QUEUE_PREFIX) else None
+    """The model of a shared queue ``gpu.<model>`` (None for other queues and device queues)."""
+    if not queue.startswith(QUEUE_PREFIX) or DEVICE_SEPARATOR in queue:
+        return None
+    return queue[len(QUEUE_PREFIX):]
+
+
+# A device's own queue: the gateway sends it the requests it is expected to
+# start soonest (inference_client/routing.py). A message that waits there
+# longer than DEVICE_QUEUE_TTL_MS (its worker died or stopped consuming) is
+# dead-lettered to the model's shared queue, which every worker consumes.
+DEVICE_QUEUE_TTL_MS = 3000
+DEVICE_SEPARATOR = "#"
+
+
+def device_queue(model: str, device: str) -> Queue:
+    name = f"{queue_for(model)}{DEVICE_SEPARATOR}{device}"
+    return Queue(name, routing_key=name,
+                 queue_arguments={"x-message-ttl": DEVICE_QUEUE_TTL_MS, "x-dead-letter-exchange": "",
+                                  "x-dead-letter-routing-key": queue_for(model),
+                                  # the queue itself goes away a minute after its last consumer
+                                  "x-expires": 60_000})

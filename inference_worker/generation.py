@@ -14,6 +14,7 @@ import weakref
 from inference_protocol.events import EventLog
 from inference_protocol.generation import GenerationRequest
 from inference_worker.engines.base import SamplingParams, Sequence
+from inference_worker.heartbeat import WORKER_ID
 from inference_worker.runtime import get_scheduler
 
 logger = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
         event = {"type": "done", "result": {
             "text": result.text, "finish_reason": result.finish_reason,
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-            "queued_s": result.queued_s, "latency_s": result.latency_s}}
+            "queued_s": result.queued_s, "latency_s": result.latency_s, "device": WORKER_ID}}
     if not log.finish(request.request_id, event):
         logger.info("request %s finished twice; keeping the first result", request.request_id)
         return log.final(request.request_id)

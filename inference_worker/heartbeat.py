@@ -39,7 +39,11 @@ class HeartbeatThread(threading.Thread):
         self._stop_event = threading.Event()
 
     def run(self):
+        from inference_worker.runtime import loaded_schedulers
+
         while not self._stop_event.is_set():
+            for scheduler in loaded_schedulers().values():
+                scheduler.check_health()  # may be a network call: here, not under a lock
             records = [r for r in local_records() if r["healthy"]]
             try:
                 if records:

@@ -122,12 +122,15 @@ class RequestHandle:
     Callbacks run on the scheduler thread, in order (every ``on_token`` before
     ``on_done``/``on_error``); keep them short (publish and return). An
     exception in a callback is logged and does not affect the request.
+
+    The handle is also the scheduler's record of the request: the scheduler
+    writes its underscored fields, always under its own lock.
     """
 
     def __init__(self, scheduler: Scheduler, seq: Sequence, priority: Priority,
                  deadline: float | None, submitted_at: float, order: int,
                  on_token: TokenCallback | None, on_done: DoneCallback | None,
-                 on_error: ErrorCallback | None):
+                 on_error: ErrorCallback | None, footprint: int = 0):
         self._scheduler = scheduler
         self.seq = seq
         self.priority = priority
@@ -141,7 +144,7 @@ class RequestHandle:
         self._chunks: list[str] = []
         self._token_ids: list[int] = []
         self._completion_tokens = 0
-        self._footprint = 0
+        self._footprint = footprint
         self._cancel_reason: str | None = None
         self._result: GenerationResult | None = None
         self._error: RequestFailed | None = None
@@ -176,7 +179,7 @@ class RequestHandle:
 
     def cancel(self, reason: str = "client went away") -> bool:
         """Cancel the request; False if it had already finished."""
-        return self._scheduler._cancel(self, reason)
+        return self._scheduler.cancel(self, reason)
 
     def __repr__(self) -> str:
         return f"<RequestHandle {self.id} {self.priority.name.lower()} {self._state}>"

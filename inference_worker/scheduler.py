@@ -25,7 +25,7 @@ scheduler thread decides what runs in each step:
   engine releases its state;
 - partial failure: if ``engine.step`` raises, the batch is split in halves and
   retried recursively, so only the failing sequence(s) get an error and the
-  rest complete.
+  rest complete (``inference_worker.isolation``).
 
 Time is read only through an injectable clock (``inference_worker.clock``):
 tests and the benchmark drive ``run_once`` on a virtual clock, with no sleeps.
@@ -42,6 +42,7 @@ from typing import Any
 
 from inference_worker.clock import RealClock
 from inference_worker.engines.base import Engine, EngineError, Sequence, StepResult
+from inference_worker.isolation import IsolatingStepper
 from inference_worker.requests import (  # noqa: F401 (re-exported: the scheduler's public API)
     DONE,
     RUNNING,
@@ -56,13 +57,19 @@ from inference_worker.requests import (  # noqa: F401 (re-exported: the schedule
     SchedulerStats,
     TokenCallback,
 )
+from inference_worker.stepstats import StepWindow
 
 log = logging.getLogger(__name__)
 
 class Scheduler:
     def __init__(self, engine: Engine, config: SchedulerConfig | None = None, *,
-                 clock: Any = None, name: str | None = None):
+                 clock: Any = None, name: str | None = None,
+                 on_change: Callable[[Scheduler], None] | None = None):
+        """``on_change(scheduler)`` is called (outside the lock) whenever the
+        queue or the device's busy time changes: the worker publishes the
+        device state for routing from it."""
         self.engine = engine
+        self.on_change = on_change
         self.config = config or SchedulerConfig()
         self.clock = clock or RealClock()
         self.name = name or engine.model_name or type(engine).__name__
@@ -88,14 +95,15 @@ class Scheduler:
         self._stopping = False
         self._drain = False
         self._thread: threading.Thread | None = None
-        self._device_free_at = self.clock.now()
-        self._healthy = True
+        self._busy_until = self.clock.now()   # the running step's expected end
+        self.healthy = True                   # engine.health(), as of check_health()
+        self._stepper = IsolatingStepper(engine, self.name)
 
         # counters (written by the scheduler thread, read by stats())
-        self._steps = self._engine_calls = self._last_batch = self._batched = 0
+        self._steps = self._last_batch = self._batched = 0
         self._batch_sizes: collections.Counter[int] = collections.Counter()
         self._completed = self._failed = self._cancelled = self._expired = 0
-        self._window: collections.deque[tuple[float, int, int, float]] = collections.deque()
+        self._window = StepWindow(self.config.stats_window_s)
 
     # ---- submitting -------------------------------------------------------
 
@@ -130,12 +138,12 @@ class Scheduler:
                 raise RequestFailed(f"queue full ({self.config.max_queue} waiting)",
                                     code="queue_full")
             handle = RequestHandle(self, seq, priority, deadline, now, next(self._order),
-                                   on_token, on_done, on_error)
-            handle._footprint = footprint
+                                   on_token, on_done, on_error, footprint)
             self._waiting[priority].append(handle)
             self._ids.add(seq.id)
             self._dirty = True
             self._lock.notify_all()
+        self._changed()
         return handle
 
     def _footprint(self, seq: Sequence) -> int:
@@ -143,7 +151,8 @@ class Scheduler:
         # then always run to completion without outgrowing the device.
         return min(len(seq.prompt_tokens) + seq.params.max_tokens, self.context_window)
 
-    def _cancel(self, handle: RequestHandle, reason: str) -> bool:
+    def cancel(self, handle: RequestHandle, reason: str) -> bool:
+        """Cancel ``handle``'s request (``RequestHandle.cancel`` calls this)."""
         with self._lock:
             if handle._state == DONE:
                 return False
@@ -187,8 +196,10 @@ class Scheduler:
                 return None
             new_ids = {h.id for h in new}
             running = [h.seq for h in batch if h.id not in new_ids]
-        started = self.clock.now()
-        results, errors = self._step(running, [h.seq for h in new])
+            started = self.clock.now()
+            self._busy_until = started + (self._window.step_s or 0.0)
+        self._changed()
+        results, errors = self._stepper.step(running, [h.seq for h in new])
         return self._apply(batch, results, errors, started)
 
     def _reap_locked(self, now: float) -> list[tuple[RequestHandle, Callable[[], None], bool]]:
@@ -270,47 +281,13 @@ class Scheduler:
             new.append(h)
         return new
 
-    # ---- stepping and isolating failures -----------------------------------
-
-    def _step(self, running: list[Sequence], new: list[Sequence]
-              ) -> tuple[dict[str, StepResult], dict[str, RequestFailed]]:
-        results: dict[str, StepResult] = {}
-        errors: dict[str, RequestFailed] = {}
-        self._step_part(running, new, results, errors)
-        return results, errors
-
-    def _step_part(self, running: list[Sequence], new: list[Sequence],
-                   results: dict[str, StepResult], errors: dict[str, RequestFailed]) -> None:
-        self._engine_calls += 1
-        try:
-            out = self.engine.step(running, new)
-            by_id = {r.seq_id: r for r in out}
-            expected = {s.id for s in running} | {s.id for s in new}
-            if len(out) != len(expected) or set(by_id) != expected:
-                raise EngineError(f"engine returned {len(out)} results for {len(expected)} "
-                                  "sequences", code="engine_protocol_error")
-        except Exception as exc:  # any engine failure: isolate, never crash the loop
-            tagged = [(s, False) for s in running] + [(s, True) for s in new]
-            if len(tagged) == 1:
-                errors[tagged[0][0].id] = _request_error(exc)
-                log.warning("%s: request %s failed alone: %r", self.name, tagged[0][0].id, exc)
-                return
-            log.warning("%s: step over %d sequences failed (%r); splitting the batch",
-                        self.name, len(tagged), exc)
-            mid = len(tagged) // 2
-            for part in (tagged[:mid], tagged[mid:]):
-                self._step_part([s for s, is_new in part if not is_new],
-                                [s for s, is_new in part if is_new], results, errors)
-            return
-        results.update(by_id)
-
     def _apply(self, batch: list[RequestHandle], results: dict[str, StepResult],
                errors: dict[str, RequestFailed], started: float) -> float:
         events: list[tuple[RequestHandle, Callable[[], None], bool]] = []
         tokens = completed = 0
         with self._lock:
             now = self.clock.now()
-            self._device_free_at = now
+            self._busy_until = now
             self._steps += 1
             self._last_batch = len(batch)
             self._batched += len(batch)
@@ -346,8 +323,7 @@ class Scheduler:
                     self._completed += 1
                     self._drop_running(h)
                     events.append((h, self._finish(h, finish_reason=finish), True))
-            self._window.append((now, tokens, completed, now - started))
-            self._trim_window(now)
+            self._window.add(now, tokens, completed, now - started)
         self._release_and_notify(events)
         return 0.0
 
@@ -448,24 +424,39 @@ class Scheduler:
     def _queue_length(self) -> int:
         return sum(len(q) for q in self._waiting.values())
 
-    def _trim_window(self, now: float) -> None:
-        while self._window and self._window[0][0] < now - self.config.stats_window_s:
-            self._window.popleft()
+    def check_health(self) -> bool:
+        """Ask the engine (for an upstream engine, an HTTP call): called by the
+        heartbeat thread, never under the scheduler's lock."""
+        try:
+            self.healthy = bool(self.engine.health())
+        except Exception:
+            self.healthy = False
+        return self.healthy
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            _safe(self.on_change, self)
+
+    def device_state(self) -> dict:
+        """When a new interactive request would start here (for routing), on
+        this scheduler's clock: the next step's earliest start (the running
+        step's expected end, or the end of a held idle batch), the interactive
+        requests waiting ahead of it, the step duration and the idle hold."""
+        with self._lock:
+            now = self.clock.now()
+            hold = self._hold_locked(now) if not self._running else None
+            return {"busy_until": now + hold if hold is not None else self._busy_until, "now": now,
+                    "waiting": len(self._waiting[Priority.PAID]) + len(self._waiting[Priority.FREE]),
+                    "running": len(self._running), "max_batch_size": self.max_batch_size,
+                    "step_s": self._window.step_s or 0.0, "fixed_batch": self.fixed_batch,
+                    "hold_s": self.config.max_wait_ms / 1000.0 if self.fixed_batch else 0.0}
 
     def stats(self) -> SchedulerStats:
         with self._lock:
             now = self.clock.now()
-            self._trim_window(now)
-            span = self.config.stats_window_s
-            tokens = sum(w[1] for w in self._window)
-            done = sum(w[2] for w in self._window)
-            busy = sum(w[3] for w in self._window)
+            tokens_per_s, requests_per_s, busy_fraction = self._window.rates(now)
             heads = [q[0].submitted_at for q in self._waiting.values() if q]
             queued = self._queue_length()
-            try:
-                healthy = bool(self.engine.health())
-            except Exception:
-                healthy = False
             return SchedulerStats(
                 model=self.name, queue_length=queued,
                 queue_paid=len(self._waiting[Priority.PAID]),
@@ -473,24 +464,13 @@ class Scheduler:
                 queue_batch=len(self._waiting[Priority.BATCH]),
                 running=len(self._running), max_batch_size=self.max_batch_size,
                 free_slots=max(0, self.max_batch_size - len(self._running) - queued),
-                tokens_per_s=tokens / span, requests_per_s=done / span,
-                busy_fraction=min(1.0, busy / span), steps=self._steps,
-                engine_calls=self._engine_calls, last_batch_size=self._last_batch,
+                tokens_per_s=tokens_per_s, requests_per_s=requests_per_s,
+                busy_fraction=busy_fraction, steps=self._steps,
+                engine_calls=self._stepper.calls, last_batch_size=self._last_batch,
                 mean_batch_size=self._batched / self._steps if self._steps else 0.0,
                 batch_sizes=dict(self._batch_sizes), completed=self._completed,
                 failed=self._failed, cancelled=self._cancelled, expired=self._expired,
-                oldest_wait_s=now - min(heads) if heads else 0.0, healthy=healthy)
-
-
-def _request_error(exc: BaseException) -> RequestFailed:
-    if isinstance(exc, EngineError):
-        code = exc.code
-    elif isinstance(exc, MemoryError) or "out of memory" in str(exc).lower():
-        code = "out_of_memory"
-    else:
-        code = "engine_error"
-    return RequestFailed(f"the engine failed on this request (isolated from its batch): "
-                         f"{type(exc).__name__}: {exc}", code=code)
+                oldest_wait_s=now - min(heads) if heads else 0.0, healthy=self.healthy)
 
 
 def _token_notifier(h: RequestHandle, delta: str) -> Callable[[], None]:

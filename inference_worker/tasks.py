@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 
 from celery import shared_task
 from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
 
+from inference_protocol.devices import DeviceState, publish_state
 from inference_protocol.events import RedisEventLog
 from inference_protocol.generation import GenerationRequest
-from inference_protocol.queues import GENERATE_TASK, model_of_queue
+from inference_protocol.queues import GENERATE_TASK, device_queue, model_of_queue
 from inference_worker.generation import run_generation
-from inference_worker.heartbeat import HeartbeatThread
+from inference_worker.heartbeat import WORKER_ID, HeartbeatThread
 from inference_worker.runtime import get_scheduler, stop_all
 
 logger = logging.getLogger(__name__)
@@ -50,12 +52,32 @@ def load_models(sender, **kwargs):
         model = model_of_queue(name)
         if model is not None:
             try:
-                get_scheduler(model)
+                scheduler = get_scheduler(model)
             except Exception:
                 logger.exception("cannot load model %s: this worker will not serve it", model)
                 sender.cancel_task_queue(name)  # leave its tasks to workers that can
+                continue
+            _serve_device_queue(sender, model, scheduler)
     _heartbeat = HeartbeatThread()
     _heartbeat.start()
+
+
+def _serve_device_queue(consumer, model: str, scheduler) -> None:
+    """Consume this device's own queue too, and publish the device's state as
+    it changes, so the gateway can send each request where it starts soonest."""
+    queue = device_queue(model, WORKER_ID)
+    consumer.add_task_queue(queue.name, exchange="", routing_key=queue.routing_key,
+                            queue_arguments=queue.queue_arguments)
+    writer = _log().writer
+
+    def on_change(sched) -> None:
+        state, at = sched.device_state(), time.time()
+        publish_state(writer, model, DeviceState(
+            device=WORKER_ID, at=at, busy_until=at + state["busy_until"] - state["now"],
+            waiting=state["waiting"], running=state["running"], max_batch_size=state["max_batch_size"],
+            step_s=state["step_s"], fixed_batch=state["fixed_batch"], hold_s=state["hold_s"]))
+    scheduler.on_change = on_change
+    on_change(scheduler)
 
 
 def _skip_database_hooks(app) -> None:

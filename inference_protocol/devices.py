@@ -1,0 +1,58 @@
+"""Device states: when a new request would start on each device of a model,
+written by workers as their queues change and read by the gateway to send
+each request where it starts soonest (inference_client/routing.py).
+
+One Redis hash per model, ``devices:<model>``: field = device (worker id),
+value = a DeviceState as JSON. A state carries its own write time; readers
+ignore states older than STALE_S (a dead worker's entry simply goes stale).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+STALE_S = 2.0
+
+
+def devices_key(model: str) -> str:
+    return f"devices:{model}"
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceState:
+    device: str              # the worker id; its own queue is queues.device_queue(model, device)
+    at: float                # wall-clock time of this state
+    busy_until: float        # the next step's earliest start: the running step's expected
+                             # end, or the end of an idle device's batch hold (<= at: idle)
+    waiting: int             # interactive requests queued ahead of a new one
+    running: int
+    max_batch_size: int
+    step_s: float            # recent step duration
+    fixed_batch: bool
+    hold_s: float = 0.0      # an idle device holds a new batch open this long (max_wait_ms)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> DeviceState:
+        return cls(**json.loads(raw))
+
+
+def publish_state(writer, model: str, state: DeviceState) -> None:
+    """Queue a device's newest state on a core.redis.PipelineWriter (only the
+    newest pending one per device is sent)."""
+    key, raw = devices_key(model), state.to_json()
+
+    def add(pipe):
+        pipe.hset(key, state.device, raw)
+        pipe.expire(key, 3600)
+        return 2
+    writer.put_latest(f"{model}:{state.device}", add)
+
+
+def parse_states(flat: list, now: float) -> list[DeviceState]:
+    """HGETALL's flat [field, value, ...] reply -> the fresh states."""
+    states = [DeviceState.from_json(raw) for raw in flat[1::2]]
+    return [s for s in states if now - s.at <= STALE_S]

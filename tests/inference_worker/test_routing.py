@@ -1,0 +1,106 @@
+"""Sending each request to the device expected to start it soonest, on real
+workers: device states in Redis, device queues on RabbitMQ, and a dead
+device's queued requests moving to the model's shared queue."""
+
+import os
+import signal
+import time
+import uuid
+
+import pytest
+
+from core.redis import get_redis
+from inference_client.backend import CeleryBackend
+from inference_client.routing import choose, expected_start
+from inference_protocol.devices import DeviceState, devices_key, parse_states
+from inference_protocol.generation import GenerationRequest
+from inference_protocol.queues import DEVICE_QUEUE_TTL_MS
+from tests.inference_worker.workers import celery_worker, delete_queues, wait_for
+
+
+def _state(device, busy_until=0.0, waiting=0, running=0, hold_s=0.0, max_batch=50, fixed=True):
+    return DeviceState(device=device, at=100.0, busy_until=busy_until, waiting=waiting, running=running,
+                       max_batch_size=max_batch, step_s=0.2, fixed_batch=fixed, hold_s=hold_s)
+
+
+def test_expected_start_of_fixed_batch_and_continuous_devices():
+    now = 100.0
+    assert expected_start(_state("idle"), now) == now
+    assert expected_start(_state("holding-idle", hold_s=0.02), now) == pytest.approx(now + 0.02)
+    assert expected_start(_state("mid-call", busy_until=now + 0.15, running=10), now) == now + 0.15
+    # 50 already wait for the next call: a new request goes in the one after.
+    full = _state("full", busy_until=now + 0.05, waiting=50, running=50)
+    assert expected_start(full, now) == pytest.approx(now + 0.25)
+    continuous = _state("slots", busy_until=now + 0.01, running=3, max_batch=4, fixed=False)
+    assert expected_start(continuous, now) == now + 0.01
+
+
+def test_choose_prefers_the_call_about_to_end_over_the_one_just_begun():
+    now = 100.0
+    just_begun = _state("a", busy_until=now + 0.19, running=40)
+    about_to_end = _state("b", busy_until=now + 0.01, running=40)
+    assert choose([just_begun, about_to_end], now).device == "b"
+    assert choose([], now) is None
+
+
+@pytest.fixture
+def model():
+    name = f"route-{uuid.uuid4().hex[:8]}"
+    yield name
+    delete_queues([f"gpu.{name}"])
+
+
+def _request(model, text="hi"):
+    return GenerationRequest(request_id=uuid.uuid4().hex, model=model,
+                             messages=[{"role": "user", "content": text}], seed=1, max_tokens=8)
+
+
+def _states(model):
+    flat = [x for kv in get_redis().hgetall(devices_key(model)).items() for x in kv]
+    return sorted(parse_states(flat, time.time()), key=lambda s: s.device)
+
+
+@pytest.mark.slow
+def test_should_send_a_request_to_the_idle_device_not_the_busy_one(model):
+    backend = CeleryBackend()
+    spec = {model: {"engine": "fixed_cost", "max_inputs": 1, "call_s": 1.5}}
+    with celery_worker(spec, [f"gpu.{model}"], name="a"), celery_worker(spec, [f"gpu.{model}"], name="b"):
+        states = wait_for(lambda: len(_states(model)) == 2 and _states(model), what="two device states")
+        busy, idle = states[0].device, states[1].device
+        for device in (busy, idle):  # a device knows its call time after its first call
+            warm = _request(model, "warm")
+            backend.submit(warm, device=device)
+            backend.result(warm.request_id, timeout_s=10)
+        first = _request(model, "long")
+        backend.submit(first, device=busy)
+        wait_for(lambda: any(s.device == busy and s.busy_until > time.time() for s in _states(model)),
+                 what="the busy device's state")
+        chosen = choose(_states(model), time.time())
+        assert chosen.device == idle
+        second = _request(model, "quick")
+        backend.submit(second, device=chosen.device)
+        done = backend.result(second.request_id, timeout_s=10)
+        assert done["type"] == "done" and done["result"]["device"] == idle
+        assert done["result"]["latency_s"] < 1.6  # it did not queue behind the long call
+        assert backend.result(first.request_id, timeout_s=10)["result"]["device"] == busy
+
+
+@pytest.mark.slow
+def test_should_run_a_dead_devices_queued_requests_on_another_worker(model):
+    backend = CeleryBackend()
+    spec = {model: {"engine": "fixed_cost", "max_inputs": 1, "call_s": 2.0}}
+    with celery_worker(spec, [f"gpu.{model}"], name="doomed") as doomed:
+        (state,) = wait_for(lambda: _states(model), what="a device state")
+        requests = [_request(model, f"r{i}") for i in range(3)]
+        for request in requests:
+            backend.submit(request, device=state.device)
+        wait_for(lambda: any(s.busy_until > time.time() for s in _states(model)), what="the first call")
+        os.kill(doomed.pid, signal.SIGKILL)
+        doomed.wait()
+    with celery_worker(spec, [f"gpu.{model}"], name="heir"):
+        started = time.monotonic()
+        results = [backend.result(r.request_id, timeout_s=30) for r in requests]
+        assert all(r["type"] == "done" for r in results), results
+        assert {r["result"]["device"] for r in results} != {state.device}
+        # Dead-lettered to the shared queue once they outlived the device queue's TTL.
+        assert time.monotonic() - started >= DEVICE_QUEUE_TTL_MS / 1000 - 1
