@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from inference_client.metrics import ITL
 from inference_protocol.backend import get_backend
 
 logger = logging.getLogger(__name__)
@@ -54,12 +55,18 @@ class Completion:
 
     def __post_init__(self):
         self._events: list[dict] = []
+        self._last_token_at: float | None = None
         self._changed = asyncio.Event()
         self._task: asyncio.Task | None = None
 
     def _push(self, event: dict) -> None:
-        if event["type"] == "token" and self.first_token_at is None:
-            self.first_token_at = time.monotonic()
+        if event["type"] == "token":
+            now = time.monotonic()
+            if self.first_token_at is None:
+                self.first_token_at = now
+            elif self._last_token_at is not None:
+                ITL.labels(self.model).observe(now - self._last_token_at)
+            self._last_token_at = now
         self._events.append(event)
         self._changed.set()
 

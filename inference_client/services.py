@@ -79,6 +79,7 @@ async def _admit(principal: Principal, model: str, request_id: str, tokens: int,
 
 def _refuse(principal: Principal, decision: admission.Decision, tokens: int):
     if decision.reason == "key_revoked":  # revoked since this process cached the key
+        m.REJECTED.labels(principal.tier, "key_revoked").inc()
         raise ApiError("This API key has been revoked.", code="revoked_api_key", status_code=401,
                        headers={"WWW-Authenticate": "Bearer"})
     headers = admission.ratelimit_headers(decision)
@@ -251,9 +252,4 @@ async def _record(completion: Completion, ctx: dict, terminal: dict, *, estimate
         if "semantic_scope" in ctx:
             await prompt_cache.semantic_put(scope=ctx["semantic_scope"], result=cached,
                                             question=ctx["messages"][-1]["content"])
-    m.LATENCY.labels(model).observe(latency)
-    if completion.ttft_s is not None:
-        m.TTFT.labels(model).observe(completion.ttft_s)
-    if result:
-        m.TOKENS.labels(model, "prompt").inc(result["prompt_tokens"])
-        m.TOKENS.labels(model, "completion").inc(result["completion_tokens"])
+    m.observe_end(model, latency_s=latency, ttft_s=completion.ttft_s, result=result)

@@ -7,7 +7,8 @@ stops refreshing and disappears within the TTL. A worker that failed to load
 its model never publishes, so the gateway never routes to it.
 
 Record fields: worker, model, at, free_slots, max_batch_size, running,
-queue_length, tokens_per_s, requests_per_s, busy_fraction, healthy.
+queue_length, tokens_per_s, requests_per_s, busy_fraction, healthy,
+batch_sizes (steps run so far, by batch size).
 """
 
 from __future__ import annotations

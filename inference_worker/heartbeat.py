@@ -20,6 +20,7 @@ def heartbeat_record(model: str, stats) -> dict:
         "running": stats.running, "queue_length": stats.queue_length,
         "tokens_per_s": stats.tokens_per_s, "requests_per_s": stats.requests_per_s,
         "busy_fraction": stats.busy_fraction, "healthy": stats.healthy,
+        "batch_sizes": stats.batch_sizes,
     }
 
 

@@ -59,8 +59,8 @@ def test_should_expose_prometheus_metrics(live):
     chat(live, raw, "metrics")
     text = httpx.get(f"{live}/metrics").text
     assert f'inference_requests_total{{model="{MODEL}",status="200"}}' in text
-    assert "inference_request_latency_seconds_bucket" in text
-    assert "inference_time_to_first_token_seconds_bucket" in text
+    assert "promptyard:e2e_request_latency_seconds_bucket" in text
+    assert "promptyard:time_to_first_token_seconds_bucket" in text
     assert f'inference_live_workers{{model="{MODEL}"}} 1.0' in text
     assert "inference_worker_batch_size" in text and "inference_cache_hit_ratio" in text
 

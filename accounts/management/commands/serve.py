@@ -4,6 +4,9 @@ The README's run command ends here; it works the same on the embedded default
 and with services (the environment decides).
 """
 
+import os
+import shutil
+
 import uvicorn
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -37,5 +40,11 @@ class Command(BaseCommand):
             if not users.filter(username=DEMO_USERNAME).exists():
                 users.create_user(DEMO_USERNAME, password=DEMO_PASSWORD)
             self.stdout.write(f"Log in as {DEMO_USERNAME} / {DEMO_PASSWORD}")
+        if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            # The processes' metrics are aggregated on every /metrics scrape.
+            metrics_dir = settings.VAR_DIR / f"prometheus-{port}"
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+            metrics_dir.mkdir(parents=True)
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
         uvicorn.run("config.asgi:application", host=host, port=port, log_level="info",
                     lifespan="off", workers=workers)
