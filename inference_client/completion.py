@@ -80,8 +80,11 @@ class Completion:
                         terminal = event
                         break
                     self._push(event)
-            except Exception:
-                logger.exception("reading the events of %s failed", self.request_id)
+            except Exception as exc:  # Redis away mid-generation: a clear 503, the client may retry
+                logger.warning("reading the events of %s failed: %r", self.request_id, exc)
+                terminal = {"type": "error", "code": "events_unavailable",
+                            "message": f"The event log is unavailable ({type(exc).__name__}); retry "
+                                       "with the same Idempotency-Key to get the result."}
             self._push(terminal)
             if on_end is not None:
                 try:

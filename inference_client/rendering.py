@@ -16,7 +16,7 @@ ERROR_STATUS = {
     "invalid_temperature": (400, "temperature"), "invalid_top_p": (400, "top_p"),
     "invalid_stop": (400, "stop"), "queue_full": (429, None), "deadline_exceeded": (504, None),
     "timeout": (504, None), "cancelled": (499, None), "scheduler_stopped": (503, None),
-    "rate_limit_exceeded": (429, None),
+    "rate_limit_exceeded": (429, None), "events_unavailable": (503, None),
 }
 
 

@@ -15,6 +15,7 @@ import uuid
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from redis.exceptions import RedisError
 
 from accounts.models import ApiKey
 from core.errors import ApiError
@@ -240,9 +241,12 @@ async def _record(completion: Completion, ctx: dict, terminal: dict, *, estimate
         actual = result["prompt_tokens"] + result["completion_tokens"] if result else 0
         delta = estimate - actual if estimate else 0
         usage.ensure_writer()
-        await admission.settle(model=model, request_id=completion.request_id,
-                               buckets=_buckets(principal, model, 0)[1:], deltas=[delta, delta],
-                               record=usage.record_json(**record), stream=usage.USAGE_STREAM)
+        try:
+            await admission.settle(model=model, request_id=completion.request_id,
+                                   buckets=_buckets(principal, model, 0)[1:], deltas=[delta, delta],
+                                   record=usage.record_json(**record), stream=usage.USAGE_STREAM)
+        except RedisError:  # the record is kept all the same (the slot expires by itself)
+            await usage.store_now(**record)
     else:
         await usage.store_now(**record)
     if result is not None and not completion.cache_hit and "exact_key" in ctx \

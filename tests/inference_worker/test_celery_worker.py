@@ -108,3 +108,24 @@ def test_should_not_advertise_a_model_the_worker_cannot_load(model, tmp_path):
         assert f"cannot load model {broken}" in proc.stdout.read()
     finally:
         delete_queues([f"gpu.{broken}"])
+
+
+def test_should_end_with_an_error_event_whatever_the_engine_raises(model):
+    """A lone surrogate makes llama.cpp's tokenizer raise UnicodeEncodeError, not
+    an EngineError: the client still gets a terminal event at once, not a timeout
+    (the gateway refuses such text at the edge; this is the worker's guarantee)."""
+    smol = f"smol-{model}"
+    backend = CeleryBackend()
+    try:
+        with celery_worker({smol: {"engine": "llamacpp"}}, [f"gpu.{smol}"]):
+            _wait_live(smol)
+            request = _request(smol, "broken \ud800 text", max_tokens=4)
+            backend.submit(request)
+            event = backend.result(request.request_id, timeout_s=30)
+            assert event["type"] == "error" and event["code"] == "engine_error"
+            assert "UnicodeEncodeError" in event["message"]
+            fine = _request(smol, "Say hi.", max_tokens=4)  # the worker keeps serving
+            backend.submit(fine)
+            assert backend.result(fine.request_id, timeout_s=30)["type"] == "done"
+    finally:
+        delete_queues([f"gpu.{smol}"])
