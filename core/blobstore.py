@@ -2,7 +2,8 @@
 directory with the same interface (embedded default).
 
 Keys are content addresses (``sha256/<hex>``); callers keep size and hash in
-the database, since some S3 servers keep metadata in memory only.
+the database, since some S3 servers keep metadata in memory only. Large files go
+up with ``put_file``, streamed from disk (multipart on S3), never read whole.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import abc
 import functools
 import hashlib
+import shutil
 from pathlib import Path
 
 from django.conf import settings
@@ -24,6 +26,10 @@ class BlobNotFound(Exception):
 class BlobStore(abc.ABC):
     @abc.abstractmethod
     def put(self, key: str, data: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def put_file(self, key: str, path: Path) -> None:
+        """Store a file's bytes under ``key``, streamed from disk."""
 
     @abc.abstractmethod
     def get(self, key: str, byte_range: tuple[int, int] | None = None) -> bytes:
@@ -42,6 +48,11 @@ class BlobStore(abc.ABC):
 
     @abc.abstractmethod
     def presign_get(self, key: str, *, expires: int) -> str: ...
+
+    def http_url(self, key: str, *, expires: int) -> str | None:
+        """An absolute URL that any HTTP client may GET (with Range) until it expires,
+        or None when the store has none (the local directory store)."""
+        return None
 
     @abc.abstractmethod
     def copy(self, src: str, dst: str) -> None:
@@ -91,6 +102,16 @@ class S3BlobStore(BlobStore):
     def put(self, key, data):
         self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
 
+    def put_file(self, key, path):
+        from boto3.s3.transfer import TransferConfig
+
+        # boto3's managed transfer: multipart above the threshold, parts read from
+        # disk as they are sent, each part retried on its own.
+        config = TransferConfig(multipart_threshold=settings.S3_MULTIPART_THRESHOLD,
+                                multipart_chunksize=settings.S3_MULTIPART_CHUNKSIZE,
+                                max_concurrency=settings.S3_MULTIPART_CONCURRENCY)
+        self.client.upload_file(str(path), self.bucket, key, Config=config)
+
     def get(self, key, byte_range=None):
         kwargs = {"Bucket": self.bucket, "Key": key}
         if byte_range:
@@ -129,6 +150,9 @@ class S3BlobStore(BlobStore):
         return self.client.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires
         )
+
+    def http_url(self, key, *, expires):
+        return self.presign_get(key, expires=expires)
 
     def copy(self, src, dst):
         from botocore.exceptions import ClientError
@@ -181,6 +205,13 @@ class LocalBlobStore(BlobStore):
         tmp.write_bytes(data)
         tmp.replace(path)  # atomic: readers never see half an object
 
+    def put_file(self, key, path):
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".part")
+        shutil.copyfile(path, tmp)
+        tmp.replace(target)
+
     def get(self, key, byte_range=None):
         path = self._path(key)
         if not path.exists():
@@ -204,8 +235,6 @@ class LocalBlobStore(BlobStore):
         return path.stat().st_size if path.exists() else None
 
     def copy(self, src, dst):
-        import shutil
-
         source, target = self._path(src), self._path(dst)
         if not source.exists():
             raise BlobNotFound(src)

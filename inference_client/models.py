@@ -40,3 +40,44 @@ class KeyPreference(models.Model):
     api_key = models.OneToOneField("accounts.ApiKey", on_delete=models.CASCADE,
                                    related_name="inference_preference")
     semantic_cache = models.BooleanField(default=False)
+
+
+class ImmutableModelVersionError(Exception):
+    pass
+
+
+class ModelVersionQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise ImmutableModelVersionError("model versions are immutable; publish a new version")
+
+    def bulk_update(self, objs, fields, *args, **kwargs):
+        raise ImmutableModelVersionError("model versions are immutable; publish a new version")
+
+
+class ModelVersion(models.Model):
+    """A published checkpoint: immutable, like a prompt version (a PostgreSQL
+    trigger refuses UPDATEs below the ORM too). ``manifest`` is the document
+    workers read from the object store (inference_protocol.checkpoints), kept
+    here byte for byte: ``manifest_sha256`` is the SHA-256 of its canonical JSON."""
+
+    model = models.CharField(max_length=100)
+    version = models.CharField(max_length=100)
+    manifest = models.JSONField()
+    manifest_sha256 = models.CharField(max_length=64)
+    total_size = models.BigIntegerField()
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField()
+
+    objects = ModelVersionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["model", "created_at"]
+        constraints = [models.UniqueConstraint(fields=["model", "version"], name="uniq_model_version")]
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ImmutableModelVersionError("model versions are immutable; publish a new version")
+        super().save(*args, **kwargs)
+
+    def __str__(self):
+        return f"{self.model}@{self.version}"

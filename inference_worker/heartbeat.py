@@ -1,5 +1,7 @@
-"""This worker's heartbeats: one record per loaded, healthy model, published
-every HEARTBEAT_INTERVAL_S (the record and its keys: inference_protocol.heartbeat)."""
+"""This worker's heartbeats: one record per loaded, healthy model, and the node
+record (swarm address, checkpoint downloads) once a checkpoint was asked for,
+published every HEARTBEAT_INTERVAL_S (the records and their keys:
+inference_protocol.heartbeat)."""
 
 from __future__ import annotations
 
@@ -32,8 +34,14 @@ def local_records(model: str | None = None) -> list[dict]:
             if model is None or name == model]
 
 
+def node_record() -> dict | None:
+    from inference_worker import checkpoints  # it names this module's WORKER_ID
+
+    return checkpoints.node_record()
+
+
 class HeartbeatThread(threading.Thread):
-    """Publishes the stats of every loaded scheduler until stopped."""
+    """Publishes the stats of every loaded scheduler, and the node record, until stopped."""
 
     def __init__(self):
         super().__init__(name="heartbeat", daemon=True)
@@ -46,9 +54,10 @@ class HeartbeatThread(threading.Thread):
             for scheduler in loaded_schedulers().values():
                 scheduler.check_health()  # may be a network call: here, not under a lock
             records = [r for r in local_records() if r["healthy"]]
+            node = node_record()
             try:
-                if records:
-                    publish(records)
+                if records or node:
+                    publish(records, node)
             except Exception:  # Redis blips must not kill the worker; the TTL covers gaps
                 time.sleep(HEARTBEAT_INTERVAL_S)
             self._stop_event.wait(HEARTBEAT_INTERVAL_S)

@@ -9,6 +9,7 @@ from .base import *  # noqa: F403
 from .celery import *  # noqa: F403
 from .channels import *  # noqa: F403
 from .chat import *  # noqa: F403
+from .checkpoints import *  # noqa: F403
 from .inference import *  # noqa: F403
 from .prompts import *  # noqa: F403
 from .ratelimits import *  # noqa: F403

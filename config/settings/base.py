@@ -153,4 +153,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # httpx logs every request at INFO, presigned URLs (bearer credentials) included.
+    "loggers": {"httpx": {"level": "WARNING"}},
 }

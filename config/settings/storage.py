@@ -16,6 +16,14 @@ S3_SECRET_ACCESS_KEY = env_str("S3_SECRET_ACCESS_KEY")
 S3_REGION = env_str("S3_REGION", "us-east-1")
 LOCAL_BLOB_DIR = VAR_DIR / "blobs"
 
+# Large files (model checkpoints) go up with boto3's managed transfer: multipart
+# above S3_MULTIPART_THRESHOLD bytes, in parts of S3_MULTIPART_CHUNKSIZE bytes, at
+# most S3_MULTIPART_CONCURRENCY parts in flight (memory held: about chunk size x
+# concurrency). S3 needs parts of at least 5 MiB, except the last.
+S3_MULTIPART_THRESHOLD = env_int("S3_MULTIPART_THRESHOLD", 64 * 1024 * 1024)
+S3_MULTIPART_CHUNKSIZE = env_int("S3_MULTIPART_CHUNKSIZE", 64 * 1024 * 1024)
+S3_MULTIPART_CONCURRENCY = env_int("S3_MULTIPART_CONCURRENCY", 4)
+
 # Presigned URL lifetimes (seconds). GET is short: it is the only window in
 # which a revoked user can still read a body they were handed.
 PRESIGN_PUT_EXPIRES = env_int("PRESIGN_PUT_EXPIRES", 900)

@@ -1,0 +1,35 @@
+"""Model checkpoints: `model_publish` (control plane) and the swarm that brings
+them to every worker (inference_worker.checkpoints).
+
+MODEL_CACHE_DIR: where a worker keeps checkpoints, <dir>/<model>/<version>/.
+MODEL_PIECE_SIZE: torrent piece size in bytes for `model_publish` (a power of two,
+  at least 16 KiB); 0 picks one by file size (see inference_client.checkpoints.torrents).
+MODEL_WEB_SEED_EXPIRES: lifetime in seconds of the presigned URL a worker gives
+  libtorrent as the web seed; it is renewed at half its life.
+MODEL_FETCH_STALL_S: a fetch that gains no verified byte for this long fails, naming
+  what it knows (peers, the web seed's last answer).
+SWARM_LISTEN: interface:port of the swarm (TCP, and UDP for the DHT). Port 0 takes a
+  free port, so several workers share a host; the port in use is in the heartbeat.
+SWARM_ADVERTISE_HOST: the address other workers reach this one at; empty: the local
+  address of the route to Redis (the network the workers share).
+SWARM_UPLOAD_RATE_LIMIT, SWARM_DOWNLOAD_RATE_LIMIT: bytes/s for the whole worker
+  process, every peer and the web seed included; 0 is unlimited.
+SWARM_DHT: join the DHT (bootstrapped from peers learnt through Redis and saved
+  between runs), so that a swarm outlives Redis.
+SWARM_PEERS_REFRESH_S: how often a fetch reads peer addresses from Redis.
+"""
+
+from core.env import env_bool, env_float, env_int, env_str
+
+from .base import VAR_DIR
+
+MODEL_CACHE_DIR = env_str("MODEL_CACHE_DIR", str(VAR_DIR / "models"))
+MODEL_PIECE_SIZE = env_int("MODEL_PIECE_SIZE", 0)
+MODEL_WEB_SEED_EXPIRES = env_int("MODEL_WEB_SEED_EXPIRES", 3600)
+MODEL_FETCH_STALL_S = env_float("MODEL_FETCH_STALL_S", 120.0)
+SWARM_LISTEN = env_str("SWARM_LISTEN", "0.0.0.0:0")
+SWARM_ADVERTISE_HOST = env_str("SWARM_ADVERTISE_HOST")
+SWARM_UPLOAD_RATE_LIMIT = env_int("SWARM_UPLOAD_RATE_LIMIT", 0)
+SWARM_DOWNLOAD_RATE_LIMIT = env_int("SWARM_DOWNLOAD_RATE_LIMIT", 0)
+SWARM_DHT = env_bool("SWARM_DHT", True)
+SWARM_PEERS_REFRESH_S = env_float("SWARM_PEERS_REFRESH_S", 2.0)

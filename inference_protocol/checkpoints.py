@@ -1,0 +1,151 @@
+"""Model checkpoints as the control plane publishes them and workers read them.
+
+A published model version is, in the object store:
+
+- every file once, content-addressed: ``sha256/<hex>`` (shared with other blobs);
+- one BitTorrent torrent per file: ``models/<model>/<version>/torrents/<path>.torrent``;
+- the manifest: ``models/<model>/<version>/manifest.json``.
+
+A worker needs nothing else (no database): it reads the manifest and the torrents
+through ``core.blobstore``, checks every torrent against the info hashes the manifest
+names, and joins each file's swarm with a presigned URL of the object as web seed.
+
+The manifest is canonical JSON (sorted keys, no spaces), so its bytes, and their
+SHA-256, are the same wherever it is rebuilt. It is the unit a signature will cover:
+``manifest_load`` is the one place that turns stored bytes into a Manifest, and the
+place where the control plane's signature check (issue #16) belongs, before parsing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import PurePosixPath
+
+MANIFEST_FORMAT = 1
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+
+
+class ManifestError(ValueError):
+    """The manifest is malformed, or does not describe what it is said to."""
+
+
+def check_name(kind: str, value: str) -> str:
+    """Model and version names become object-store keys and directory names."""
+    if not isinstance(value, str) or not NAME_PATTERN.match(value) or value in {".", ".."}:
+        raise ManifestError(
+            f"{kind} name {value!r} is not valid: use 1-100 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return value
+
+
+def check_path(path: str) -> str:
+    """A file path inside a checkpoint: relative, '/'-separated, no '..' or empty parts."""
+    parts = PurePosixPath(path).parts if isinstance(path, str) else ()
+    if (not parts or path.startswith("/") or "\\" in path or path != "/".join(parts)
+            or any(p in {".", ".."} for p in parts)):
+        raise ManifestError(f"file path {path!r} is not a safe relative path")
+    return path
+
+
+def version_prefix(model: str, version: str) -> str:
+    return f"models/{check_name('model', model)}/{check_name('version', version)}/"
+
+
+def manifest_key(model: str, version: str) -> str:
+    return version_prefix(model, version) + "manifest.json"
+
+
+def torrent_key(model: str, version: str, path: str) -> str:
+    return version_prefix(model, version) + f"torrents/{check_path(path)}.torrent"
+
+
+def blob_key(sha256: str) -> str:
+    return f"sha256/{sha256}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ManifestFile:
+    path: str            # relative path inside the checkpoint directory
+    size: int
+    sha256: str          # of the whole file, checked after the swarm delivered it
+    piece_size: int
+    info_hash_v1: str    # SHA-1 of the torrent's info dict (hex)
+    info_hash_v2: str    # SHA-256 of the torrent's info dict (hex)
+
+    @property
+    def object_key(self) -> str:
+        return blob_key(self.sha256)
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+    model: str
+    version: str
+    files: tuple[ManifestFile, ...]
+    created_by: str
+    created_at: str      # ISO 8601, UTC
+    format: int = MANIFEST_FORMAT
+
+    @property
+    def total_size(self) -> int:
+        return sum(f.size for f in self.files)
+
+    @property
+    def label(self) -> str:
+        return f"{self.model}@{self.version}"
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self) | {"files": [dataclasses.asdict(f) for f in self.files]}
+
+    def to_json(self) -> bytes:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Manifest:
+        try:
+            if data["format"] != MANIFEST_FORMAT:
+                raise ManifestError(f"manifest format {data['format']!r} is not {MANIFEST_FORMAT}")
+            files = tuple(ManifestFile(**f) for f in data["files"])
+            manifest = cls(model=data["model"], version=data["version"], files=files,
+                           created_by=data["created_by"], created_at=data["created_at"])
+        except (KeyError, TypeError) as exc:
+            raise ManifestError(f"manifest is missing or has unexpected fields ({exc})") from None
+        manifest.check()
+        return manifest
+
+    def check(self) -> None:
+        check_name("model", self.model)
+        check_name("version", self.version)
+        if not self.files:
+            raise ManifestError(f"{self.label}: the manifest lists no files")
+        seen = set()
+        for f in self.files:
+            check_path(f.path)
+            if f.path in seen:
+                raise ManifestError(f"{self.label}: file {f.path!r} is listed twice")
+            seen.add(f.path)
+            if not isinstance(f.size, int) or f.size <= 0:
+                raise ManifestError(f"{self.label}: file {f.path!r} has size {f.size!r}")
+            if not (_HEX64.match(f.sha256) and _HEX64.match(f.info_hash_v2) and _HEX40.match(f.info_hash_v1)):
+                raise ManifestError(f"{self.label}: file {f.path!r} has malformed hashes")
+
+
+def manifest_load(raw: bytes, *, model: str, version: str) -> Manifest:
+    """Parse stored manifest bytes, and refuse a manifest of another model or version."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"manifest of {model}@{version} is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ManifestError(f"manifest of {model}@{version} is not a JSON object")
+    manifest = Manifest.from_dict(data)
+    if (manifest.model, manifest.version) != (model, version):
+        raise ManifestError(
+            f"the manifest stored for {model}@{version} describes {manifest.label}"
+        )
+    return manifest

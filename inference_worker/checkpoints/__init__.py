@@ -1,0 +1,162 @@
+"""Model checkpoints on a worker: fetched through a swarm of workers, verified,
+cached, and seeded to the others for as long as the process lives.
+
+    path = checkpoints.ensure(model="smollm2", version="v1")   # blocks until verified
+
+One CheckpointManager per process owns the libtorrent session (session.py), the
+fetches (fetch.py), the cache (cache.py), and a discovery thread that reads peer
+addresses from the other workers' heartbeats in Redis while a fetch runs. Peers
+learnt there are also given to the DHT, whose routing table is saved in the cache
+between runs; with peer exchange it keeps a swarm going if Redis goes away.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+from django.conf import settings
+
+from core import redis as core_redis
+from core.blobstore import get_blob_store
+from inference_protocol.heartbeat import DOWNLOADING, PRESENT, swarm_peers
+from inference_worker.heartbeat import WORKER_ID
+
+from .cache import CheckpointCache
+from .fetch import CheckpointFetch, FetchError
+from .session import SwarmSession
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CheckpointManager", "FetchError", "ensure", "get_manager", "node_record", "start_manager"]
+
+
+class CheckpointManager:
+    def __init__(self, *, cache_dir: Path | str | None = None, listen: str | None = None,
+                 web_seed: bool = True, discovery: bool | None = None,
+                 peers: list[tuple[str, int]] = ()):
+        self.cache = CheckpointCache(cache_dir or settings.MODEL_CACHE_DIR)
+        self.swarm = SwarmSession(
+            listen=listen or settings.SWARM_LISTEN, upload_rate=settings.SWARM_UPLOAD_RATE_LIMIT,
+            download_rate=settings.SWARM_DOWNLOAD_RATE_LIMIT, dht=settings.SWARM_DHT,
+            state_file=self.cache.root / ".swarm-state")
+        self.web_seed = web_seed
+        self.discovery = core_redis.enabled() if discovery is None else discovery
+        self.static_peers = list(peers)  # given by hand (model_fetch --peer)
+        self.address = f"{_advertised_host()}:{self.swarm.listen_port}"
+        self.fetches: dict[str, CheckpointFetch] = {}
+        self._lock = threading.Lock()
+        self._label_locks: dict[str, threading.Lock] = {}
+        self._closed = threading.Event()
+        self._redis_down = False
+        if self.discovery or self.static_peers:
+            threading.Thread(target=self._discover, name="swarm-discovery", daemon=True).start()
+
+    def ensure(self, *, model: str, version: str) -> Path:
+        """The verified local directory of model@version, fetching it if need be
+        (FetchError otherwise). Concurrent callers for one version share one fetch."""
+        label = f"{model}@{version}"
+        with self._lock:
+            label_lock = self._label_locks.setdefault(label, threading.Lock())
+        with label_lock:
+            current = self.fetches.get(label)
+            if current is not None and current.status.state == PRESENT:
+                return current.path
+            fetch = CheckpointFetch(
+                swarm=self.swarm, store=get_blob_store(), cache=self.cache, model=model, version=version,
+                web_seed=self.web_seed, stall_s=settings.MODEL_FETCH_STALL_S,
+                web_seed_expires=settings.MODEL_WEB_SEED_EXPIRES,
+                peers_known=lambda: bool(self._peers(label)))
+            with self._lock:
+                self.fetches[label] = fetch
+            return fetch.run()
+
+    def connect(self, host: str, port: int) -> None:
+        """Tell every fetch of this process about a peer (and the DHT about its node)."""
+        self.swarm.add_dht_node(host, port)
+        for fetch in list(self.fetches.values()):
+            fetch.connect(host, port)
+
+    def node_record(self) -> dict:
+        return {"worker": WORKER_ID, "at": time.time(), "swarm": self.address,
+                "checkpoints": {label: f.status.record() for label, f in list(self.fetches.items())}}
+
+    def close(self) -> None:
+        self._closed.set()
+        for fetch in list(self.fetches.values()):
+            fetch.stop()
+        self.swarm.close()
+
+    def _peers(self, label: str) -> list[tuple[str, int]]:
+        if not self.discovery:
+            return self.static_peers
+        try:
+            peers = swarm_peers(label, exclude=WORKER_ID)
+        except Exception as exc:  # Redis down: the swarm goes on with what it knows
+            if not self._redis_down:
+                logger.warning("cannot read peers from Redis (%s); relying on peer exchange and the DHT", exc)
+            self._redis_down = True
+            return self.static_peers
+        if self._redis_down:
+            logger.info("Redis is back: reading peers from heartbeats again")
+        self._redis_down = False
+        return self.static_peers + [p for p in peers if f"{p[0]}:{p[1]}" != self.address]
+
+    def _discover(self):
+        while not self._closed.wait(settings.SWARM_PEERS_REFRESH_S):
+            for label, fetch in list(self.fetches.items()):
+                if fetch.status.state == DOWNLOADING:
+                    for host, port in self._peers(label):
+                        self.swarm.add_dht_node(host, port)
+                        fetch.connect(host, port)
+
+
+def _advertised_host() -> str:
+    """SWARM_ADVERTISE_HOST, else this host's address on the route to Redis (the
+    network the workers share), else its name's address."""
+    if settings.SWARM_ADVERTISE_HOST:
+        return settings.SWARM_ADVERTISE_HOST
+    if settings.REDIS_URL:
+        parsed = urlparse(settings.REDIS_URL)
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+                probe.connect((parsed.hostname or "127.0.0.1", parsed.port or 6379))  # no packet is sent
+                return probe.getsockname()[0]
+        except OSError:
+            pass
+    return socket.gethostbyname(socket.gethostname())
+
+
+_manager: CheckpointManager | None = None
+_manager_lock = threading.Lock()
+
+
+def start_manager(**options) -> CheckpointManager:
+    """Create this process's manager with options (model_fetch does); once only."""
+    global _manager
+    with _manager_lock:
+        if _manager is not None:
+            raise RuntimeError("the checkpoint manager of this process is already running")
+        _manager = CheckpointManager(**options)
+        return _manager
+
+
+def get_manager() -> CheckpointManager:
+    global _manager
+    with _manager_lock:
+        if _manager is None:
+            _manager = CheckpointManager()
+        return _manager
+
+
+def ensure(*, model: str, version: str) -> Path:
+    return get_manager().ensure(model=model, version=version)
+
+
+def node_record() -> dict | None:
+    """This process's node record for the heartbeat, None before any checkpoint is asked for."""
+    return _manager.node_record() if _manager is not None else None

@@ -1,0 +1,208 @@
+"""The worker's one libtorrent session, set up for a fleet of hosts that trust the
+object store and each other's hashes, not each other's bytes.
+
+What the settings are for (see bench/distribution.py for what was measured):
+
+- Every address is put in libtorrent's global peer class. Peers on loopback or a
+  private network otherwise fall in the "local" class, which ignores rate limits,
+  and in a datacenter every peer is on a private network.
+- ``allow_multiple_connections_per_ip``: several workers share a host (one per
+  device), hence an IP address.
+- No UPnP, NAT-PMP or local service discovery (nothing to map, no multicast);
+  TCP only: uTP (LEDBAT) backs off under any other traffic and costs CPU per packet.
+- ``ssrf_mitigation`` off: it refuses web seeds on loopback whose URL has a query
+  string, i.e. every presigned URL of a local S3 endpoint. Safe here: torrents
+  whose info carries web seeds are refused (fetch.py), and the only web seed a
+  torrent gets is the URL this worker presigned itself.
+- The DHT may not restrict nodes to one per IP or prefer IP-derived node ids, nor
+  drop private addresses: workers of one fleet share subnets and hosts.
+- Disk I/O is libtorrent 2.1's pread back end, named explicitly: the mmap back end
+  maps whole files, so a worker's resident memory grows to the checkpoint's size;
+  with pread, memory is the bounded write queue and read cache set below.
+- Choking and requests: see TUNING.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from pathlib import Path
+
+import libtorrent as lt
+
+logger = logging.getLogger(__name__)
+
+# What mattered in bench/distribution.py (16-32 hosts, every link capped alike):
+# - unchoke every interested peer: with the default 8 upload slots and a 15 s
+#   rotation, a host starved for pieces waits for a slot instead of pulling from
+#   whoever has them; a fleet has no free riders to punish, so choke nobody.
+# - seeds serve round robin, not the fastest peers, so no downloader is left behind;
+# - a deep request queue (request_queue_time, max_out_request_queue) keeps a capped
+#   link busy across the round trip;
+# - the piece size (inference_client.checkpoints.torrents).
+TUNING = {
+    "choking_algorithm": lt.choking_algorithm_t.fixed_slots_choker,
+    "unchoke_slots_limit": -1,
+    "seed_choking_algorithm": lt.seed_choking_algorithm_t.round_robin,
+    "unchoke_interval": 5,
+    "request_queue_time": 5,
+    "max_out_request_queue": 1500,
+    "connections_limit": 500,
+    "connection_speed": 100,
+    "torrent_connect_boost": 30,
+    "min_reconnect_time": 1,
+    "peer_connect_timeout": 5,
+    "urlseed_wait_retry": 5,
+    "close_redundant_connections": True,
+}
+
+ALERTS = (lt.alert_category.error | lt.alert_category.status | lt.alert_category.peer
+          | lt.alert_category.storage)
+
+
+def session_settings(*, listen: str, upload_rate: int, download_rate: int, dht: bool) -> dict:
+    return {
+        "listen_interfaces": listen,
+        "enable_upnp": False, "enable_natpmp": False, "enable_lsd": False,
+        "enable_outgoing_utp": False, "enable_incoming_utp": False,
+        "allow_multiple_connections_per_ip": True,
+        "ssrf_mitigation": False,
+        "enable_dht": dht, "dht_bootstrap_nodes": "",
+        "dht_restrict_routing_ips": False, "dht_restrict_search_ips": False,
+        "dht_prefer_verified_node_ids": False, "dht_ignore_dark_internet": False,
+        "upload_rate_limit": upload_rate, "download_rate_limit": download_rate,
+        "max_queued_disk_bytes": 16 * 1024 * 1024,
+        "cache_size": 1024,  # 16 KiB blocks: 16 MiB of read cache
+        "alert_mask": ALERTS,
+        "alert_queue_size": 10000,
+        **TUNING,
+    }
+
+
+class TorrentEvents:
+    """What the alerts said about one torrent since it was added."""
+
+    def __init__(self):
+        self.hash_failures = 0
+        self.banned: set[str] = set()
+        self.web_seed_error: str | None = None
+        self.error: str | None = None
+        self.resume_data: bytes | None = None
+        self.removed = threading.Event()
+        self.resume_saved = threading.Event()
+
+
+class SwarmSession:
+    """A libtorrent session and the thread that reads its alerts."""
+
+    def __init__(self, *, listen: str, upload_rate: int = 0, download_rate: int = 0, dht: bool = True,
+                 state_file: Path | None = None):
+        self.state_file = state_file
+        params = lt.session_params()
+        if state_file is not None and state_file.exists():
+            try:  # DHT nodes of the last run: the swarm can be found again without Redis
+                params = lt.read_session_params(state_file.read_bytes())
+            except RuntimeError:
+                logger.warning("ignoring an unreadable swarm state file %s", state_file)
+        params.settings = session_settings(listen=listen, upload_rate=upload_rate,
+                                           download_rate=download_rate, dht=dht)
+        params.disk_io_constructor = "pread_disk_io_constructor"
+        self.session = lt.session(params)
+        everyone = lt.ip_filter()
+        global_class = 1 << lt.session.global_peer_class_id
+        everyone.add_rule("0.0.0.0", "255.255.255.255", global_class)
+        everyone.add_rule("::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", global_class)
+        self.session.set_peer_class_filter(everyone)
+        self._events: dict[str, TorrentEvents] = defaultdict(TorrentEvents)
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._read_alerts, name="swarm-alerts", daemon=True)
+        self._thread.start()
+
+    @property
+    def listen_port(self) -> int:
+        return self.session.listen_port()
+
+    def events(self, handle) -> TorrentEvents:
+        with self._lock:
+            return self._events[_key(handle)]
+
+    def add(self, params: lt.add_torrent_params):
+        handle = self.session.add_torrent(params)
+        with self._lock:
+            self._events[_key(handle)] = TorrentEvents()
+        return handle
+
+    def remove(self, handle, timeout: float = 30) -> None:
+        events = self.events(handle)
+        self.session.remove_torrent(handle)
+        if not events.removed.wait(timeout):
+            logger.warning("torrent %s not removed within %ss", _key(handle), timeout)
+
+    def save_resume(self, handle, timeout: float = 10) -> bytes | None:
+        """The torrent's resume data now (pieces held, peers known), or None."""
+        events = self.events(handle)
+        events.resume_saved.clear()
+        handle.save_resume_data(lt.torrent_handle.save_info_dict)
+        return events.resume_data if events.resume_saved.wait(timeout) else None
+
+    def add_dht_node(self, host: str, port: int) -> None:
+        self.session.add_dht_node((host, port))
+
+    def save_state(self) -> None:
+        if self.state_file is None:
+            return
+        data = lt.write_session_params_buf(self.session.session_state(), lt.save_state_flags_t.save_dht_state)
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        tmp.replace(self.state_file)
+
+    def close(self) -> None:
+        try:
+            self.save_state()
+        except Exception:
+            logger.exception("could not save the swarm state")
+        self._closed.set()
+        self.session.pause()
+        self._thread.join(5)
+        del self.session
+
+    def _read_alerts(self):
+        while not self._closed.is_set():
+            self.session.wait_for_alert(250)
+            for alert in self.session.pop_alerts():
+                try:
+                    self._on_alert(alert)
+                except Exception:  # one odd alert must not stop the reader
+                    logger.exception("swarm alert %s", type(alert).__name__)
+
+    def _on_alert(self, alert):
+        handle = getattr(alert, "handle", None)
+        if handle is None or not handle.is_valid() and not isinstance(alert, lt.torrent_removed_alert):
+            return
+        key = str(alert.info_hashes.v2) if isinstance(alert, lt.torrent_removed_alert) else _key(handle)
+        with self._lock:
+            events = self._events[key]
+        if isinstance(alert, lt.hash_failed_alert):
+            events.hash_failures += 1
+        elif isinstance(alert, lt.peer_ban_alert):
+            events.banned.add(f"{alert.endpoint[0]}:{alert.endpoint[1]}")
+            logger.warning("banned peer %s:%s (sent data failing its hash)", *alert.endpoint)
+        elif isinstance(alert, lt.url_seed_alert):
+            events.web_seed_error = alert.error_message() or alert.message()
+        elif isinstance(alert, lt.torrent_error_alert | lt.file_error_alert):
+            events.error = alert.message()
+        elif isinstance(alert, lt.save_resume_data_alert):
+            events.resume_data = lt.write_resume_data_buf(alert.params)
+            events.resume_saved.set()
+        elif isinstance(alert, lt.save_resume_data_failed_alert):
+            events.resume_data = None
+            events.resume_saved.set()
+        elif isinstance(alert, lt.torrent_removed_alert):
+            events.removed.set()
+
+
+def _key(handle) -> str:
+    return str(handle.info_hashes().v2)

@@ -1,0 +1,97 @@
+"""The object store as the swarm's origin, for tests and bench/distribution.py:
+rclone's S3 server (scripts/test.sh starts it) behind a small pass-through proxy.
+
+Why a proxy: rclone 1.75's S3 server (gofakes3) answers a ranged GET with
+``200 OK`` and a Content-Range header instead of ``206 Partial Content`` (fixed
+upstream in gofakes3 PR #121, not yet in a released rclone). libtorrent's web-seed
+client, like any HTTP/1.1 client, then takes the body for the object from byte 0
+and drops the connection. The proxy forwards every request unchanged (the Host
+header too, so SigV4 signatures and presigned URLs made for the proxy's address
+verify at rclone) and rewrites only that status. It can also cap its total
+throughput, as the origin's link, shared by all connections (``rate``, bytes/s),
+and counts the bytes it served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+
+import httpx
+import uvicorn
+
+
+class _Link:
+    """A link of ``rate`` bytes/s shared by all connections, first come first served."""
+
+    def __init__(self, rate: float):
+        self.rate, self.free_at = rate, 0.0
+
+    async def send(self, n: int) -> None:
+        now = time.monotonic()
+        self.free_at = max(now, self.free_at) + n / self.rate
+        await asyncio.sleep(self.free_at - now)
+
+
+class Origin:
+    def __init__(self, upstream: str, *, rate: float = 0):
+        self.upstream, self.rate = upstream, rate
+        self.bytes_served = 0
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._server = uvicorn.Server(uvicorn.Config(self._app, interface="asgi3", log_level="warning",
+                                                     lifespan="off", timeout_keep_alive=60))
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
+                                        name="s3-origin", daemon=True)
+
+    def __enter__(self) -> Origin:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the origin proxy did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc):
+        self._server.should_exit = True
+        self._thread.join(10)
+        self._sock.close()
+
+    async def _app(self, scope, receive, send):
+        if scope["type"] != "http":
+            return
+        if not hasattr(self, "_client"):  # one client per event loop (the server's)
+            self._client = httpx.AsyncClient(base_url=self.upstream, timeout=None)
+            self._link = _Link(self.rate) if self.rate else None
+
+        async def body():
+            while True:
+                message = await receive()
+                if message.get("body"):
+                    yield message["body"]
+                if not message.get("more_body"):
+                    return
+
+        target = scope["raw_path"].decode()
+        if scope["query_string"]:
+            target += "?" + scope["query_string"].decode()
+        request = self._client.build_request(scope["method"], target, headers=scope["headers"],
+                                             content=body())
+        response = await self._client.send(request, stream=True)
+        status = response.status_code
+        if status == 200 and "content-range" in response.headers:
+            status = 206
+        try:
+            await send({"type": "http.response.start", "status": status, "headers": response.headers.raw})
+            async for chunk in response.aiter_raw(16 * 1024):
+                if self._link is not None:
+                    await self._link.send(len(chunk))
+                self.bytes_served += len(chunk)
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            await response.aclose()
