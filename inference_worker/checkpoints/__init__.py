@@ -53,8 +53,7 @@ class CheckpointManager:
         self._label_locks: dict[str, threading.Lock] = {}
         self._closed = threading.Event()
         self._redis_down = False
-        if self.discovery or self.static_peers:
-            threading.Thread(target=self._discover, name="swarm-discovery", daemon=True).start()
+        threading.Thread(target=self._discover, name="swarm-discovery", daemon=True).start()
 
     def ensure(self, *, model: str, version: str) -> Path:
         """The verified local directory of model@version, fetching it if need be

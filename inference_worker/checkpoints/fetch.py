@@ -83,6 +83,7 @@ class CheckpointFetch:
         self.status = FetchStatus()
         self.files: list[_File] = []
         self.resumed_bytes = 0
+        self.uploaded_before = 0  # by handles since removed (the download's, before seeding)
         self.path: Path | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -104,7 +105,7 @@ class CheckpointFetch:
         return {"hash_failures": sum(e.hash_failures for e in events),
                 "banned": sorted({b for e in events for b in e.banned}),
                 "resumed_bytes": self.resumed_bytes,
-                "uploaded": sum(s.total_payload_upload for s in statuses)}
+                "uploaded": self.uploaded_before + sum(s.total_payload_upload for s in statuses)}
 
     # -- the fetch ---------------------------------------------------------------------
     def run(self) -> Path:
@@ -287,6 +288,7 @@ class CheckpointFetch:
 
     def _finish(self, manifest: Manifest) -> None:
         for f in self.files:  # files closed before their directory is renamed
+            self.uploaded_before += f.handle.status().total_payload_upload
             self.swarm.remove(f.handle)
             f.handle = None
         self.cache.write_state(manifest, {f.entry.path: f.raw for f in self.files})

@@ -100,6 +100,12 @@ class Engine(abc.ABC):
 
     model_name: str = ""
 
+    @classmethod
+    def checkpoint_options(cls, directory: str, files: list[str]) -> dict:
+        """Constructor options that load a fetched checkpoint (``files``, relative
+        to ``directory``); engines that load no weights refuse one."""
+        raise EngineLoadError(f"engine {cls.__name__} does not load model checkpoints")
+
     @property
     @abc.abstractmethod
     def capacity(self) -> Capacity: ...

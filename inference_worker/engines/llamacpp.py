@@ -104,6 +104,13 @@ class LlamaCppEngine(Engine):
       verbose      let llama.cpp log at info level (process-wide).
     """
 
+    @classmethod
+    def checkpoint_options(cls, directory, files):
+        ggufs = [f for f in files if f.endswith(".gguf")]
+        if len(ggufs) != 1:
+            raise EngineLoadError(f"a llama.cpp checkpoint needs exactly one .gguf file, not {len(ggufs)}")
+        return {"model_path": os.path.join(directory, ggufs[0])}
+
     def __init__(
         self,
         *,

@@ -58,6 +58,10 @@ class TransformersEngine(Engine):
     max_batch_size, max_batch_tokens, context_window (default: the model's),
     attn_implementation (passed to from_pretrained; default the library's)."""
 
+    @classmethod
+    def checkpoint_options(cls, directory, files):
+        return {"model_dir": directory}
+
     def __init__(
         self,
         *,

@@ -90,8 +90,10 @@ class Origin:
             async for chunk in response.aiter_raw(16 * 1024):
                 if self._link is not None:
                     await self._link.send(len(chunk))
-                self.bytes_served += len(chunk)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                self.bytes_served += len(chunk)
             await send({"type": "http.response.body", "body": b""})
+        except (RuntimeError, OSError):  # the client hung up (libtorrent drops web seeds it is done with)
+            pass
         finally:
             await response.aclose()

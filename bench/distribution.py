@@ -1,0 +1,257 @@
+"""Checkpoint distribution benchmark (issue #15), run by hand against PostgreSQL,
+Redis and S3 (export what scripts/test.sh sets: DATABASE_URL, REDIS_URL, S3_*):
+
+    .venv/bin/python bench/distribution.py [--hosts 16 32] [--size-mb 48] [--rate-mb 8]
+                                           [--strategies naive,tree,swarm] [--quick] [--memory]
+
+It publishes a checkpoint of random bytes with model_publish's service (in a
+throwaway database, <db>_bench) and, for each strategy, starts K host processes
+(real libtorrent sessions on 127.0.0.1), each with its upload and download capped
+at R bytes/s, behind an origin (the S3 server through tests' origin proxy) whose
+link is capped at R too. The clock starts when every host is up and is told to go.
+
+- naive: every host pulls from the origin only (the web seed; no peers);
+- tree: whole copies down a binary tree: the root pulls from the origin, and each
+  host, once it holds a verified copy, serves it to its two children;
+- swarm: ours (peers from the heartbeats in Redis, the origin as web seed).
+
+One line per strategy: the time until every host has a verified copy, p50/p99
+per host as ratios to the bound M / R, what the origin sent (in copies), and each
+host's peak RSS. --memory fetches a 1 GB checkpoint on two uncapped hosts and
+prints their peak RSS (the goal: under 300 MB each). --quick: K = 16 only, in
+under three minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+MB = 1_000_000
+
+
+def host_main(args) -> None:
+    """One host: start the session, say where it listens, fetch on "go [PEER...]"."""
+    import django
+
+    django.setup()
+    from inference_worker import checkpoints
+    from inference_worker.heartbeat import HeartbeatThread
+
+    manager = checkpoints.start_manager(cache_dir=args.cache, web_seed=args.web_seed,
+                                        discovery=args.discovery)
+    if args.discovery:
+        HeartbeatThread().start()
+    print(json.dumps({"event": "ready", "listen": manager.address}), flush=True)
+    words = sys.stdin.readline().split()
+    for peer in words[1:]:
+        host, _, port = peer.rpartition(":")
+        manager.static_peers.append((host, int(port)))
+    manager.ensure(model=args.model, version=args.version)
+    fetch = manager.fetches[f"{args.model}@{args.version}"]
+    print(json.dumps({"event": "present", "at": time.time(), **fetch.stats()}), flush=True)
+    sys.stdin.readline()  # "stop": seed until then
+    print(json.dumps({"event": "stopped", "peak_rss_mb": _peak_rss_mb(), **fetch.stats()}), flush=True)
+    manager.close()
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class BenchHost:
+    def __init__(self, index: int, *, model: str, version: str, workdir: Path, env: dict,
+                 web_seed: bool, discovery: bool):
+        args = [sys.executable, __file__, "host", "--model", model, "--version", version,
+                "--cache", str(workdir / f"host{index}")]
+        args += [] if web_seed else ["--no-web-seed"]
+        args += ["--discovery"] if discovery else []
+        self.index = index
+        self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.events: dict[str, dict] = {}
+        self.changed = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                event = json.loads(line)
+                self.events[event["event"]] = event
+                self.changed.set()
+        self.events.setdefault("exited", {})
+        self.changed.set()
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def wait(self, kind: str, deadline: float) -> dict:
+        while kind not in self.events:
+            if "exited" in self.events:
+                raise RuntimeError(f"host {self.index} exited before {kind}")
+            if not self.changed.wait(max(0.0, deadline - time.monotonic())):
+                raise TimeoutError(f"host {self.index}: no {kind} in time")
+            self.changed.clear()
+        return self.events[kind]
+
+
+def run_strategy(name: str, k: int, *, model: str, version: str, size: int, rate: int, origin,
+                 redis_url: str) -> dict:
+    from tests.inference_worker.checkpoints.hosts import host_env
+
+    bound = size / rate if rate else 1.0  # rate 0: uncapped (the memory run)
+    swarm = name == "swarm"
+    env = host_env(origin=origin.url, redis_url=redis_url if swarm else None, rate=rate,
+                   SWARM_DHT="true" if swarm else "false", LOG_LEVEL="WARNING")
+    with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as workdir:
+        hosts = [BenchHost(i, model=model, version=version, workdir=Path(workdir), env=env,
+                           web_seed=(name != "tree" or i == 0), discovery=swarm) for i in range(k)]
+        try:
+            deadline = time.monotonic() + 60 + 5 * k
+            for h in hosts:
+                h.wait("ready", deadline)
+            origin.bytes_served = 0
+            start = time.time()
+            deadline = time.monotonic() + 60 + 4 * k * bound
+            if name == "tree":
+                _tree(hosts, deadline)
+            else:
+                for h in hosts:
+                    h.send("go")
+            times = sorted(h.wait("present", deadline)["at"] - start for h in hosts)
+            for h in hosts:
+                h.send("stop")
+            stopped = [h.wait("stopped", time.monotonic() + 30) for h in hosts]
+            rss = [e["peak_rss_mb"] for e in stopped]
+            if os.environ.get("BENCH_DEBUG"):
+                print([round(e["uploaded"] / MB, 1) for e in stopped], [round(t, 1) for t in times])
+        finally:
+            for h in hosts:
+                if h.proc.poll() is None:
+                    h.proc.kill()
+                h.proc.wait()
+    p50, p99 = statistics.median(times), times[min(k - 1, int(0.99 * k))]
+    return {"name": name, "hosts": k, "all": times[-1], "p50": p50 / bound, "p99": p99 / bound,
+            "worst": times[-1] / bound, "bound": bound, "origin_copies": origin.bytes_served / size,
+            "rss": rss}
+
+
+def _tree(hosts: list[BenchHost], deadline: float) -> None:
+    """Host i serves hosts 2i+1 and 2i+2 once it holds a verified copy."""
+    hosts[0].send("go")
+    started = {0}
+    while len(started) < len(hosts):
+        for i in sorted(started):
+            if "present" in hosts[i].events:
+                for child in (2 * i + 1, 2 * i + 2):
+                    if child < len(hosts) and child not in started:
+                        hosts[child].send(f"go {hosts[i].events['ready']['listen']}")
+                        started.add(child)
+        if time.monotonic() > deadline:
+            raise TimeoutError("tree did not reach every host in time")
+        time.sleep(0.05)
+
+
+def publish(path: Path, size: int, model: str) -> None:
+    from inference_client.checkpoints.services import model_version_publish
+
+    with path.open("wb") as fh:
+        for _ in range(0, size, 1 << 20):
+            fh.write(os.urandom(min(1 << 20, size - fh.tell())))
+    model_version_publish(model=model, version="v1", paths=[path], created_by="bench")
+
+
+def report(r: dict, size: int, rate: int) -> str:
+    rss = ", ".join(f"{m:.0f}" for m in r["rss"])
+    return (f"{r['name']}: {r['hosts']} hosts, {size / MB:.0f} MB, {rate / MB:.0f} MB/s links: "
+            f"all verified in {r['all']:.1f} s; p50 {r['p50']:.2f}x p99 {r['p99']:.2f}x the bound "
+            f"({r['bound']:.1f} s), "
+            f"every host <= {r['worst']:.2f}x; origin sent {r['origin_copies']:.1f} copies; "
+            f"peak RSS per host (MB): {rss}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="role")
+    host = sub.add_parser("host")
+    host.add_argument("--model", required=True)
+    host.add_argument("--version", required=True)
+    host.add_argument("--cache", required=True)
+    host.add_argument("--no-web-seed", dest="web_seed", action="store_false")
+    host.add_argument("--discovery", action="store_true")
+    parser.add_argument("--hosts", type=int, nargs="+", default=[16, 32])
+    parser.add_argument("--size-mb", type=float, default=48)
+    parser.add_argument("--rate-mb", type=float, default=8)
+    parser.add_argument("--strategies", default="naive,tree,swarm")
+    parser.add_argument("--quick", action="store_true", help="K = 16 only (under three minutes)")
+    parser.add_argument("--memory", action="store_true", help="1 GB on two uncapped hosts: peak RSS")
+    args = parser.parse_args()
+    if args.role == "host":
+        return host_main(args)
+
+    import django
+    from django.conf import settings
+
+    django.setup()
+    from django.db import connection
+
+    from core.blobstore import get_blob_store
+    from tests.inference_worker.checkpoints.origin import Origin
+
+    db = settings.DATABASES["default"]
+    if not db["ENGINE"].endswith("postgresql") or not settings.REDIS_URL or not settings.S3_BUCKET:
+        sys.exit("bench/distribution.py needs DATABASE_URL (PostgreSQL), REDIS_URL and S3_* "
+                 "(see scripts/test.sh)")
+    db.setdefault("TEST", {})["NAME"] = f"{db['NAME']}_bench"
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    store = get_blob_store()
+    store.ensure_bucket()
+    model = f"bench{int(time.time())}"
+    size = int((1000 if args.memory else args.size_mb) * MB)
+    rate = 0 if args.memory else int(args.rate_mb * MB)
+    ks = [2] if args.memory else ([16] if args.quick else args.hosts)
+    strategies = ["swarm"] if args.memory else args.strategies.split(",")
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as tmp:
+            t = time.monotonic()
+            publish(Path(tmp) / "model.bin", size, model)
+            print(f"published {model}@v1: {size / MB:.0f} MB in {time.monotonic() - t:.1f} s "
+                  f"(store: {store.describe()})", flush=True)
+        with Origin(settings.S3_ENDPOINT_URL, rate=rate) as origin:
+            for k in ks:
+                for name in strategies:
+                    result = run_strategy(name, k, model=model, version="v1", size=size, rate=rate,
+                                          origin=origin, redis_url=settings.REDIS_URL)
+                    if args.memory:
+                        print(f"memory: {size / MB:.0f} MB checkpoint, {k} uncapped hosts: all verified in "
+                              f"{result['all']:.1f} s; peak RSS per host (MB): "
+                              + ", ".join(f"{m:.0f}" for m in result["rss"]) + " (goal < 300)")
+                    else:
+                        print(report(result, size, rate), flush=True)
+    finally:
+        from inference_client.models import ModelVersion
+        from inference_protocol.checkpoints import Manifest
+
+        for row in ModelVersion.objects.filter(model=model):
+            for f in Manifest.from_dict(row.manifest).files:
+                store.delete(f.object_key)
+        connection.creation.destroy_test_db(db["NAME"].removesuffix("_bench"), verbosity=0)
+
+
+if __name__ == "__main__":
+    main()
