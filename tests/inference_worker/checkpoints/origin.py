@@ -9,7 +9,7 @@ and drops the connection. The proxy forwards every request unchanged (the Host
 header too, so SigV4 signatures and presigned URLs made for the proxy's address
 verify at rclone) and rewrites only that status. It can also cap its total
 throughput, as the origin's link, shared by all connections (``rate``, bytes/s),
-and counts the bytes it served.
+counts the bytes it served and records each request's method and target.
 """
 
 from __future__ import annotations
@@ -39,10 +39,11 @@ class Origin:
     def __init__(self, upstream: str, *, rate: float = 0):
         self.upstream, self.rate = upstream, rate
         self.bytes_served = 0
+        self.requests: list[tuple[str, str]] = []
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-        self._server = uvicorn.Server(uvicorn.Config(self._app, interface="asgi3", log_level="warning",
+        self._server = uvicorn.Server(uvicorn.Config(self._app, interface="asgi3", ws="none", log_level="warning",
                                                      lifespan="off", timeout_keep_alive=60))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
                                         name="s3-origin", daemon=True)
@@ -79,6 +80,7 @@ class Origin:
         target = scope["raw_path"].decode()
         if scope["query_string"]:
             target += "?" + scope["query_string"].decode()
+        self.requests.append((scope["method"], target))
         request = self._client.build_request(scope["method"], target, headers=scope["headers"],
                                              content=body())
         response = await self._client.send(request, stream=True)
