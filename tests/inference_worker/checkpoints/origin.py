@@ -43,8 +43,9 @@ class Origin:
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-        self._server = uvicorn.Server(uvicorn.Config(self._app, interface="asgi3", ws="none", log_level="warning",
-                                                     lifespan="off", timeout_keep_alive=60))
+        config = uvicorn.Config(self._app, interface="asgi3", ws="none", log_level="warning",
+                                lifespan="off", timeout_keep_alive=60)
+        self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
                                         name="s3-origin", daemon=True)
 
