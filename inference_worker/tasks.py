@@ -42,9 +42,13 @@ def generate(self, request: dict) -> dict:
 
 @worker_ready.connect
 def load_models(sender, **kwargs):
-    """Load the model of every gpu.<model> queue this worker consumes, then start
-    heartbeats: a worker that cannot load its model never advertises it."""
+    """Load the model of every gpu.<model> queue this worker consumes (fetching and
+    verifying a checkpoint its spec names first). Heartbeats start first: the node
+    record shows a download's progress, while a model's own record appears only
+    once it is loaded, so a worker that cannot load a model never advertises it."""
     global _heartbeat
+    _heartbeat = HeartbeatThread()
+    _heartbeat.start()
     queues = sender.app.amqp.queues.consume_from or {}
     if queues and all(model_of_queue(name) for name in queues):
         _skip_database_hooks(sender.app)
@@ -58,8 +62,6 @@ def load_models(sender, **kwargs):
                 sender.cancel_task_queue(name)  # leave its tasks to workers that can
                 continue
             _serve_device_queue(sender, model, scheduler)
-    _heartbeat = HeartbeatThread()
-    _heartbeat.start()
 
 
 def _serve_device_queue(consumer, model: str, scheduler) -> None:

@@ -38,16 +38,25 @@ logger = logging.getLogger(__name__)
 #   rotation, a host starved for pieces waits for a slot instead of pulling from
 #   whoever has them; a fleet has no free riders to punish, so choke nobody.
 # - seeds serve round robin, not the fastest peers, so no downloader is left behind;
-# - a deep request queue (request_queue_time, max_out_request_queue) keeps a capped
-#   link busy across the round trip;
+# - requests kept at libtorrent's default depth, and a finer rate-limit tick:
+#   libtorrent asks the rate limiter for all of a peer's outstanding bytes at once,
+#   so with 1,500 requests queued a capped link went stop-and-go (6 MB at 1 MB/s
+#   took over 25 s; at the default 500 requests, about 10 s with start-up);
+# - web-seed requests of at most 256 KiB: libtorrent asks the rate limiter for a
+#   whole HTTP response's bytes before it reads any of them, so at the default
+#   16 MiB a web seed on a 2 MB/s link sat idle 8 s per request;
+# - one web-seed request in flight per host: with libtorrent's pipeline of 5, all
+#   hosts asked the origin for the same not-yet-shared pieces at once, and the
+#   origin's link (the bound) carried 2.4 copies to 4 hosts instead of one;
 # - the piece size (inference_client.checkpoints.torrents).
 TUNING = {
+    "urlseed_max_request_bytes": 256 * 1024,
+    "urlseed_pipeline_size": 1,
     "choking_algorithm": lt.choking_algorithm_t.fixed_slots_choker,
     "unchoke_slots_limit": -1,
     "seed_choking_algorithm": lt.seed_choking_algorithm_t.round_robin,
     "unchoke_interval": 5,
-    "request_queue_time": 5,
-    "max_out_request_queue": 1500,
+    "tick_interval": 100,
     "connections_limit": 500,
     "connection_speed": 100,
     "torrent_connect_boost": 30,
@@ -130,8 +139,11 @@ class SwarmSession:
 
     def add(self, params: lt.add_torrent_params):
         handle = self.session.add_torrent(params)
-        with self._lock:
-            self._events[_key(handle)] = TorrentEvents()
+        with self._lock:  # a torrent added again (seeding after its download) keeps its history
+            old, new = self._events.get(_key(handle)), TorrentEvents()
+            if old is not None:
+                new.hash_failures, new.banned = old.hash_failures, old.banned
+            self._events[_key(handle)] = new
         return handle
 
     def remove(self, handle, timeout: float = 30) -> None:

@@ -1,0 +1,154 @@
+"""The swarm under faults: real libtorrent sessions in separate processes on
+127.0.0.1, links capped so transfers take seconds, S3 (rclone) as web seed."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from core.blobstore import get_blob_store
+from inference_protocol.checkpoints import torrent_key
+from inference_protocol.heartbeat import PRESENT, read_nodes
+from tests.inference_worker.workers import wait_for
+from tests.livesubprocess import free_port
+
+from .hosts import ROOT, Host, fetch_host
+from .origin import Origin
+
+pytestmark = pytest.mark.slow
+MB = 1_000_000
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def assert_exact(host: Host, published) -> None:
+    for name, source in published.files.items():
+        assert sha(host.cache / published.model / published.version / name) == sha(source), host.name
+
+
+@pytest.fixture
+def hosts():
+    started: list[Host] = []
+    yield started
+    for h in started:
+        h.close()
+
+
+def test_fetch_shows_progress_verifies_and_heartbeats_its_state(publish, tmp_path, env_for, hosts):
+    published = publish({"model.bin": 2 * MB, "tokenizer/vocab.json": 50_000})
+    seeder = fetch_host("a", model=published.model, version="v1", cache=tmp_path / "a", env=env_for())
+    hosts.append(seeder)
+    present = seeder.wait_present()
+    assert_exact(seeder, published)
+    entry = wait_for(lambda: next((n["checkpoints"][published.label] for n in read_nodes()
+                                   if n["swarm"] == present["listen"]
+                                   and n["checkpoints"][published.label]["state"] == PRESENT), None),
+                     timeout=10, what="a heartbeat saying present")
+    assert entry["percent"] == 100.0 and entry["done_bytes"] == entry["total_bytes"] == 2_050_000
+
+    # A person's run: a progress bar (bytes, rate, peers, ETA), then one line.
+    result = subprocess.run([sys.executable, "manage.py", "model_fetch", "--model", published.model,
+                             "--version", "v1", "--cache", str(tmp_path / "c")], cwd=ROOT,
+                            env=env_for(rate=1 * MB), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert f"{published.label} is present and verified in {tmp_path / 'c'}" in result.stdout
+    assert published.label in result.stderr and "B/s" in result.stderr and "peers" in result.stderr
+    assert "100%" in result.stderr
+
+
+def test_hosts_complete_when_the_web_seed_is_the_only_source_at_first(publish, tmp_path, env_for, hosts):
+    published = publish({"model.bin": 6 * MB})
+    env = env_for(rate=2 * MB)
+    hosts += [fetch_host(f"h{i}", model=published.model, version="v1", cache=tmp_path / f"h{i}", env=env)
+              for i in range(4)]
+    events = [h.wait_present(60) for h in hosts]
+    for h in hosts:
+        assert_exact(h, published)
+    assert sum(e["uploaded"] for e in events) > 0, "peers shared pieces, not only the web seed"
+
+
+def test_a_host_with_a_corrupted_copy_is_banned_and_everyone_ends_exact(publish, tmp_path, env_for, hosts):
+    published = publish({"model.bin": 4 * MB}, piece_size=64 * 1024)
+    corrupt = tmp_path / "liar"
+    corrupt.mkdir()
+    data = bytearray(published.files["model.bin"].read_bytes())
+    for offset in range(100, len(data), 2 * 64 * 1024):  # every other piece
+        data[offset] ^= 0xFF
+    (corrupt / "model.bin").write_bytes(data)
+    torrent = tmp_path / "model.bin.torrent"
+    torrent.write_bytes(get_blob_store().get(torrent_key(published.model, "v1", "model.bin")))
+    liar = Host("liar", ["tests/inference_worker/checkpoints/lying_host.py", published.label, str(torrent),
+                         str(corrupt)], env_for(), corrupt)
+    hosts.append(liar)
+    liar_address = liar.wait_for(lambda ev: next((e["listen"] for e in ev if e["event"] == "ready"), None),
+                                 timeout=30, what="ready")
+    # A slow origin: the honest hosts take most pieces from the (fast) liar.
+    with Origin(settings.S3_ENDPOINT_URL, rate=0.5 * MB) as slow:
+        env = dict(env_for(), S3_ENDPOINT_URL=slow.url)
+        honest = [fetch_host(f"h{i}", model=published.model, version="v1", cache=tmp_path / f"h{i}", env=env)
+                  for i in range(3)]
+        hosts += honest
+        events = [h.wait_present(60) for h in honest]
+    for h in honest:
+        assert_exact(h, published)
+    assert sum(e["hash_failures"] for e in events) > 0
+    assert any(liar_address in e["banned"] for e in events), events
+    assert liar.events("progress")[-1]["uploaded"] > 0
+
+
+def test_killed_hosts_do_not_stop_the_rest_and_a_restarted_one_resumes(publish, tmp_path, env_for, hosts):
+    published = publish({"model.bin": 8 * MB})
+    env = env_for(rate=1 * MB)
+    hosts += [fetch_host(f"h{i}", model=published.model, version="v1", cache=tmp_path / f"h{i}", env=env)
+              for i in range(5)]
+    victims = hosts[:2]
+    had = {}
+    for h in victims:
+        progress = h.wait_for(lambda ev: next((e for e in reversed(ev) if e["event"] == "progress"
+                                               and 25 <= e["percent"] < 90), None), timeout=90, what="25%")
+        h.kill()
+        had[h.name] = progress["done_bytes"]
+    for h in hosts[2:]:
+        h.wait_present(120)
+        assert_exact(h, published)
+    again = fetch_host("h0-again", model=published.model, version="v1", cache=victims[0].cache, env=env)
+    hosts.append(again)
+    event = again.wait_present(120)
+    assert event["resumed_bytes"] >= had["h0"] * 0.5 > 0, (event, had)
+    assert_exact(again, published)
+
+
+def test_transfers_finish_after_redis_is_gone(publish, tmp_path, env_for, hosts):
+    published = publish({"model.bin": 6 * MB})
+    port = free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                              "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    try:
+        env = env_for(redis_url=f"redis://127.0.0.1:{port}/0")
+        seed = fetch_host("seed", model=published.model, version="v1", cache=tmp_path / "seed", env=env)
+        hosts.append(seed)
+        seed.wait_present()
+        # Peers only from here on: no web seed, so the swarm itself must carry the bytes.
+        slow = dict(env, SWARM_UPLOAD_RATE_LIMIT=str(1 * MB), SWARM_DOWNLOAD_RATE_LIMIT=str(1 * MB))
+        peers = [fetch_host(f"p{i}", model=published.model, version="v1", cache=tmp_path / f"p{i}", env=slow,
+                            extra_args=("--no-web-seed",)) for i in range(3)]
+        hosts += peers
+        for p in peers:
+            p.wait_for(lambda ev: any(e["event"] == "progress" and e["peers"] >= 1 and e["percent"] > 5
+                                      for e in ev), timeout=90, what="a formed swarm")
+    finally:
+        redis.kill()
+        redis.wait()
+    for p in peers:
+        assert p.progress()["percent"] < 100
+    for p in peers:
+        p.wait_present(120)
+        assert_exact(p, published)
+        assert "cannot read peers from Redis" in p.output()
