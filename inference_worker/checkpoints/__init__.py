@@ -74,12 +74,6 @@ class CheckpointManager:
                 self.fetches[label] = fetch
             return fetch.run()
 
-    def connect(self, host: str, port: int) -> None:
-        """Tell every fetch of this process about a peer (and the DHT about its node)."""
-        self.swarm.add_dht_node(host, port)
-        for fetch in list(self.fetches.values()):
-            fetch.connect(host, port)
-
     def node_record(self) -> dict:
         return {"worker": WORKER_ID, "at": time.time(), "swarm": self.address,
                 "checkpoints": {label: f.status.record() for label, f in list(self.fetches.items())}}
