@@ -1,15 +1,20 @@
-"""check_* for /v1/chat/completions bodies: OpenAI-style 400s naming the param."""
+"""check_* for /v1/chat/completions bodies: OpenAI-style 400s naming the param.
+
+This module knows OpenAI's wire format (which parameters exist, their JSON
+shapes, content parts); the rules themselves (ranges, limits, what a message
+is) are inference_protocol.validation's, shared with the playground and the
+engines."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 
 from django.conf import settings
 
 from core.errors import ApiError
+from core.jsonbody import JsonTooDeep, json_loads
+from inference_protocol import validation as protocol
 
-ROLES = {"system", "developer", "user", "assistant", "tool"}
 # OpenAI parameters we accept and ignore (their effect is not modelled by our engines).
 IGNORED = {"frequency_penalty", "presence_penalty", "logit_bias", "logprobs", "top_logprobs",
            "response_format", "tools", "tool_choice", "parallel_tool_calls", "user", "metadata",
@@ -47,14 +52,6 @@ def bad(message: str, param: str | None, code: str = "invalid_value") -> ApiErro
     return ApiError(message, code=code, status_code=400, field=param)
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def check_body_size(length: int) -> None:
     if length > settings.INFERENCE_MAX_BODY_BYTES:
         raise bad(f"The request body is {length} bytes; at most {settings.INFERENCE_MAX_BODY_BYTES} "
@@ -64,7 +61,9 @@ def check_body_size(length: int) -> None:
 def parse_json(raw: bytes) -> dict:
     check_body_size(len(raw))
     try:
-        body = json.loads(raw)
+        body = json_loads(raw)
+    except JsonTooDeep as exc:
+        raise bad(str(exc), None, "json_too_deep") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad(f"We could not parse the JSON body of your request ({exc}).", None,
                   "invalid_json") from None
@@ -73,37 +72,33 @@ def parse_json(raw: bytes) -> dict:
     return body
 
 
-def check_messages(messages) -> list[dict]:
+def _openai_messages(messages):
+    """OpenAI's message forms that mean plain text (content parts of type text,
+    an assistant turn with null content) as the protocol's {"role", "content"}."""
     if not isinstance(messages, list):
-        raise bad("'messages' must be an array of message objects.", "messages", "invalid_type")
-    if not messages:
-        raise bad("'messages' must contain at least one message.", "messages")
-    cleaned = []
+        return messages
+    out = []
     for i, message in enumerate(messages):
-        where = f"messages[{i}]"
-        if not isinstance(message, dict):
-            raise bad(f"'{where}' must be an object.", where, "invalid_type")
-        role = message.get("role")
-        if role not in ROLES:
-            raise bad(f"'{where}.role' must be one of {', '.join(sorted(ROLES))}.", f"{where}.role")
-        content = message.get("content")
-        if isinstance(content, list):  # content parts: text only
-            texts = []
-            for j, part in enumerate(content):
-                if not isinstance(part, dict) or part.get("type") != "text" \
-                        or not isinstance(part.get("text"), str):
-                    raise bad(f"'{where}.content[{j}]' must be a text part.", f"{where}.content[{j}]",
-                              "invalid_type")
-                texts.append(part["text"])
-            content = "".join(texts)
-        if content is None and role == "assistant":
-            content = ""
-        if not isinstance(content, str):
-            raise bad(f"'{where}.content' must be a string.", f"{where}.content", "invalid_type")
-        cleaned.append({"role": role, "content": content})
-    if not cleaned[-1]["content"]:
-        raise bad("The last message has no content.", f"messages[{len(cleaned) - 1}].content")
-    return cleaned
+        if isinstance(message, dict):
+            content = message.get("content")
+            if isinstance(content, list):  # content parts: text only
+                for j, part in enumerate(content):
+                    if not isinstance(part, dict) or part.get("type") != "text" \
+                            or not isinstance(part.get("text"), str):
+                        raise bad(f"'messages[{i}].content[{j}]' must be a text part.",
+                                  f"messages[{i}].content[{j}]", "invalid_type")
+                message = {**message, "content": "".join(part["text"] for part in content)}
+            elif content is None and message.get("role") == "assistant":
+                message = {**message, "content": ""}
+        out.append(message)
+    return out
+
+
+def check_messages(messages) -> list[dict]:
+    try:
+        return protocol.check_messages(_openai_messages(messages))
+    except protocol.InvalidInput as exc:
+        raise bad(str(exc), exc.field, exc.kind) from None
 
 
 def check_chat_request(body: dict) -> ChatRequest:
@@ -127,38 +122,24 @@ def check_chat_request(body: dict) -> ChatRequest:
         raise bad(f"Invalid type for 'stream': expected a boolean, but got {type(stream).__name__}.",
                   "stream", "invalid_type")
     name = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
-    max_tokens = body.get(name)
-    if max_tokens is None:
-        max_tokens = settings.INFERENCE_DEFAULT_MAX_TOKENS
-    elif not _is_int(max_tokens):
-        raise bad(f"Invalid type for '{name}': expected an integer.", name, "invalid_type")
-    elif max_tokens < 1:
-        raise bad(f"Invalid '{name}': integer below minimum value. Expected a value >= 1, but got "
-                  f"{max_tokens} instead.", name, "integer_below_min_value")
-    params = ChatParams(max_tokens=max_tokens)
-    for field, low, high in (("temperature", 0.0, 2.0), ("top_p", 0.0, 1.0)):
-        value = body.get(field)
-        if value is None:
-            continue
-        if not _is_number(value):
-            raise bad(f"Invalid type for '{field}': expected a number.", field, "invalid_type")
-        if not low <= value <= high or (field == "top_p" and value == 0):
-            raise bad(f"Invalid '{field}': {value} is outside the allowed range [{low}, {high}].", field)
-        setattr(params, field, float(value))
     stop = body.get("stop")
-    if isinstance(stop, str):
-        stop = [stop]
-    if stop is not None:
-        if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop) or len(stop) > 4:
-            raise bad("'stop' must be a non-empty string or an array of up to 4 non-empty strings.",
-                      "stop", "invalid_type")
-        params.stop = stop
-    seed = body.get("seed")
-    if seed is not None and not _is_int(seed):
-        raise bad("Invalid type for 'seed': expected an integer.", "seed", "invalid_type")
-    params.seed = seed
+    try:
+        max_tokens = body.get(name)
+        max_tokens = settings.INFERENCE_DEFAULT_MAX_TOKENS if max_tokens is None \
+            else protocol.check_max_tokens(max_tokens, field=name)
+        params = ChatParams(max_tokens=max_tokens)
+        if body.get("temperature") is not None:
+            params.temperature = protocol.check_temperature(body["temperature"])
+        if body.get("top_p") is not None:
+            params.top_p = protocol.check_top_p(body["top_p"])
+        if stop is not None:
+            params.stop = protocol.check_stop([stop] if isinstance(stop, str) else stop)
+        if body.get("seed") is not None:
+            params.seed = protocol.check_seed(body["seed"])
+    except protocol.InvalidInput as exc:
+        raise bad(str(exc), exc.field, exc.kind) from None
     n = body.get("n")
-    if n is not None and (not _is_int(n) or n != 1):
+    if n is not None and (type(n) is not int or n != 1):
         raise bad("Only n=1 is supported.", "n")
     options = body.get("stream_options")
     if options is not None:

@@ -19,6 +19,7 @@ from .bodies import body_object_key, body_range, body_text
 from .diffing import line_diff, word_diff
 from .models import Storage
 from .permissions import request_access
+from .runs import version_render
 from .serializers import (
     PromptSerializer,
     RenderSerializer,
@@ -28,7 +29,6 @@ from .serializers import (
     VersionCreateSerializer,
     VersionSerializer,
 )
-from .templating import template_render
 from .uploads import upload_presign
 
 
@@ -177,10 +177,7 @@ class VersionRenderApi(PromptScopedApi):
         version = selectors.version_get(prompt=prompt, version_id=version_id)
         data = RenderSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        out = template_render(texts={"system": version.system, "body": body_text(version)},
-                              declared=version.variables, values=data.validated_data["variables"])
-        messages = ([{"role": "system", "content": out["system"]}] if out["system"] else []) + [
-            {"role": "user", "content": out["body"]}]
+        out, messages = version_render(version=version, variables=data.validated_data["variables"])
         return Response({**out, "messages": messages})
 
 

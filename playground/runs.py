@@ -43,13 +43,20 @@ def version_messages(*, system: str, body: str, has_system: bool) -> list[dict]:
         {"role": "user", "content": body}]
 
 
-def version_chat_body(*, version: PromptVersion, variables: dict, body: str | None = None) -> dict:
-    """The /v1/chat/completions body of one run (400 naming missing or unknown
-    variables). `body`: the version's body text when the caller already has it."""
+def version_render(*, version: PromptVersion, variables: dict, body: str | None = None
+                   ) -> tuple[dict[str, str], list[dict]]:
+    """The rendered texts ({"system", "body"}) and the messages of one run (400
+    naming missing or unknown variables). `body`: the version's body text when
+    the caller already has it."""
     body = body_text(version) if body is None else body
     out = template_render(texts={"system": version.system, "body": body}, declared=version.variables,
                           values=variables)
-    messages = version_messages(system=out["system"], body=out["body"], has_system=bool(version.system))
+    return out, version_messages(system=out["system"], body=out["body"], has_system=bool(version.system))
+
+
+def version_chat_body(*, version: PromptVersion, variables: dict, body: str | None = None) -> dict:
+    """The /v1/chat/completions body of one run."""
+    _, messages = version_render(version=version, variables=variables, body=body)
     return {"model": version.model_name, "messages": messages, **version_params(version)}
 
 

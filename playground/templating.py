@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from core.errors import ApiError
+from inference_protocol.validation import InvalidInput, check_text
 
 VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -36,6 +37,12 @@ def template_render(*, texts: dict[str, str], declared: dict, values: dict) -> d
     if bad:
         raise ApiError(f"Variable values must be strings or numbers: {', '.join(bad)}.",
                        code="invalid_variable_value", field="variables", extra={"invalid": bad})
+    for name, value in values.items():
+        if isinstance(value, str):
+            try:
+                check_text(value, field=f"variables.{name}")
+            except InvalidInput as exc:
+                raise ApiError(str(exc), code="invalid_unicode", field=exc.field) from None
     resolved = {name: str(values[name]) if name in values else declared.get(name) for name in used}
     missing = [name for name in used if resolved[name] is None]
     if missing:

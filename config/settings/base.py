@@ -135,6 +135,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
+    # JSON bodies with bounded nesting (JSON_MAX_DEPTH); forms for the browsable API.
+    "DEFAULT_PARSER_CLASSES": ["core.jsonbody.BoundedJSONParser",
+                               "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
@@ -144,6 +148,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
 }
+
+# Deepest nesting of a JSON request body (/v1 and the REST API); deeper is a 400
+# with code json_too_deep. Real bodies (messages, JSON schemas) stay far below it.
+JSON_MAX_DEPTH = env_int("JSON_MAX_DEPTH", 64)
 
 # API keys: how often last_used_at may be written (seconds); avoids a write per request.
 API_KEY_LAST_USED_RESOLUTION = 60

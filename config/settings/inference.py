@@ -7,7 +7,7 @@ INFERENCE_MODELS: JSON object, model name -> engine spec, e.g.
 
 import json
 
-from core.env import env_str
+from core.env import env_float, env_int, env_str
 
 INFERENCE_MODELS = json.loads(
     env_str(
@@ -21,3 +21,9 @@ INFERENCE_MODELS = json.loads(
     )
 )
 DEFAULT_MODEL = env_str("DEFAULT_MODEL", "smollm2")
+
+# Bounds of the sampling parameters, the same everywhere a generation is asked
+# for: /v1, saving a prompt version, and every engine (inference_protocol.validation).
+INFERENCE_TEMPERATURE_MAX = env_float("INFERENCE_TEMPERATURE_MAX", 2.0)
+INFERENCE_MAX_TOKENS_LIMIT = env_int("INFERENCE_MAX_TOKENS_LIMIT", 32768)
+INFERENCE_MAX_STOP_SEQUENCES = env_int("INFERENCE_MAX_STOP_SEQUENCES", 4)

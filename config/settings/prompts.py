@@ -35,11 +35,6 @@ PROMPT_UPLOAD_EXPIRES = min(PRESIGN_PUT_EXPIRES, 900)
 # after it was issued; the object itself is verified when it is referenced.
 PROMPT_UPLOAD_HANDLE_MAX_AGE = env_int("PROMPT_UPLOAD_HANDLE_MAX_AGE", 24 * 3600)
 
-# Parameter bounds checked when a version is created.
-PROMPT_TEMPERATURE_MAX = env_float("PROMPT_TEMPERATURE_MAX", 2.0)
-PROMPT_MAX_TOKENS_LIMIT = env_int("PROMPT_MAX_TOKENS_LIMIT", 32768)
-PROMPT_MAX_STOP_SEQUENCES = env_int("PROMPT_MAX_STOP_SEQUENCES", 4)
-
 # Rebuilt bodies are immutable (keyed by SHA-256), so a per-process cache of
 # them is always correct; this bounds its total size in bytes.
 PROMPT_BODY_CACHE_BYTES = env_int("PROMPT_BODY_CACHE_BYTES", 64 * 1024 * 1024)

@@ -20,6 +20,8 @@ import dataclasses
 import time
 from typing import Any
 
+from inference_protocol import validation
+
 
 class EngineError(Exception):
     """A request-level failure with a stable code (bad input, too long...)."""
@@ -47,14 +49,21 @@ class SamplingParams:
     seed: int | None = None
 
     def __post_init__(self):
-        if self.max_tokens < 1:
-            raise EngineError("max_tokens must be at least 1", code="invalid_max_tokens")
-        if self.temperature < 0:
-            raise EngineError("temperature must be >= 0", code="invalid_temperature")
-        if not 0 < self.top_p <= 1:
-            raise EngineError("top_p must be in (0, 1]", code="invalid_top_p")
-        if any(s == "" for s in self.stop):
-            raise EngineError("stop sequences must not be empty", code="invalid_stop")
+        # The gateway's rules and limits (one checker); an engine never sees a bad value.
+        try:
+            validation.check_sampling(max_tokens=self.max_tokens, temperature=self.temperature,
+                                      top_p=self.top_p, stop=self.stop, seed=self.seed)
+        except validation.InvalidInput as exc:
+            raise EngineError(str(exc), code=f"invalid_{exc.field.partition('[')[0]}") from None
+
+
+def check_messages(messages) -> None:
+    """For engines that render a chat: the protocol's rule for messages (the
+    gateway checks with the same function), as an EngineError."""
+    try:
+        validation.check_messages(messages)
+    except validation.InvalidInput as exc:
+        raise EngineError(str(exc), code="invalid_messages") from None
 
 
 @dataclasses.dataclass
@@ -64,7 +73,9 @@ class Sequence:
     ``messages`` is the OpenAI-style chat (list of {"role", "content"});
     fixed-batch engines read ``messages[-1]["content"]`` as their one input.
     ``prompt_tokens`` is filled by ``Engine.prepare`` (the engine's own
-    tokenizer), so usage counts are exact.
+    tokenizer), so usage counts are exact. An engine whose tokenizer is remote
+    (upstream) sets ``meta["usage"]`` to the model server's
+    {"prompt_tokens", "completion_tokens"}; the worker reports those instead.
     """
 
     id: str
@@ -130,8 +141,3 @@ class Engine(abc.ABC):
 
     def health(self) -> bool:
         return True
-
-    def count_tokens(self, messages: list[dict[str, str]]) -> int:
-        seq = Sequence(id="count", messages=messages)
-        self.prepare(seq)
-        return len(seq.prompt_tokens)

@@ -1,6 +1,6 @@
 """Pieces shared by the token-producing engines (llama.cpp, transformers).
 
-- ``check_params``: request-time validation of sampling parameters;
+- ``check_prompt_fits``: a prompt leaves room for one output token;
 - ``Sampler``: temperature / top-p sampling from one row of logits, with a
   per-sequence RNG so a seeded request gives the same tokens whether it runs
   alone or in a batch (given the same logits);
@@ -26,23 +26,6 @@ def check_prompt_fits(tokens, context_window: int) -> None:
             f"{context_window} (prompt + at least one output token)",
             code="context_length_exceeded",
         )
-
-
-def check_params(params: SamplingParams) -> None:
-    """Re-check parameters at request time.
-
-    ``SamplingParams`` validates on construction, but a frozen dataclass can
-    still be built around validation (``dataclasses.replace`` on a subclass,
-    ``object.__setattr__``); engines must never see a bad value.
-    """
-    if params.max_tokens < 1:
-        raise EngineError("max_tokens must be at least 1", code="invalid_max_tokens")
-    if params.temperature < 0:
-        raise EngineError("temperature must be >= 0", code="invalid_temperature")
-    if not 0 < params.top_p <= 1:
-        raise EngineError("top_p must be in (0, 1]", code="invalid_top_p")
-    if any(not isinstance(s, str) or s == "" for s in params.stop):
-        raise EngineError("stop sequences must be non-empty strings", code="invalid_stop")
 
 
 class Sampler:

@@ -80,6 +80,14 @@ def test_should_expose_prometheus_metrics(live):
      "messages", "request_too_large"),
     ({"model": MODEL, "messages": [{"role": "user", "content": "x"}], "bogus": 1}, "bogus",
      "unknown_parameter"),
+    # A lone UTF-16 surrogate is valid JSON that no tokenizer can encode.
+    (b'{"model": "%s", "messages": [{"role": "user", "content": "x \\ud800"}]}' % MODEL.encode(),
+     "messages[0].content", "invalid_unicode"),
+    ({"model": MODEL, "messages": [{"role": "user", "content": "x"}], "seed": -1}, "seed",
+     "integer_below_min_value"),
+    # Deeper than the parser's recursion limit, and deep but parseable.
+    (b'{"model": "m", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", None, "json_too_deep"),
+    (b'{"model": "m", "metadata": ' + b"[" * 900 + b"]" * 900 + b"}", None, "json_too_deep"),
 ])
 def test_should_reject_bad_input_with_an_openai_style_400_naming_the_param(live, body, param, code):
     _, raw = make_key("paid")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from inference_worker.engines.base import EngineError, SamplingParams
-from inference_worker.engines.sampling import Sampler, TextStream, check_params
+from inference_worker.engines.sampling import Sampler, TextStream
 
 
 def stream_all(pieces, stop):
@@ -61,14 +61,18 @@ def test_sampler_greedy_seeded_and_top_p():
     assert {s(logits) for _ in range(200)} == {1, 2}
 
 
-def test_check_params_rejects_values_smuggled_past_the_dataclass():
-    p = SamplingParams()
-    object.__setattr__(p, "temperature", -1.0)
+@pytest.mark.parametrize(("params", "code"), [
+    ({"temperature": -1.0}, "invalid_temperature"),
+    ({"temperature": 1.6}, "invalid_temperature"),      # above INFERENCE_TEMPERATURE_MAX
+    ({"stop": ("",)}, "invalid_stop"),
+    ({"stop": ("a", "b", "c")}, "invalid_stop"),         # more than INFERENCE_MAX_STOP_SEQUENCES
+    ({"top_p": 0.0}, "invalid_top_p"),
+    ({"max_tokens": 0}, "invalid_max_tokens"),
+    ({"seed": -1}, "invalid_seed"),
+])
+def test_engines_refuse_what_the_gateway_refuses_with_its_limits(settings, params, code):
+    settings.INFERENCE_TEMPERATURE_MAX = 1.5
+    settings.INFERENCE_MAX_STOP_SEQUENCES = 2
     with pytest.raises(EngineError) as e:
-        check_params(p)
-    assert e.value.code == "invalid_temperature"
-    p = SamplingParams()
-    object.__setattr__(p, "stop", ("",))
-    with pytest.raises(EngineError) as e:
-        check_params(p)
-    assert e.value.code == "invalid_stop"
+        SamplingParams(**params)
+    assert e.value.code == code

@@ -70,3 +70,24 @@ def test_diff_needs_two_versions_of_the_same_prompt(auth_client, prompt):
     response = auth_client.get(f"/api/prompts/{prompt.pk}/diff?from={a.pk}&to={b.pk}")
     assert response.status_code == 404 and response.json()["error"]["code"] == "version_not_found"
     assert auth_client.get(f"/api/prompts/{prompt.pk}/diff?from={a.pk}").status_code == 400
+
+
+def test_a_lone_surrogate_in_a_run_variable_is_400_naming_the_variable(auth_client, prompt):
+    version = PromptVersionFactory(prompt=prompt, body="Hi {{name}}")
+    response = auth_client.post(f"/api/prompts/{prompt.pk}/versions/{version.pk}/render",
+                                '{"variables": {"name": "bad \\ud800"}}', content_type="application/json")
+    assert response.status_code == 400
+    assert (response.json()["error"]["field"], response.json()["error"]["code"]) == (
+        "variables.name", "invalid_unicode")
+
+
+def test_the_render_preview_shows_the_messages_a_run_sends(auth_client, prompt):
+    """The system message is there whenever the saved system text is, even when
+    it renders empty: the same rule as the run (playground.runs)."""
+    from playground.runs import version_chat_body
+
+    version = PromptVersionFactory(prompt=prompt, body="Hi {{name}}", system="{{persona}}")
+    variables = {"name": "Ada", "persona": ""}
+    preview = _render(auth_client, version, variables).json()
+    assert preview["messages"] == version_chat_body(version=version, variables=variables)["messages"]
+    assert preview["messages"][0] == {"role": "system", "content": ""}

@@ -1,0 +1,157 @@
+"""The rules for what a generation may ask for, written once: sampling
+parameters, chat messages and their text.
+
+The gateway (/v1 and runs of saved versions), the playground (saving a
+version) and the worker's engines all check with these functions, against one
+set of settings (INFERENCE_TEMPERATURE_MAX, INFERENCE_MAX_TOKENS_LIMIT,
+INFERENCE_MAX_STOP_SEQUENCES in config/settings/inference.py). Each raises
+`InvalidInput` naming the field; the caller turns it into its own error shape
+(a 400 with a stable code, or an engine error).
+"""
+
+from __future__ import annotations
+
+import math
+
+from django.conf import settings
+
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+# OpenAI's seed is a 64-bit integer; above this an upstream server may refuse it.
+SEED_MAX = 2**63 - 1
+
+
+class InvalidInput(ValueError):
+    """``field``: the dotted path of the bad value (``messages[2].content``).
+    ``kind``: what is wrong, in OpenAI's error codes: ``invalid_type``,
+    ``invalid_value``, ``integer_below_min_value``, ``integer_above_max_value``,
+    or ``invalid_unicode`` (text no encoder can write, see `check_text`)."""
+
+    def __init__(self, message: str, *, field: str, kind: str):
+        super().__init__(message)
+        self.field = field
+        self.kind = kind
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def encode_text(text: str, *, field: str) -> bytes:
+    """``text`` as UTF-8. JSON's ``"\\ud800"`` escape decodes to a lone UTF-16
+    surrogate, which no tokenizer, database or UTF-8 encoder accepts: refused
+    here, at the edge, naming the field."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"'{field}' contains a lone UTF-16 surrogate (character {exc.start}); "
+                           "send valid Unicode text.", field=field, kind="invalid_unicode") from None
+
+
+def check_text(text: str, *, field: str) -> str:
+    encode_text(text, field=field)
+    return text
+
+
+def check_max_tokens(value, *, field: str = "max_tokens") -> int:
+    limit = settings.INFERENCE_MAX_TOKENS_LIMIT
+    if not _is_int(value):
+        raise InvalidInput(f"Invalid type for '{field}': expected an integer.", field=field,
+                           kind="invalid_type")
+    if value < 1:
+        raise InvalidInput(f"Invalid '{field}': integer below minimum value. Expected a value >= 1, "
+                           f"but got {value} instead.", field=field, kind="integer_below_min_value")
+    if value > limit:
+        raise InvalidInput(f"Invalid '{field}': integer above maximum value. Expected a value <= {limit}, "
+                           f"but got {value} instead.", field=field, kind="integer_above_max_value")
+    return value
+
+
+def check_temperature(value, *, field: str = "temperature") -> float:
+    high = settings.INFERENCE_TEMPERATURE_MAX
+    if not _is_number(value):
+        raise InvalidInput(f"Invalid type for '{field}': expected a number.", field=field,
+                           kind="invalid_type")
+    if not (math.isfinite(value) and 0 <= value <= high):
+        raise InvalidInput(f"Invalid '{field}': {value} is outside the allowed range [0, {high}].",
+                           field=field, kind="invalid_value")
+    return float(value)
+
+
+def check_top_p(value, *, field: str = "top_p") -> float:
+    if not _is_number(value):
+        raise InvalidInput(f"Invalid type for '{field}': expected a number.", field=field,
+                           kind="invalid_type")
+    if not (math.isfinite(value) and 0 < value <= 1):
+        raise InvalidInput(f"Invalid '{field}': {value} is outside the allowed range (0, 1].",
+                           field=field, kind="invalid_value")
+    return float(value)
+
+
+def check_stop(value, *, field: str = "stop") -> list[str]:
+    most = settings.INFERENCE_MAX_STOP_SEQUENCES
+    if not isinstance(value, list | tuple) or len(value) > most \
+            or not all(isinstance(s, str) and s for s in value):
+        raise InvalidInput(f"'{field}' must be a list of at most {most} non-empty strings.", field=field,
+                           kind="invalid_type")
+    for i, s in enumerate(value):
+        check_text(s, field=f"{field}[{i}]")
+    return list(value)
+
+
+def check_seed(value, *, field: str = "seed") -> int:
+    if not _is_int(value):
+        raise InvalidInput(f"Invalid type for '{field}': expected an integer.", field=field,
+                           kind="invalid_type")
+    if value < 0:
+        raise InvalidInput(f"Invalid '{field}': integer below minimum value. Expected a value >= 0, "
+                           f"but got {value} instead.", field=field, kind="integer_below_min_value")
+    if value > SEED_MAX:
+        raise InvalidInput(f"Invalid '{field}': integer above maximum value. Expected a value <= "
+                           f"{SEED_MAX}.", field=field, kind="integer_above_max_value")
+    return value
+
+
+_CHECKS = {"max_tokens": check_max_tokens, "temperature": check_temperature, "top_p": check_top_p,
+           "stop": check_stop, "seed": check_seed}
+
+
+def check_sampling(**params) -> None:
+    """Check the sampling parameters given (None: not given, the default applies)."""
+    for name, value in params.items():
+        if value is not None:
+            _CHECKS[name](value)
+
+
+def check_messages(messages, *, field: str = "messages") -> list[dict]:
+    """A chat: a non-empty list of {"role", "content"} with a known role and
+    text content (valid Unicode), the last one not empty. Returns clean copies
+    holding only role and content."""
+    if not isinstance(messages, list):
+        raise InvalidInput(f"'{field}' must be an array of message objects.", field=field,
+                           kind="invalid_type")
+    if not messages:
+        raise InvalidInput(f"'{field}' must contain at least one message.", field=field,
+                           kind="invalid_value")
+    cleaned = []
+    for i, message in enumerate(messages):
+        where = f"{field}[{i}]"
+        if not isinstance(message, dict):
+            raise InvalidInput(f"'{where}' must be an object.", field=where, kind="invalid_type")
+        role = message.get("role")
+        if role not in ROLES:
+            raise InvalidInput(f"'{where}.role' must be one of {', '.join(sorted(ROLES))}.",
+                               field=f"{where}.role", kind="invalid_value")
+        content = message.get("content")
+        if not isinstance(content, str):
+            raise InvalidInput(f"'{where}.content' must be a string.", field=f"{where}.content",
+                               kind="invalid_type")
+        check_text(content, field=f"{where}.content")
+        cleaned.append({"role": role, "content": content})
+    if not cleaned[-1]["content"]:
+        last = f"{field}[{len(cleaned) - 1}].content"
+        raise InvalidInput("The last message has no content.", field=last, kind="invalid_value")
+    return cleaned
