@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import abc
 import functools
-import hashlib
 import shutil
 from pathlib import Path
 
@@ -68,13 +67,6 @@ class BlobStore(abc.ABC):
 
     @abc.abstractmethod
     def describe(self) -> str: ...
-
-    def sha256(self, key: str) -> str:
-        """Hash the stored object by streaming it (never trust a client's claim)."""
-        digest = hashlib.sha256()
-        for chunk in self.iter_chunks(key):
-            digest.update(chunk)
-        return digest.hexdigest()
 
 
 class S3BlobStore(BlobStore):

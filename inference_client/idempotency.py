@@ -14,6 +14,7 @@ import json
 
 from django.conf import settings
 
+from core.canonical import canonical_hash
 from core.errors import ApiError
 from core.redis import get_aredis
 
@@ -22,7 +23,7 @@ MAX_KEY_LENGTH = 255
 
 def body_fingerprint(body: dict) -> str:
     # Canonical JSON: key order and whitespace are not a different request.
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return canonical_hash(body)
 
 
 def check_idempotency_key(value: str | None) -> str | None:

