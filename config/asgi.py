@@ -1,4 +1,4 @@
-"""One ASGI app for HTTP and websockets (run with uvicorn or daphne)."""
+"""One ASGI app for HTTP and websockets (served by uvicorn: manage.py serve)."""
 
 import os
 

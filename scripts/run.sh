@@ -4,5 +4,5 @@
 # Prints the URL and a demo login. Extra args go to `manage.py serve`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install.sh
+scripts/install.sh   # the default profile only: no torch, no test tools
 exec .venv/bin/python manage.py serve "$@"

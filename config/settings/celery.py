@@ -12,9 +12,10 @@ from core.env import env_str
 from .base import REDIS_URL
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
-CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL) or None
-# One backend object per process, not one per pool thread: building it scans
-# every installed package's entry points (tens of ms per thread, seen in profiles).
+# No result backend: the one task ignores its result; results travel through the
+# event log (inference_protocol.events).
+# One (disabled) backend object per process, not one per pool thread: building it
+# scans every installed package's entry points (tens of ms per thread, seen in profiles).
 CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
