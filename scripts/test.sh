@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install, then run lint and the whole test suite against the real parts:
 # PostgreSQL, Redis, RabbitMQ (already running on the machine) and an S3-protocol
-# server (rclone serve s3) that this script starts. Extra args go to pytest.
+# server (rclone serve s3) that this script starts; then again on the embedded
+# default. Extra args go to pytest (both passes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh --dev
@@ -15,7 +16,6 @@ fi
 export DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/promptyard}
 export REDIS_URL=${TEST_REDIS_URL:-redis://127.0.0.1:6379/1}
 export CELERY_BROKER_URL=${TEST_CELERY_BROKER_URL:-amqp://guest:guest@127.0.0.1:5672//}
-export CELERY_RESULT_BACKEND=$REDIS_URL
 export DEBUG=false SECRET_KEY=test-secret-key-not-for-production
 # The test process runs ORM code on short-lived threads (websocket tests, thread
 # races) whose connections never go back to the pool: give it headroom.
@@ -35,4 +35,22 @@ export S3_BUCKET=${S3_BUCKET:-promptyard-test}
 
 .venv/bin/ruff check .
 .venv/bin/lint-imports --no-cache
-.venv/bin/python -m pytest "$@"
+
+# Pass 1: the whole suite against the services. Pass 2: the embedded default that
+# scripts/run.sh starts (no service variables: SQLite, in-memory channel layer,
+# local-memory cache, in-process worker, local file store), every test not marked
+# needs_services. TEST_PASSES=services or embedded runs one of them.
+passes=${TEST_PASSES:-services embedded}
+if [[ " $passes " == *" services "* ]]; then
+  .venv/bin/python -m pytest "$@"
+fi
+if [[ " $passes " == *" embedded "* ]]; then
+  vardir=$(mktemp -d)
+  rc=0
+  env -u DATABASE_URL -u REDIS_URL -u CELERY_BROKER_URL -u S3_ENDPOINT_URL -u S3_BUCKET \
+    -u S3_ACCESS_KEY_ID -u S3_SECRET_ACCESS_KEY PROMPTYARD_VAR_DIR="$vardir" \
+    .venv/bin/python -m pytest "$@" || rc=$?
+  rm -rf "$vardir"
+  # 5: the arguments selected only tests that need the services.
+  [ "$rc" = 0 ] || [ "$rc" = 5 ] || exit "$rc"
+fi

@@ -2,6 +2,7 @@ import pytest
 
 
 @pytest.mark.django_db
+@pytest.mark.needs_services  # the services' parts (the embedded ones: tests/test_embedded_default.py)
 def test_healthz_reports_every_part_ok(client):
     response = client.get("/healthz")
     body = response.json()

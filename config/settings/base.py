@@ -15,7 +15,6 @@ ALLOWED_HOSTS = env_str("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]")
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if o]
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -89,9 +88,14 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
         connect_timeout=3,
         pool={"min_size": 1, "max_size": env_int("DB_POOL_MAX_SIZE", 20), "timeout": 5},
     )
+else:
+    # Tests on the embedded default use a file as `serve` does: an in-memory test
+    # database shares one cache between threads, which fails a concurrent writer at
+    # once ("table is locked") instead of waiting for the lock like SQLite on a file.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# REDIS_URL: cache, rate-limit buckets, presence, channel layer, Celery results.
+# REDIS_URL: cache, rate-limit buckets, presence, channel layer, generation events.
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     CACHES = {

@@ -21,9 +21,8 @@ def usage(key, *, tokens, age=timedelta(0)):
     UsageRecord.objects.filter(pk=record.pk).update(created_at=timezone.now() - age)
 
 
+@pytest.mark.needs_services  # rate limits live in Redis
 def test_should_show_usage_of_the_last_day_and_remaining_limits_now(user, settings):
-    if not settings.REDIS_URL:
-        pytest.skip("rate limits live in Redis")
     key, _raw = ApiKeyFactory.create_with_raw(user=user, name="ci")
     usage(key, tokens=9)
     usage(key, tokens=19)

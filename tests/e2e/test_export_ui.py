@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from tests.e2e.conftest import screenshot
 from tests.e2e.test_playground_ui import create_api_key, create_prompt, save, sign_up
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.needs_services]
 
 
 def test_should_export_the_saved_version_as_code_that_runs(live_url, new_page, console_errors, tmp_path):

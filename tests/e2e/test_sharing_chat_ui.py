@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from tests.e2e.conftest import screenshot
 from tests.e2e.test_playground_ui import create_prompt, save, sign_up
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.needs_services]
 
 
 def expected_404s(errors):

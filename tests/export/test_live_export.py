@@ -5,12 +5,15 @@ message reversed), and saved versions run by reference."""
 import json
 
 import httpx
+import pytest
 
 from playground import services
 from playground.sharing.models import Grant
 from tests.export.conftest import MODEL, clean_env, run_node, run_python, run_sh
 from tests.factories import PromptFactory
 from tests.inference_client.conftest import make_key
+
+pytestmark = pytest.mark.needs_services  # a live server and a Celery worker on RabbitMQ and Redis
 
 
 def _version(prompt, *, body, parent=None, **fields):

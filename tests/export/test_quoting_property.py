@@ -12,6 +12,7 @@ exactly the given variables. No database: versions are unsaved objects.
 import json
 import uuid
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +21,9 @@ from playground.export.spec import Reference, export_spec
 from playground.models import Prompt, PromptVersion
 from playground.runs import version_chat_body
 from tests.export.conftest import clean_env, run_node, run_python, run_sh
+
+# Touches no part the two profiles differ in: runs once, in the services pass.
+pytestmark = pytest.mark.any_profile
 
 HOSTILE = "\"'\\\n\r\t $`!%{}*?[]#;&|<>()~\u00e9\u2028\u2029\u202e\u200b\u0085\x7f\x01\x1b\ufeff😀\U000e0001"
 VALUE = st.text(alphabet=st.one_of(st.sampled_from(HOSTILE), st.characters(

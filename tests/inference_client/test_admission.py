@@ -21,7 +21,8 @@ class AuthClient(AsyncClient):
     async def post(self, path, data, **kwargs):
         return await super().post(path, data, headers=self.auth, **kwargs)
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Needs services: the admission scripts run in Redis; a live Celery worker.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.needs_services]
 
 
 async def test_should_refuse_the_request_over_the_limit_with_a_computed_retry_after(worker, settings):

@@ -9,6 +9,8 @@ import pytest
 from inference_client.models import UsageRecord
 from tests.inference_client.conftest import MODEL, chat, make_key
 
+pytestmark = pytest.mark.needs_services  # the live gateway: uvicorn, a Celery worker, Redis
+
 
 def _sdk(base: str, key: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0, timeout=30)
@@ -81,13 +83,15 @@ def test_should_expose_prometheus_metrics(live):
     ({"model": MODEL, "messages": [{"role": "user", "content": "x"}], "bogus": 1}, "bogus",
      "unknown_parameter"),
     # A lone UTF-16 surrogate is valid JSON that no tokenizer can encode.
-    (b'{"model": "%s", "messages": [{"role": "user", "content": "x \\ud800"}]}' % MODEL.encode(),
-     "messages[0].content", "invalid_unicode"),
+    pytest.param(b'{"model": "%s", "messages": [{"role": "user", "content": "x \\ud800"}]}' % MODEL.encode(),
+                 "messages[0].content", "invalid_unicode", id="lone-surrogate"),
     ({"model": MODEL, "messages": [{"role": "user", "content": "x"}], "seed": -1}, "seed",
      "integer_below_min_value"),
     # Deeper than the parser's recursion limit, and deep but parseable.
-    (b'{"model": "m", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", None, "json_too_deep"),
-    (b'{"model": "m", "metadata": ' + b"[" * 900 + b"]" * 900 + b"}", None, "json_too_deep"),
+    pytest.param(b'{"model": "m", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", None,
+                 "json_too_deep", id="past-the-recursion-limit"),
+    pytest.param(b'{"model": "m", "metadata": ' + b"[" * 900 + b"]" * 900 + b"}", None, "json_too_deep",
+                 id="deep-but-parseable"),
 ])
 def test_should_reject_bad_input_with_an_openai_style_400_naming_the_param(live, body, param, code):
     _, raw = make_key("paid")

@@ -12,7 +12,8 @@ from tests.inference_client.conftest import MODELS
 # No real worker serves this model: only the synthetic heartbeats below count.
 MODEL = "gw-synthetic"
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Needs services: the capacity controller reads and writes Redis.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.needs_services]
 
 
 def _beat(workers: list[str]) -> None:

@@ -1,12 +1,15 @@
 """Idempotency-Key: retries during and after a generation return one result."""
 
 import concurrent.futures
-import time
 
 import httpx
+import pytest
 
 from inference_client.models import UsageRecord
 from tests.inference_client.conftest import chat, make_key
+from tests.polling import wait_for
+
+pytestmark = pytest.mark.needs_services  # idempotency keys live in Redis; the live gateway
 
 
 def test_should_return_one_result_to_retries_during_and_after_a_generation(live):
@@ -24,7 +27,8 @@ def test_should_return_one_result_to_retries_during_and_after_a_generation(live)
     assert {b["choices"][0]["message"]["content"] for b in bodies} == {"ylno ecno"}
     assert after.headers["Idempotent-Replayed"] == "true"
 
-    time.sleep(0.5)
+    # The record is written after the response; only the first request writes one.
+    wait_for(UsageRecord.objects.filter(api_key=key).exists, timeout=10, what="the usage record")
     assert UsageRecord.objects.filter(api_key=key).count() == 1  # one generation, one charge
     # Another body under the same key is refused (IETF draft: 422).
     other = chat(live, raw, "something else", headers=headers)

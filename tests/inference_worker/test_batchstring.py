@@ -13,6 +13,9 @@ from inference_worker.engines.base import SamplingParams, Sequence
 from inference_worker.engines.fixed_cost import FixedCostEngine
 from inference_worker.scheduler import RequestFailed, Scheduler
 
+# Touches no part the two profiles differ in: runs once, in the services pass.
+pytestmark = pytest.mark.any_profile
+
 
 class GatedSleep:
     """A device call that lasts until the test opens the gate (first call only)."""

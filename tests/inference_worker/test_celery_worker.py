@@ -9,9 +9,10 @@ import pytest
 from inference_client.backend import CeleryBackend
 from inference_protocol.backend import live_workers
 from inference_protocol.generation import GenerationRequest
-from tests.inference_worker.workers import celery_worker, delete_queues, wait_for
+from tests.inference_worker.workers import celery_worker, delete_queues
+from tests.polling import wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.needs_services]  # real Celery workers on RabbitMQ
 
 
 @pytest.fixture

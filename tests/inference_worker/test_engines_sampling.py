@@ -8,6 +8,9 @@ import pytest
 from inference_worker.engines.base import EngineError, SamplingParams
 from inference_worker.engines.sampling import Sampler, TextStream
 
+# Touches no part the two profiles differ in: runs once, in the services pass.
+pytestmark = pytest.mark.any_profile
+
 
 def stream_all(pieces, stop):
     ts = TextStream(stop)

@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+# Imported, not importorskip'd: the test environment installs the 'ml' group, and a
+# broken torch or transformers install must fail the suite, not skip it.
+import torch
+import transformers  # noqa: F401
 
-from inference_worker.engines import build_engine  # noqa: E402
-from inference_worker.engines.base import (  # noqa: E402
+from inference_worker.engines import build_engine
+from inference_worker.engines.base import (
     EngineError,
     EngineLoadError,
     SamplingParams,
     Sequence,
 )
-from inference_worker.engines.transformers_engine import TransformersEngine  # noqa: E402
-from tests.inference_worker.engine_driver import make_seq, run  # noqa: E402
+from inference_worker.engines.transformers_engine import TransformersEngine
+from tests.inference_worker.engine_driver import make_seq, run
+
+# Touches no part the two profiles differ in: runs once, in the services pass.
+pytestmark = pytest.mark.any_profile
 
 WORDS = [f"w{i}" for i in range(120)] + ["user", "assistant", "system", ":", "hello", "world"]
 TEMPLATE = (

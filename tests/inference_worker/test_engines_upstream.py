@@ -20,6 +20,9 @@ from inference_worker.engines.upstream import (
     parse_retry_after,
 )
 
+# Touches no part the two profiles differ in: runs once, in the services pass.
+pytestmark = pytest.mark.any_profile
+
 
 class Handler(BaseHTTPRequestHandler):
     """Streams the words of the reply one chunk each. The last user message

@@ -16,6 +16,9 @@ from inference_worker.engines.base import (
 from inference_worker.engines.fixed_cost import FixedCostEngine
 from inference_worker.scheduler import Priority, RequestFailed, Scheduler, SchedulerConfig
 
+# Touches no part the two profiles differ in: runs once, in the services pass.
+pytestmark = pytest.mark.any_profile
+
 CALL = 0.2
 
 

@@ -46,6 +46,7 @@ def test_chain_stores_diffs_with_a_snapshot_every_n_and_rebuilds_exactly(setting
         assert body_text(PromptVersion.objects.get(pk=version.pk)) == body
 
 
+@pytest.mark.needs_services  # presigned GETs from the S3 server
 def test_body_is_served_by_range_and_by_short_lived_presigned_get(settings, auth_client, prompt):
     body = "".join(f"{i:06d}\n" for i in range(20000))  # 140 KB: a stored snapshot
     version = PromptVersionFactory(prompt=prompt, body=body)
@@ -62,6 +63,7 @@ def test_body_is_served_by_range_and_by_short_lived_presigned_get(settings, auth
     assert httpx.get(signed["url"]).content == body.encode()
 
 
+@pytest.mark.needs_services  # presigned GETs from the S3 server
 def test_presigned_get_of_a_diff_stored_body_materialises_it(settings, auth_client, prompt):
     settings.PROMPT_INLINE_MAX_BYTES = 64
     base = "".join(f"row {i}\n" for i in range(300))

@@ -9,6 +9,7 @@ from tests.factories import PromptFactory, PromptVersionFactory
 
 
 @pytest.mark.django_db
+@pytest.mark.needs_services  # the immutability trigger is PostgreSQL's
 def test_raw_sql_update_of_a_version_is_rejected_by_the_trigger(prompt):
     version = PromptVersionFactory(prompt=prompt, body="original\n")
     for column, value in (("message", "rewritten"), ("body_sha256", "0" * 64), ("temperature", 1.5)):

@@ -9,7 +9,7 @@ from core.blobstore import get_blob_store
 from playground.models import Blob, PromptVersion
 from tests.playground.conftest import create_version
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.needs_services]  # presigned uploads to the S3 server
 
 
 def _presign(client, prompt, size):

@@ -10,6 +10,10 @@ import pytest
 from playground.permissions import Role
 from tests.sharing.conftest import PRINCIPALS, SIGNED_IN, STATES, build_world
 
+# 1,000 cells of the same permission queries on either database (tests/sharing/test_sharing.py
+# runs on both profiles): once, in the services pass.
+pytestmark = pytest.mark.any_profile
+
 
 @dataclass(frozen=True)
 class Endpoint:

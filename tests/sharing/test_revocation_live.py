@@ -15,7 +15,8 @@ from tests.factories import ApiKeyFactory, PromptFactory, UserFactory
 from tests.livesubprocess import free_port, running_server
 from tests.sharing.conftest import make_version
 
-pytestmark = pytest.mark.slow
+# Needs services: two server processes sharing PostgreSQL.
+pytestmark = [pytest.mark.slow, pytest.mark.needs_services]
 
 
 def _test_database_url() -> str:
