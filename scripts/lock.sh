@@ -5,14 +5,14 @@
 #   requirements/ml.txt        + the 'ml' group (GPU workers with the transformers engine)
 #   requirements/dev.txt       + 'ml' and 'dev' (tests, lint, benchmarks)
 # The larger sets are resolved first and constrain the smaller ones, so a package
-# has one version in all three.
+# has one version in all three; requirements/constraints.txt holds a few back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 UV=${UV:-.venv/bin/uv}
 compile() {
   out=$1; shift
   "$UV" pip compile pyproject.toml --quiet --generate-hashes --universal --python-version 3.11 \
-    --override requirements/overrides.txt \
+    --override requirements/overrides.txt -c requirements/constraints.txt \
     --custom-compile-command scripts/lock.sh "$@" -o "$out"
 }
 compile requirements/dev.txt --extra ml --extra dev
