@@ -44,13 +44,15 @@ if [ "$(.venv/bin/python -c "import importlib.metadata as m; print(m.version('ll
   $PIP install --no-deps "$WHEELS"/llama_cpp_python-"$version"-*.whl
 fi
 
+# The lock is complete (every dependency pinned and hashed), hence --no-deps.
+$PIP install --require-hashes --no-deps -r "$lock"
+
 # torch's build is the host's (CPU here, CUDA on a GPU host, which may install its
-# own build first): the version pyproject.toml pins, outside the lock files.
+# own build first): the version pyproject.toml pins, outside the lock files, after
+# them (its own dependencies then find the locked ones in place).
 if [ "$profile" != default ] && ! .venv/bin/python -c "import torch" 2>/dev/null; then
   torch=$(.venv/bin/python -c "import tomllib; ml = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['ml']; print(next(r for r in ml if r.startswith('torch')))")
   $PIP install "$torch"
 fi
 
-# The lock is complete (every dependency pinned and hashed), hence --no-deps.
-$PIP install --require-hashes --no-deps -r "$lock"
 echo "$digest" >"$stamp"
