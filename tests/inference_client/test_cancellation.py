@@ -14,7 +14,11 @@ import pytest
 from core.redis import get_redis
 from inference_protocol.backend import live_workers
 from tests.inference_client.conftest import make_key, uvicorn_server
-from tests.inference_worker.workers import celery_worker, delete_queues, wait_for
+from tests.inference_worker.workers import celery_worker, delete_queues
+from tests.polling import wait_for
+
+# Needs services: a Celery worker, uvicorn and Redis.
+pytestmark = pytest.mark.needs_services
 
 # A queue of this run's own: a generation left by an interrupted run must not
 # be the first thing the worker picks up.

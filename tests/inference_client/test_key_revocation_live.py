@@ -9,7 +9,8 @@ import pytest
 
 from tests.inference_client.conftest import MODELS, chat, make_key, uvicorn_server
 
-pytestmark = pytest.mark.slow
+# Needs services: two gateway processes sharing PostgreSQL and Redis.
+pytestmark = [pytest.mark.slow, pytest.mark.needs_services]
 
 
 @pytest.fixture

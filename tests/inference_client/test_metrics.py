@@ -8,7 +8,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from inference_protocol.backend import live_workers
 from tests.inference_client.conftest import MODEL, make_key, uvicorn_server
-from tests.inference_worker.workers import celery_worker, wait_for
+from tests.inference_worker.workers import celery_worker
+from tests.polling import wait_for
+
+# Needs services: a Celery worker, uvicorn and Redis.
+pytestmark = pytest.mark.needs_services
 
 SMOL = "metrics-smollm2"
 MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.05},

@@ -12,10 +12,11 @@ import pytest
 from django.conf import settings
 
 from tests.inference_client.conftest import MODELS, chat, make_key, uvicorn_server
-from tests.inference_worker.workers import wait_for
+from tests.polling import wait_for
 from tests.tcpproxy import TcpProxy
 
-pytestmark = pytest.mark.slow
+# Needs services: Redis and RabbitMQ behind TCP proxies.
+pytestmark = [pytest.mark.slow, pytest.mark.needs_services]
 FAST_S = 5.0  # a refusal comes well within this; the request timeout is 120 s
 
 

@@ -15,7 +15,8 @@ from inference_client.routing import choose, expected_start
 from inference_protocol.devices import DeviceState, devices_key, parse_states
 from inference_protocol.generation import GenerationRequest
 from inference_protocol.queues import DEVICE_QUEUE_TTL_MS
-from tests.inference_worker.workers import celery_worker, delete_queues, wait_for
+from tests.inference_worker.workers import celery_worker, delete_queues
+from tests.polling import wait_for
 
 
 def _state(device, busy_until=0.0, waiting=0, running=0, hold_s=0.0, max_batch=50, fixed=True):
@@ -61,6 +62,7 @@ def _states(model):
 
 
 @pytest.mark.slow
+@pytest.mark.needs_services  # real workers on RabbitMQ, device states in Redis
 def test_should_send_a_request_to_the_idle_device_not_the_busy_one(model):
     backend = CeleryBackend()
     spec = {model: {"engine": "fixed_cost", "max_inputs": 1, "call_s": 1.5}}
@@ -86,6 +88,7 @@ def test_should_send_a_request_to_the_idle_device_not_the_busy_one(model):
 
 
 @pytest.mark.slow
+@pytest.mark.needs_services  # real workers on RabbitMQ, device states in Redis
 def test_should_run_a_dead_devices_queued_requests_on_another_worker(model):
     backend = CeleryBackend()
     spec = {model: {"engine": "fixed_cost", "max_inputs": 1, "call_s": 2.0}}
