@@ -14,6 +14,8 @@ from inference_protocol.checkpoints import manifest_key, torrent_key
 
 from .hosts import ROOT
 
+pytestmark = pytest.mark.needs_services
+
 
 def fetch(model, version, cache, env, *, wrap=()) -> subprocess.CompletedProcess:
     args = [sys.executable, "manage.py", "model_fetch", "--model", model, "--version", version,

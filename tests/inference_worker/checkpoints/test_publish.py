@@ -17,6 +17,8 @@ from inference_protocol.checkpoints import manifest_key, manifest_load, torrent_
 
 from .origin import Origin
 
+pytestmark = pytest.mark.needs_services
+
 MiB = 1024 * 1024
 
 

@@ -20,7 +20,7 @@ from tests.livesubprocess import free_port
 from .hosts import ROOT, Host, fetch_host
 from .origin import Origin
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.needs_services]
 MB = 1_000_000
 
 

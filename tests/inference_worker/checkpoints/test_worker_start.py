@@ -17,7 +17,7 @@ from inference_protocol.heartbeat import FAILED, PRESENT, read_nodes
 from inference_worker.engines.llamacpp import default_model_path
 from tests.inference_worker.workers import celery_worker, delete_queues, wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.needs_services]
 
 
 @pytest.fixture
