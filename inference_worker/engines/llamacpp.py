@@ -15,6 +15,7 @@ Sampling runs in numpy on the logits row of each sequence (see
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 
 import numpy as np
