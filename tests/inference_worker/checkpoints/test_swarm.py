@@ -14,8 +14,8 @@ from django.conf import settings
 from core.blobstore import get_blob_store
 from inference_protocol.checkpoints import torrent_key
 from inference_protocol.heartbeat import PRESENT, read_nodes
-from tests.inference_worker.workers import wait_for
 from tests.livesubprocess import free_port
+from tests.polling import wait_for
 
 from .hosts import ROOT, Host, fetch_host
 from .origin import Origin

@@ -15,7 +15,8 @@ from inference_protocol.checkpoints import manifest_key
 from inference_protocol.generation import GenerationRequest
 from inference_protocol.heartbeat import FAILED, PRESENT, read_nodes
 from inference_worker.engines.llamacpp import default_model_path
-from tests.inference_worker.workers import celery_worker, delete_queues, wait_for
+from tests.inference_worker.workers import celery_worker, delete_queues
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_services]
 
