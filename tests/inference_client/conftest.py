@@ -16,6 +16,7 @@ from django.db import connection
 from inference_protocol.backend import live_workers
 from tests.factories import ApiKeyFactory, UserFactory
 from tests.livesubprocess import ROOT, free_port, running_server
+from tests.polling import wait_for
 
 # Its own model name, so its queue (gpu.<model>) is never shared with other suites' workers.
 MODEL = "gw-fixed-cost"
@@ -88,7 +89,23 @@ def live_server_url(django_db_setup, django_db_blocker, celery_worker_proc):
 
 @pytest.fixture
 def live(live_server_url, worker, transactional_db):
-    return live_server_url
+    yield live_server_url
+    usage_settled()
+
+
+def usage_settled(timeout: float = 10) -> None:
+    """Wait until the live server's usage writer has stored every record
+    (inference_client/usage.py): its INSERTs must not race the database flush
+    between tests."""
+    from core.redis import get_redis
+    from inference_client.admission import inflight_key
+    from inference_client.usage import USAGE_STREAM
+
+    # A request leaves the in-flight set in the script that queues its record,
+    # and the writer deletes a record from the stream once it is stored.
+    redis = get_redis()
+    wait_for(lambda: redis.zcard(inflight_key(MODEL)) == 0 and redis.xlen(USAGE_STREAM) == 0,
+             timeout=timeout, what="the usage writer to store every record")
 
 
 def make_key(tier: str = "free"):
