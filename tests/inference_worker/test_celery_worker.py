@@ -111,10 +111,11 @@ def test_should_not_advertise_a_model_the_worker_cannot_load(model, tmp_path):
         delete_queues([f"gpu.{broken}"])
 
 
-def test_should_end_with_an_error_event_whatever_the_engine_raises(model):
-    """A lone surrogate makes llama.cpp's tokenizer raise UnicodeEncodeError, not
-    an EngineError: the client still gets a terminal event at once, not a timeout
-    (the gateway refuses such text at the edge; this is the worker's guarantee)."""
+def test_should_refuse_text_the_tokenizer_cannot_encode_with_a_terminal_event(model):
+    """A lone surrogate makes llama.cpp's tokenizer raise UnicodeEncodeError: the
+    worker checks messages with the gateway's own rule before the engine sees them,
+    so the client gets a terminal invalid_messages event at once, not a timeout, and
+    the worker keeps serving (the gateway refuses such text at the edge too)."""
     smol = f"smol-{model}"
     backend = CeleryBackend()
     try:
@@ -123,8 +124,8 @@ def test_should_end_with_an_error_event_whatever_the_engine_raises(model):
             request = _request(smol, "broken \ud800 text", max_tokens=4)
             backend.submit(request)
             event = backend.result(request.request_id, timeout_s=30)
-            assert event["type"] == "error" and event["code"] == "engine_error"
-            assert "UnicodeEncodeError" in event["message"]
+            assert event["type"] == "error" and event["code"] == "invalid_messages"
+            assert "surrogate" in event["message"]
             fine = _request(smol, "Say hi.", max_tokens=4)  # the worker keeps serving
             backend.submit(fine)
             assert backend.result(fine.request_id, timeout_s=30)["type"] == "done"
