@@ -4,7 +4,8 @@
 
 Engine modules are imported lazily: a worker serving an upstream model must
 not need torch or llama-cpp-python installed, and importing torch costs
-seconds.
+seconds. A kind written ``package.module:Class`` names an engine outside this
+package (an Engine subclass on the worker's path), as vLLM's plugins do.
 """
 
 from __future__ import annotations
@@ -23,14 +24,18 @@ ENGINES: dict[str, str] = {
 
 
 def engine_class(kind: str) -> type[Engine]:
-    try:
-        target = ENGINES[kind]
-    except KeyError:
-        raise EngineLoadError(
-            f"unknown engine {kind!r}; expected one of {', '.join(sorted(ENGINES))}"
-        ) from None
+    target = ENGINES.get(kind, kind)
     module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+    if not name:
+        raise EngineLoadError(f"unknown engine {kind!r}; expected one of "
+                              f"{', '.join(sorted(ENGINES))} or 'package.module:Class'")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise EngineLoadError(f"cannot import engine {kind!r}: {exc}") from exc
+    if not (isinstance(cls, type) and issubclass(cls, Engine)):
+        raise EngineLoadError(f"engine {kind!r} is not an Engine subclass")
+    return cls
 
 
 def build_engine(name: str, spec: dict) -> Engine:

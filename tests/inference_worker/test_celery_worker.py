@@ -111,6 +111,26 @@ def test_should_not_advertise_a_model_the_worker_cannot_load(model, tmp_path):
         delete_queues([f"gpu.{broken}"])
 
 
+def test_should_end_with_an_error_event_whatever_the_engine_raises(model):
+    """An engine bug (not an EngineError) while the request is admitted or inside
+    the device call: the client gets a terminal engine_error event at once, not a
+    timeout, and the worker keeps serving."""
+    backend = CeleryBackend()
+    spec = {model: {"engine": "tests.inference_worker.crashing_engine:CrashingEngine",
+                    "call_s": 0.01}}
+    with celery_worker(spec, [f"gpu.{model}"]):
+        _wait_live(model)
+        for text, raised in [("crash in prepare", "KeyError"), ("crash in step", "ZeroDivisionError")]:
+            request = _request(model, text)
+            backend.submit(request)
+            event = backend.result(request.request_id, timeout_s=30)
+            assert event["type"] == "error" and event["code"] == "engine_error", event
+            assert raised in event["message"]
+        fine = _request(model, "abc")
+        backend.submit(fine)
+        assert backend.result(fine.request_id, timeout_s=30)["result"]["text"] == "cba"
+
+
 def test_should_refuse_text_the_tokenizer_cannot_encode_with_a_terminal_event(model):
     """A lone surrogate makes llama.cpp's tokenizer raise UnicodeEncodeError: the
     worker checks messages with the gateway's own rule before the engine sees them,

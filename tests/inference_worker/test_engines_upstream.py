@@ -260,6 +260,12 @@ def test_registry_and_bad_input(server):
         build_engine("x", {"engine": "upstream", "base_url": "http://x", "bogus": 1})
     with pytest.raises(EngineError, match="unknown engine"):
         build_engine("x", {"engine": "nope"})
+    with pytest.raises(EngineError, match="cannot import engine"):
+        build_engine("x", {"engine": "no_such_module:Engine"})
+    with pytest.raises(EngineError, match="not an Engine subclass"):
+        build_engine("x", {"engine": "json:JSONDecoder"})
+    plugin = build_engine("p", {"engine": "inference_worker.engines.fixed_cost:FixedCostEngine"})
+    assert plugin.model_name == "p"
     fixed = build_engine("sim", {"engine": "fixed_cost", "max_inputs": 4, "call_s": 0})
     assert fixed.model_name == "sim" and fixed.capacity.fixed_batch
 
