@@ -14,6 +14,7 @@ from django.db import InterfaceError as DbInterfaceError
 from django.db import OperationalError as DbOperationalError
 from django.http import Http404, HttpResponse, JsonResponse
 from django.utils.html import escape
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_default_handler
@@ -100,6 +101,7 @@ def json_error(code: str, message: str, status_code: int, *, headers: dict | Non
                         headers=headers)
 
 
+@csrf_exempt  # an unknown route is a 404 for every method, never a CSRF page first
 def api_not_found(request, *args, **kwargs):
     return json_error("not_found", f"No API route matches {request.path}.", status.HTTP_404_NOT_FOUND)
 

@@ -15,13 +15,21 @@ from core.errors import ApiError
 from core.jsonbody import JsonTooDeep, json_loads
 from inference_protocol import validation as protocol
 
-# OpenAI parameters we accept and ignore (their effect is not modelled by our engines).
-IGNORED = {"frequency_penalty", "presence_penalty", "logit_bias", "logprobs", "top_logprobs",
-           "response_format", "tools", "tool_choice", "parallel_tool_calls", "user", "metadata",
-           "store", "service_tier", "modalities", "reasoning_effort", "prediction", "audio",
-           "functions", "function_call"}
-KNOWN = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop",
-         "seed", "stream", "stream_options", "n", "semantic_cache"} | IGNORED
+# What /v1/chat/completions implements.
+IMPLEMENTED = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop",
+               "seed", "stream", "stream_options", "n", "semantic_cache"}
+# OpenAI parameters we do not implement, each with the values that mean "leave it
+# as it is" (what an SDK or a client library sends for an unset option). Any other
+# value is refused with a 400 naming the parameter: never accepted and ignored.
+NOT_IMPLEMENTED: dict[str, tuple] = {
+    "frequency_penalty": (0, 0.0), "presence_penalty": (0, 0.0), "logit_bias": ({},),
+    "logprobs": (False,), "top_logprobs": (0,), "response_format": ({"type": "text"},),
+    "tools": ([],), "tool_choice": ("none",), "parallel_tool_calls": (),
+    "user": (), "metadata": ({},), "store": (False,), "service_tier": ("auto", "default"),
+    "modalities": (["text"],), "reasoning_effort": (), "prediction": (), "audio": (),
+    "functions": ([],), "function_call": ("none",), "web_search_options": (),
+}
+KNOWN = IMPLEMENTED | set(NOT_IMPLEMENTED)
 
 
 @dataclasses.dataclass
@@ -101,11 +109,26 @@ def check_messages(messages) -> list[dict]:
         raise bad(str(exc), exc.field, exc.kind) from None
 
 
+def _same(a, b) -> bool:
+    return type(a) is type(b) and a == b or (type(a) in (int, float) and type(b) in (int, float) and a == b)
+
+
+def check_not_implemented(body: dict, table: dict[str, tuple] = NOT_IMPLEMENTED) -> None:
+    """A parameter we do not implement is refused unless null or its neutral value."""
+    for name in sorted(set(body) & set(table)):
+        value = body[name]
+        if value is None or any(_same(value, neutral) for neutral in table[name]):
+            continue
+        raise bad(f"'{name}' is not supported by this server; remove it from the request.", name,
+                  "unsupported_parameter")
+
+
 def check_chat_request(body: dict) -> ChatRequest:
     unknown = sorted(set(body) - KNOWN)
     if unknown:
         raise bad(f"Unrecognized request argument supplied: {unknown[0]}", unknown[0],
                   "unknown_parameter")
+    check_not_implemented(body)
     model = body.get("model")
     if model is None:
         raise bad("You must provide a model parameter.", "model", "missing_required_parameter")

@@ -1,0 +1,59 @@
+"""The /v1 surface: unknown routes and parameters we do not implement (issue #19, bad input)."""
+
+import httpx
+import pytest
+from django.test import Client
+
+from core.errors import ApiError
+from inference_client.validation import NOT_IMPLEMENTED, check_chat_request
+from tests.factories import UserFactory
+
+CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+UNKNOWN = ["/v1/nothing", "/v1/files/file-1/nothing", "/v1/", "/api/nothing"]
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param(v, id=f"{name}={v!r}") for name, v in [
+        ("frequency_penalty", 0.5), ("presence_penalty", -1), ("logit_bias", {"5": 10}),
+        ("parallel_tool_calls", False), ("metadata", {"a": "b"}), ("store", True),
+        ("service_tier", "flex"), ("modalities", ["text", "audio"]), ("reasoning_effort", "low"),
+        ("prediction", {"type": "content", "content": "x"}), ("audio", {"voice": "x"}),
+        ("functions", [{"name": "f"}]), ("function_call", "auto"), ("web_search_options", {}),
+    ]])
+def test_a_parameter_we_do_not_implement_is_refused_naming_it(value, request):
+    name = request.node.callspec.id.split("=")[0]
+    with pytest.raises(ApiError) as e:
+        check_chat_request({**CHAT, name: value})
+    assert (e.value.status_code, e.value.field, e.value.get_codes()) == (400, name, "unsupported_parameter")
+
+
+def test_null_or_the_neutral_value_of_an_unimplemented_parameter_changes_nothing_and_passes():
+    body = {**CHAT, **{name: None for name in NOT_IMPLEMENTED}}
+    assert check_chat_request(body).model == "m"
+    neutral = {name: values[0] for name, values in NOT_IMPLEMENTED.items() if values}
+    assert check_chat_request({**CHAT, **neutral}).model == "m"
+    with pytest.raises(ApiError):  # False is not the neutral 0 of a penalty
+        check_chat_request({**CHAT, "frequency_penalty": True})
+
+
+@pytest.mark.django_db
+def test_an_unknown_api_route_is_a_json_404_for_every_method_even_with_a_session_and_no_csrf_token():
+    browser = Client(enforce_csrf_checks=True)  # the page middleware chain, CSRF included
+    browser.force_login(UserFactory())
+    for path in UNKNOWN:
+        for method in METHODS:
+            response = browser.generic(method, path, b"{}", content_type="application/json")
+            assert response.status_code == 404, (method, path, response.content[:200])
+            assert response.json()["error"]["code"] == "not_found"
+
+
+async def test_the_api_handler_answers_unknown_v1_routes_with_json_404():
+    from config.asgi import application
+
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        for path in UNKNOWN[:3]:
+            for method in METHODS:
+                response = await client.request(method, path, json={})
+                assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
