@@ -1,8 +1,12 @@
 """Label API: get a version by label, compare-and-set moves, undo/redo, history."""
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+import uuid
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
+
+from core.errors import ApiError
 
 from . import selectors, services
 from .api import PromptScopedApi, paginated
@@ -17,6 +21,14 @@ from .serializers import (
 
 LabelWithVersion = inline_serializer("LabelWithVersion", {
     "name": serializers.CharField(), "version": VersionSerializer()})
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
 class LabelListApi(PromptScopedApi):
@@ -34,6 +46,18 @@ class LabelDetailApi(PromptScopedApi):
         label = selectors.label_get(prompt=prompt, name=name)
         return Response({"name": label.name, "updated_at": label.updated_at,
                          "version": VersionSerializer(label.version, context={"with_body": True}).data})
+
+    @extend_schema(parameters=[OpenApiParameter("expected", str, description=(
+        "Remove only if the label holds this version (else 409 label_conflict)"))],
+        responses={204: None}, description="Remove the label (editors). Clients that fetch by this "
+        "label get 404 label_not_found from then on.")
+    def delete(self, request, prompt_id, name):
+        prompt = request_access(request, prompt_id=prompt_id, need="edit")
+        expected = request.query_params.get("expected") or None
+        if expected is not None and not _is_uuid(expected):
+            raise ApiError("expected must be a version id.", code="invalid_request", field="expected")
+        services.label_delete(prompt=prompt, name=name, actor=request.user, expected_version_id=expected)
+        return Response(status=204)
 
 
 class LabelMoveApi(PromptScopedApi):

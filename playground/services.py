@@ -148,6 +148,18 @@ def label_move(*, prompt: Prompt, name: str, version_id, expected_version_id, ac
     return label
 
 
+def label_delete(*, prompt: Prompt, name: str, actor, expected_version_id=None) -> None:
+    """Remove a label (optionally only if it holds `expected_version_id`). Its
+    moves go with it; the audit log keeps the removal and where it pointed."""
+    with transaction.atomic():
+        label = _locked_label(prompt, name)
+        if expected_version_id is not None and str(label.version_id) != str(expected_version_id):
+            raise _conflict(name, label.version_id)
+        audit_record(prompt_id=prompt.pk, actor=actor, action="label.delete", target=f"label:{name}",
+                     detail={"from_version": str(label.version_id)})
+        label.delete()
+
+
 def _stacks(label: Label) -> tuple[list[LabelMove], list[LabelMove]]:
     """Replay history into editor-style undo and redo stacks."""
     undo: list[LabelMove] = []

@@ -71,3 +71,27 @@ def test_label_names_and_targets_are_validated(auth_client, prompt, chain):
     assert LabelMove.objects.count() == 0
     missing = auth_client.get(f"/api/prompts/{prompt.pk}/labels/nope")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "label_not_found"
+
+
+def test_removing_a_label_is_for_editors_audited_and_then_the_label_is_not_found(auth_client, api_client,
+                                                                                 prompt, chain):
+    from playground.sharing.models import AuditEvent, Grant, GrantRole
+    from tests.factories import UserFactory
+
+    v1, v2, _ = chain
+    LabelFactory(version=v2, name="production")
+    base = f"/api/prompts/{prompt.pk}/labels/production"
+    viewer = UserFactory()
+    Grant.objects.create(prompt=prompt, user=viewer, role=GrantRole.VIEWER, created_by=prompt.owner)
+    api_client.force_login(viewer)
+    assert api_client.delete(base).json()["error"]["code"] == "forbidden"
+    bad = auth_client.delete(f"{base}?expected=nope")
+    assert (bad.status_code, bad.json()["error"]["field"]) == (400, "expected")
+    stale = auth_client.delete(f"{base}?expected={v1.pk}")
+    assert stale.status_code == 409 and stale.json()["error"]["current_version"] == str(v2.pk)
+    assert auth_client.delete(f"{base}?expected={v2.pk}").status_code == 204
+    gone = auth_client.get(base)
+    assert (gone.status_code, gone.json()["error"]["code"]) == (404, "label_not_found")
+    assert auth_client.delete(base).status_code == 404
+    event = AuditEvent.objects.get(action="label.delete")
+    assert event.detail == {"from_version": str(v2.pk)} and event.target == "label:production"

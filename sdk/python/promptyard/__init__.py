@@ -1,0 +1,26 @@
+"""Promptyard's Python SDK: prompts by label with a bounded-staleness cache.
+
+    from promptyard import Promptyard
+    py = Promptyard("http://127.0.0.1:8000", api_key)
+    version = py.get_prompt(prompt_id, label="production")
+    version.render({"name": "Ada"})["messages"]
+    version.run({"name": "Ada"})
+"""
+
+from .cache import BoundedStalenessCache
+from .client import AsyncPromptyard, PromptVersion, Promptyard
+from .errors import (
+    ApiError,
+    AuthenticationError,
+    LabelNotFound,
+    NotFound,
+    PromptNotFound,
+    PromptyardError,
+    RenderError,
+    ServerUnavailable,
+)
+
+__all__ = ["ApiError", "AsyncPromptyard", "AuthenticationError", "BoundedStalenessCache", "LabelNotFound",
+           "NotFound", "PromptNotFound", "PromptVersion", "Promptyard", "PromptyardError", "RenderError",
+           "ServerUnavailable"]
+__version__ = "0.1.0"

@@ -1,0 +1,439 @@
+"""Promptyard's Python client: prompts by label behind a bounded-staleness
+cache (promptyard.cache), rendering, and runs through /v1/chat/completions."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx
+
+from .cache import BoundedStalenessCache
+from .errors import (
+    ApiError,
+    AuthenticationError,
+    LabelNotFound,
+    NotFound,
+    PromptNotFound,
+    PromptyardError,
+    ServerUnavailable,
+)
+from .template import render_texts
+
+Source = Literal["server", "cache", "stale", "fallback"]
+DEFAULT_TTL = 60.0
+DEFAULT_MAX_STALE = 300.0
+DEFAULT_TIMEOUT = 5.0
+PARAMETER_FIELDS = ("temperature", "max_tokens", "top_p", "stop")
+
+
+@dataclasses.dataclass(frozen=True)
+class PromptVersion:
+    """One saved version of a prompt, as `get_prompt` returns it.
+
+    `source` says where it came from: "server" (fetched by this call), "cache"
+    (fresh copy, younger than ttl), "stale" (older than ttl, served while a
+    background refresh runs; never older than ttl + max_stale) or "fallback"
+    (the caller's fallback, because the server could not answer: `error` says why).
+    """
+
+    prompt_id: str
+    label: str
+    id: str | None
+    number: int | None
+    model: str | None
+    system: str
+    template: str
+    variables: dict[str, str | None]
+    parameters: dict[str, Any]
+    response_schema: dict | None
+    tools: list
+    source: Source = "server"
+    fetched_at: float | None = None  # wall-clock time (time.time()) of the fetch, None for a fallback
+    error: str | None = None
+    _client: Any = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def stale(self) -> bool:
+        return self.source == "stale"
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.source == "fallback"
+
+    def render(self, variables: Mapping[str, object] | None = None) -> dict:
+        """{"system", "body", "messages"}: the texts with `{{name}}` filled in (as
+        the server renders them; RenderError names missing or unknown variables)."""
+        out = render_texts({"system": self.system, "body": self.template}, declared=self.variables,
+                           values=dict(variables or {}))
+        messages = ([{"role": "system", "content": out["system"]}] if self.system else []) + [
+            {"role": "user", "content": out["body"]}]
+        return {**out, "messages": messages}
+
+    def chat_body(self, variables: Mapping[str, object] | None = None, *, stream: bool = False,
+                  user: str | None = None) -> dict:
+        """The /v1/chat/completions body of a run of this version."""
+        if not self.model:
+            raise ApiError("This version names no model: give the fallback a 'model' to run it.",
+                           code="model_required")
+        body = {"model": self.model, "messages": self.render(variables)["messages"], **self.parameters}
+        if stream:
+            body["stream"] = True
+        if user is not None:
+            body["user"] = user
+        return body
+
+    def run(self, variables: Mapping[str, object] | None = None, *, stream: bool = False,
+            user: str | None = None):
+        """Run through /v1/chat/completions: the chat.completion object, or (stream=True)
+        an iterator of chat.completion.chunk objects."""
+        if not isinstance(self._client, Promptyard):
+            raise TypeError("run() needs a version from Promptyard.get_prompt; use arun() for async")
+        return self._client.run(self, variables, stream=stream, user=user)
+
+    async def arun(self, variables: Mapping[str, object] | None = None, *, stream: bool = False,
+                   user: str | None = None):
+        if not isinstance(self._client, AsyncPromptyard):
+            raise TypeError("arun() needs a version from AsyncPromptyard.get_prompt")
+        return await self._client.run(self, variables, stream=stream, user=user)
+
+
+def _fallback_version(fallback, *, prompt: str, label: str, error: Exception, client) -> PromptVersion:
+    if isinstance(fallback, PromptVersion):
+        return dataclasses.replace(fallback, source="fallback", error=str(error), _client=client)
+    if isinstance(fallback, str):
+        fallback = {"template": fallback}
+    if not isinstance(fallback, Mapping) or "template" not in fallback:
+        raise TypeError("fallback must be a PromptVersion, a template string, or a mapping with 'template'")
+    unknown = set(fallback) - {"template", "system", "model", "variables", "parameters",
+                               "response_schema", "tools"}
+    if unknown:
+        raise TypeError(f"unknown fallback fields: {', '.join(sorted(unknown))}")
+    return PromptVersion(
+        prompt_id=prompt, label=label, id=None, number=None, model=fallback.get("model"),
+        system=fallback.get("system", ""), template=fallback["template"],
+        variables=dict(fallback.get("variables") or {}), parameters=dict(fallback.get("parameters") or {}),
+        response_schema=fallback.get("response_schema"), tools=list(fallback.get("tools") or []),
+        source="fallback", error=str(error), _client=client)
+
+
+def _error_from(response: httpx.Response, *, what: str) -> PromptyardError:
+    try:
+        error = response.json().get("error") or {}
+    except (ValueError, AttributeError):
+        error = {}
+    code = error.get("code") or f"http_{response.status_code}"
+    message = error.get("message") or f"{what}: HTTP {response.status_code}"
+    status = response.status_code
+    if status == 401:
+        return AuthenticationError(message, code=code, status=status)
+    if status >= 500 or status == 429 or (status == 404 and not error):
+        # A 404 without our JSON error came from something in front of the server.
+        return ServerUnavailable(message, code=code, status=status)
+    if status == 404:
+        kind = LabelNotFound if code == "label_not_found" else (
+            PromptNotFound if code == "prompt_not_found" else NotFound)
+        return kind(message, code=code, status=status)
+    return ApiError(message, code=code, status=status)
+
+
+def _version_from(data: dict, body: str, *, prompt: str, label: str, client) -> PromptVersion:
+    v = data["version"]
+    return PromptVersion(
+        prompt_id=prompt, label=label, id=v["id"], number=v.get("number"), model=v.get("model"),
+        system=v.get("system") or "", template=body, variables=dict(v.get("variables") or {}),
+        parameters={k: v[k] for k in PARAMETER_FIELDS if v.get(k) not in (None, [])},
+        response_schema=v.get("response_schema"), tools=list(v.get("tools") or []),
+        source="server", fetched_at=time.time(), _client=client)
+
+
+# Outcomes of a fetch that the cache records (an answer) or counts (no answer).
+_GONE = (NotFound, AuthenticationError)
+_NO_ANSWER = (ServerUnavailable,)
+
+
+def _transport_error(exc: httpx.TransportError) -> ServerUnavailable:
+    kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "connection_error"
+    return ServerUnavailable(f"Promptyard did not answer: {exc!r}", code=kind)
+
+
+def _label_path(prompt: str, label: str) -> str:
+    return f"/api/prompts/{quote(str(prompt), safe='')}/labels/{quote(label, safe='')}"
+
+
+def _sse_chunks(lines) -> Iterator[dict]:
+    for line in lines:
+        if line.startswith("data:"):
+            data = line[5:].strip()
+            if data == "[DONE]":
+                return
+            yield json.loads(data)
+
+
+class _Base:
+    def __init__(self, base_url: str, api_key: str, *, ttl: float = DEFAULT_TTL,
+                 max_stale: float = DEFAULT_MAX_STALE, timeout: float = DEFAULT_TIMEOUT,
+                 run_timeout: float = 120.0, clock: Callable[[], float] = time.monotonic):
+        if not api_key:
+            raise AuthenticationError("An API key is required (create one at /settings/api-keys/).",
+                                      code="missing_api_key")
+        self.base_url = base_url.rstrip("/")
+        self.cache: BoundedStalenessCache[PromptVersion] = BoundedStalenessCache(
+            ttl=ttl, max_stale=max_stale, clock=clock)
+        self.timeout = timeout
+        self.run_timeout = run_timeout
+        self._headers = {"Authorization": f"Bearer {api_key}", "User-Agent": "promptyard-python/0.1"}
+
+    def _serve(self, plan, key, fallback, prompt, label):
+        """The answer of a plan that needs no fetch, else None."""
+        entry = plan.entry
+        if plan.action == "fresh":
+            if entry.gone is not None:
+                raise entry.gone
+            return dataclasses.replace(entry.value, source="cache")
+        if plan.action == "stale":
+            return dataclasses.replace(entry.value, source="stale")
+        return None
+
+    def _unavailable(self, exc, fallback, prompt, label):
+        if fallback is not None:
+            return _fallback_version(fallback, prompt=prompt, label=label, error=exc, client=self)
+        raise exc
+
+
+class Promptyard(_Base):
+    """A client for one server and key. Thread-safe; share one per process.
+
+        py = Promptyard("https://promptyard.example", api_key)
+        version = py.get_prompt(prompt_id, label="production", fallback="Summarise: {{text}}")
+        reply = version.run({"text": doc})
+    """
+
+    def __init__(self, base_url: str, api_key: str, *, ttl: float = DEFAULT_TTL,
+                 max_stale: float = DEFAULT_MAX_STALE, timeout: float = DEFAULT_TIMEOUT,
+                 run_timeout: float = 120.0, clock: Callable[[], float] = time.monotonic,
+                 spawn: Callable[[Callable[[], None]], None] | None = None,
+                 transport: httpx.BaseTransport | None = None):
+        super().__init__(base_url, api_key, ttl=ttl, max_stale=max_stale, timeout=timeout,
+                         run_timeout=run_timeout, clock=clock)
+        self._http = httpx.Client(base_url=self.base_url, headers=self._headers, transport=transport)
+        self._spawn = spawn or (lambda fn: threading.Thread(target=fn, daemon=True,
+                                                            name="promptyard-refresh").start())
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def get_prompt(self, prompt: str, label: str = "production", *, fallback=None) -> PromptVersion:
+        """The version `label` points at, under the cache contract (module
+        promptyard.cache). Raises LabelNotFound / PromptNotFound / AuthenticationError
+        when the server says so, ServerUnavailable when it cannot answer and there is
+        neither a copy within the bound nor a `fallback` (a template string, a mapping
+        with 'template' and optional 'system', 'model', 'variables', 'parameters',
+        or a PromptVersion)."""
+        key = (str(prompt), label)
+        plan = self.cache.plan(key)
+        served = self._serve(plan, key, fallback, prompt, label)
+        if served is not None:
+            if plan.start_refresh:
+                self._spawn(lambda: self._refresh(key))
+            return served
+        try:
+            return dataclasses.replace(self._fetch_and_record(key), source="server")
+        except _NO_ANSWER as exc:
+            return self._unavailable(exc, fallback, str(prompt), label)
+
+    def _refresh(self, key) -> None:
+        try:
+            self._fetch_and_record(key, refresh=True)
+        except PromptyardError:
+            pass  # recorded: the next get sees it
+        except Exception:
+            self.cache.failed(key, refresh=True)
+
+    def _fetch_and_record(self, key, *, refresh: bool = False) -> PromptVersion:
+        at = self.cache.clock()
+        try:
+            version = self._fetch(*key)
+        except _GONE as exc:
+            self.cache.answered(key, at=at, gone=exc, refresh=refresh)
+            raise
+        except _NO_ANSWER:
+            self.cache.failed(key, refresh=refresh)
+            raise
+        except BaseException:
+            self.cache.failed(key, refresh=refresh)
+            raise
+        self.cache.answered(key, at=at, value=version, refresh=refresh)
+        return version
+
+    def _get(self, path: str) -> httpx.Response:
+        try:
+            response = self._http.get(path, timeout=self.timeout)
+        except httpx.TransportError as exc:
+            raise _transport_error(exc) from exc
+        if response.status_code != 200:
+            raise _error_from(response, what=f"GET {path}")
+        return response
+
+    def _fetch(self, prompt: str, label: str) -> PromptVersion:
+        data = _json(self._get(_label_path(prompt, label)))
+        body = data["version"].get("body")
+        if body is None:  # a large body: fetched from its own URL
+            body = self._get(data["version"]["body_url"]).text
+        return _version_from(data, body, prompt=prompt, label=label, client=self)
+
+    def run(self, version: PromptVersion, variables: Mapping[str, object] | None = None, *,
+            stream: bool = False, user: str | None = None):
+        body = version.chat_body(variables, stream=stream, user=user)
+        if not stream:
+            try:
+                response = self._http.post("/v1/chat/completions", json=body, timeout=self.run_timeout)
+            except httpx.TransportError as exc:
+                raise _transport_error(exc) from exc
+            if response.status_code != 200:
+                raise _error_from(response, what="POST /v1/chat/completions")
+            return _json(response)
+        return self._stream(body)
+
+    def _stream(self, body: dict) -> Iterator[dict]:
+        try:
+            with self._http.stream("POST", "/v1/chat/completions", json=body,
+                                   timeout=self.run_timeout) as response:
+                if response.status_code != 200:
+                    response.read()
+                    raise _error_from(response, what="POST /v1/chat/completions")
+                yield from _sse_chunks(response.iter_lines())
+        except httpx.TransportError as exc:
+            raise _transport_error(exc) from exc
+
+
+class AsyncPromptyard(_Base):
+    """The asyncio client: the same contract; background refreshes are tasks
+    on the running loop."""
+
+    def __init__(self, base_url: str, api_key: str, *, ttl: float = DEFAULT_TTL,
+                 max_stale: float = DEFAULT_MAX_STALE, timeout: float = DEFAULT_TIMEOUT,
+                 run_timeout: float = 120.0, clock: Callable[[], float] = time.monotonic,
+                 transport: httpx.AsyncBaseTransport | None = None):
+        super().__init__(base_url, api_key, ttl=ttl, max_stale=max_stale, timeout=timeout,
+                         run_timeout=run_timeout, clock=clock)
+        self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, transport=transport)
+        self._tasks: set[asyncio.Task] = set()
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await self._http.aclose()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.aclose()
+
+    async def get_prompt(self, prompt: str, label: str = "production", *, fallback=None) -> PromptVersion:
+        key = (str(prompt), label)
+        plan = self.cache.plan(key)
+        served = self._serve(plan, key, fallback, prompt, label)
+        if served is not None:
+            if plan.start_refresh:
+                task = asyncio.get_running_loop().create_task(self._refresh(key))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            return served
+        try:
+            return dataclasses.replace(await self._fetch_and_record(key), source="server")
+        except _NO_ANSWER as exc:
+            return self._unavailable(exc, fallback, str(prompt), label)
+
+    async def wait_refreshed(self) -> None:
+        """Wait for the background refreshes running now (tests, graceful shutdown)."""
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def _refresh(self, key) -> None:
+        try:
+            await self._fetch_and_record(key, refresh=True)
+        except PromptyardError:
+            pass
+        except BaseException:
+            self.cache.failed(key, refresh=True)
+            raise
+
+    async def _fetch_and_record(self, key, *, refresh: bool = False) -> PromptVersion:
+        at = self.cache.clock()
+        try:
+            version = await self._fetch(*key)
+        except _GONE as exc:
+            self.cache.answered(key, at=at, gone=exc, refresh=refresh)
+            raise
+        except BaseException:
+            self.cache.failed(key, refresh=refresh)
+            raise
+        self.cache.answered(key, at=at, value=version, refresh=refresh)
+        return version
+
+    async def _get(self, path: str) -> httpx.Response:
+        try:
+            response = await self._http.get(path, timeout=self.timeout)
+        except httpx.TransportError as exc:
+            raise _transport_error(exc) from exc
+        if response.status_code != 200:
+            raise _error_from(response, what=f"GET {path}")
+        return response
+
+    async def _fetch(self, prompt: str, label: str) -> PromptVersion:
+        data = _json(await self._get(_label_path(prompt, label)))
+        body = data["version"].get("body")
+        if body is None:
+            body = (await self._get(data["version"]["body_url"])).text
+        return _version_from(data, body, prompt=prompt, label=label, client=self)
+
+    async def run(self, version: PromptVersion, variables: Mapping[str, object] | None = None, *,
+                  stream: bool = False, user: str | None = None):
+        body = version.chat_body(variables, stream=stream, user=user)
+        if not stream:
+            try:
+                response = await self._http.post("/v1/chat/completions", json=body, timeout=self.run_timeout)
+            except httpx.TransportError as exc:
+                raise _transport_error(exc) from exc
+            if response.status_code != 200:
+                raise _error_from(response, what="POST /v1/chat/completions")
+            return _json(response)
+        return self._stream(body)
+
+    async def _stream(self, body: dict) -> AsyncIterator[dict]:
+        try:
+            async with self._http.stream("POST", "/v1/chat/completions", json=body,
+                                         timeout=self.run_timeout) as response:
+                if response.status_code != 200:
+                    await response.aread()
+                    raise _error_from(response, what="POST /v1/chat/completions")
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        data = line[5:].strip()
+                        if data == "[DONE]":
+                            return
+                        yield json.loads(data)
+        except httpx.TransportError as exc:
+            raise _transport_error(exc) from exc
+
+
+def _json(response: httpx.Response) -> dict:
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise ServerUnavailable(f"Promptyard answered with a body that is not JSON: {exc}",
+                                code="invalid_response", status=response.status_code) from exc

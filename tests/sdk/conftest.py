@@ -1,0 +1,146 @@
+"""The live stack for SDK tests: uvicorn on the test database and a Celery
+worker (fixed-cost engine: the answer is the last message reversed) on this
+suite's own model, plus an HTTP proxy in front of the server that can answer
+502 or hang (what a load balancer does when the app is down or slow)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from tests.inference_client.conftest import stack_env, uvicorn_server, wait_for_worker
+from tests.livesubprocess import ROOT
+
+MODEL = "sdk-fixed-cost"
+MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 16, "call_s": 0.01}}
+STACK = {"INFERENCE_MODELS": json.dumps(MODELS)}
+
+
+class ManualClock:
+    """The SDK's clock in tests: time moves only when the test says so."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class FaultProxy:
+    """Forwards to the live server (mode "pass"), or answers every request with
+    a 502 HTML page (mode "502"), or holds it without answering (mode "hang",
+    until the test ends or the mode changes)."""
+
+    def __init__(self, target: str):
+        self.target = target
+        self.mode = "pass"
+        self.requests = 0
+        self._release = threading.Event()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self):
+                proxy.requests += 1
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                if proxy.mode == "hang":
+                    proxy._release.wait(30)
+                if proxy.mode in ("502", "hang"):
+                    page = b"<html><body>502 Bad Gateway</body></html>"
+                    self.send_response(502)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(page)))
+                    self.end_headers()
+                    self.wfile.write(page)
+                    return
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                upstream = httpx.request(self.command, proxy.target + self.path, headers=headers,
+                                         content=raw, timeout=30)
+                self.send_response(upstream.status_code)
+                for k, v in upstream.headers.items():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length",
+                                         "content-encoding"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(upstream.content)))
+                self.end_headers()
+                self.wfile.write(upstream.content)
+
+            do_GET = do_POST = do_DELETE = _handle
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def set(self, mode: str) -> None:
+        self.mode = mode
+        if mode != "hang":
+            self._release.set()
+            self._release = threading.Event()
+
+    def close(self) -> None:
+        self.set("pass")
+        self.server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def sdk_worker():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{MODEL}", "-P", "threads",
+         "-c", "16", "--prefetch-multiplier", "1", "-l", "warning", "-n", f"sdk-test-{os.getpid()}@%h"],
+        cwd=ROOT, env=stack_env(**STACK), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_worker(MODEL, timeout=40)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="session")
+def sdk_server(django_db_setup, django_db_blocker):
+    with uvicorn_server(django_db_blocker, **STACK) as base:
+        yield base
+
+
+@pytest.fixture
+def live(sdk_server, transactional_db, settings):
+    settings.INFERENCE_MODELS = MODELS
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    return sdk_server
+
+
+@pytest.fixture
+def worker(sdk_worker, live):
+    wait_for_worker(MODEL)  # its heartbeat is back after the per-test Redis flush
+    return sdk_worker
+
+
+@pytest.fixture
+def proxy(live):
+    p = FaultProxy(live)
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def clock():
+    return ManualClock()
