@@ -4,6 +4,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from .models import ApiKey, hash_key
@@ -47,3 +48,13 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return self.keyword
+
+
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    """The schema's name for `Authorization: Bearer <api key>`."""
+
+    target_class = ApiKeyAuthentication
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "An API key (py_...)."}

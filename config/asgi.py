@@ -16,6 +16,9 @@ from django.conf import settings  # noqa: E402
 from accounts.websocket import ApiKeyWebsocketMiddleware  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
 from core.asgi import ApiHandler, PrefixRouter  # noqa: E402
+from core.startup import check_secret_key  # noqa: E402
+
+check_secret_key()
 
 # /v1 (the OpenAI-compatible API) skips the page middleware: see core/asgi.py.
 api_app = ApiHandler(settings.API_MIDDLEWARE)

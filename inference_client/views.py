@@ -12,6 +12,8 @@ from django.conf import settings
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -122,11 +124,13 @@ async def completion_response(completion, *, stream: bool, model: str, headers: 
 
 
 class ModelListApi(APIView):
+    @extend_schema(operation_id="v1_models_list", responses=OpenApiTypes.OBJECT)
     def get(self, request):
         return Response({"object": "list", "data": selectors.model_list()})
 
 
 class ModelDetailApi(APIView):
+    @extend_schema(operation_id="v1_models_retrieve", responses=OpenApiTypes.OBJECT)
     def get(self, request, model: str):
         for entry in selectors.model_list():
             if entry["id"] == model:
@@ -138,6 +142,7 @@ class ModelDetailApi(APIView):
 class UsageApi(APIView):
     """The signed-in user's (or key owner's) usage records, newest first, with totals."""
 
+    @extend_schema(operation_id="v1_usage_retrieve", responses=OpenApiTypes.OBJECT)
     def get(self, request):
         model = request.query_params.get("model") or None
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import re
 import uuid
 
 from django.conf import settings
@@ -25,13 +26,17 @@ from core.errors import ApiError
 from .models import Blob
 
 _SALT = "playground.upload"
+# The only keys upload_verify reads or deletes: the staging keys upload_presign
+# issues. Never a content-addressed object (sha256/...), whatever a handle says.
+UPLOAD_PREFIX = "uploads/"
+_STAGING_KEY = re.compile(r"uploads/[0-9a-f]{32}")
 
 
 def upload_presign(*, user, prompt, size: int) -> dict:
     if size < 1 or size > settings.PROMPT_BODY_MAX_BYTES:
         raise ApiError(f"size must be between 1 and {settings.PROMPT_BODY_MAX_BYTES} bytes.",
                        code="body_too_large" if size > 0 else "invalid_size", field="size")
-    key = f"uploads/{uuid.uuid4().hex}"
+    key = f"{UPLOAD_PREFIX}{uuid.uuid4().hex}"
     expires = settings.PROMPT_UPLOAD_EXPIRES
     target = get_blob_store().presign_put(key, size=size, expires=expires)
     handle = signing.dumps({"k": key, "s": size, "u": user.pk, "p": str(prompt.pk)}, salt=_SALT)
@@ -45,7 +50,11 @@ def _check_handle(handle: str, *, user, prompt) -> dict:
     except signing.BadSignature as exc:
         raise ApiError("The upload handle is invalid or expired.", code="upload_invalid",
                        field="body_upload.upload") from exc
-    if data["u"] != user.pk or data["p"] != str(prompt.pk):
+    if not isinstance(data, dict) or not isinstance(data.get("k"), str) \
+            or not _STAGING_KEY.fullmatch(data["k"]) or not isinstance(data.get("s"), int):
+        raise ApiError("The upload handle is invalid or expired.", code="upload_invalid",
+                       field="body_upload.upload")
+    if data.get("u") != user.pk or data.get("p") != str(prompt.pk):
         raise ApiError("The upload handle belongs to another prompt or user.", code="upload_invalid",
                        field="body_upload.upload")
     return data

@@ -5,4 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh   # the default profile only: no torch, no test tools
+# The embedded default: its own random SECRET_KEY in var/, the demo user. Nothing
+# else runs without SECRET_KEY or creates the demo user.
+export PROMPTYARD_EMBEDDED=1
 exec .venv/bin/python manage.py serve "$@"

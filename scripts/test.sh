@@ -17,6 +17,8 @@ export DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/prom
 export REDIS_URL=${TEST_REDIS_URL:-redis://127.0.0.1:6379/1}
 export CELERY_BROKER_URL=${TEST_CELERY_BROKER_URL:-amqp://guest:guest@127.0.0.1:5672//}
 export DEBUG=false SECRET_KEY=test-secret-key-not-for-production
+# Tests and their live servers speak plain http (production has SECURE_HTTPS on).
+export SECURE_HTTPS=false
 # The test process runs ORM code on short-lived threads (websocket tests, thread
 # races) whose connections never go back to the pool: give it headroom.
 export DB_POOL_MAX_SIZE=${DB_POOL_MAX_SIZE:-40}

@@ -16,7 +16,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 SERVICE_VARS = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND",
                 "S3_ENDPOINT_URL", "S3_BUCKET", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "DEBUG",
-                "SECRET_KEY")
+                "SECRET_KEY", "PROMPTYARD_EMBEDDED")
 
 
 def free_port() -> int:
@@ -26,9 +26,9 @@ def free_port() -> int:
 
 
 def embedded_env(var_dir: Path, **extra: str) -> dict:
-    """The environment of a fresh machine: no service variables at all."""
+    """What scripts/run.sh runs on a fresh machine: no service variables at all."""
     env = {k: v for k, v in os.environ.items() if k not in SERVICE_VARS}
-    env.update(PROMPTYARD_VAR_DIR=str(var_dir), **extra)
+    env.update(PROMPTYARD_VAR_DIR=str(var_dir), PROMPTYARD_EMBEDDED="1", **extra)
     return env
 
 

@@ -1,10 +1,13 @@
 """The README's run command on a fresh machine: no services at all."""
 
 import re
+import subprocess
+import sys
 
 import httpx
+import pytest
 
-from tests.livesubprocess import embedded_env, free_port, running_server
+from tests.livesubprocess import ROOT, embedded_env, free_port, running_server
 
 
 def _login(base: str, username: str, password: str) -> httpx.Client:
@@ -36,6 +39,8 @@ def test_should_serve_healthz_and_login_on_the_embedded_default(tmp_path):
         output = server.output()
     assert f"Promptyard is running at http://127.0.0.1:{port}/" in output
     assert (tmp_path / "db.sqlite3").exists()
+    # The embedded default's key is its own, random, and kept for the next start.
+    assert len((tmp_path / "secret_key").read_text()) >= 50
 
 
 def test_should_answer_503_naming_the_database_when_it_is_down(tmp_path):
@@ -77,3 +82,61 @@ def test_should_answer_with_real_smollm2_completions_on_the_embedded_default(tmp
         # Usage comes from the model's own tokenizer: the chat template adds tokens to the prompt.
         assert body["usage"]["prompt_tokens"] > len("Say hello.".split())
         assert 0 < body["usage"]["completion_tokens"] <= 12
+
+
+def _production_env(tmp_path, **extra) -> dict:
+    """A deployment's environment: not the embedded default, no DEBUG, no SECURE_HTTPS override."""
+    env = embedded_env(tmp_path)
+    for name in ("PROMPTYARD_EMBEDDED", "SECURE_HTTPS"):
+        env.pop(name, None)
+    return {**env, **extra}
+
+
+def _manage(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.any_profile
+def test_should_refuse_to_serve_without_secret_key_outside_the_embedded_default(tmp_path):
+    env = _production_env(tmp_path)
+    result = _manage(env, "serve", "--port", str(free_port()))
+    assert result.returncode != 0
+    assert "SECRET_KEY is not set" in result.stderr
+    # The ASGI app itself (uvicorn, daphne) refuses too.
+    imported = subprocess.run([sys.executable, "-c", "import config.asgi"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+    assert imported.returncode != 0 and "SECRET_KEY is not set" in imported.stderr
+    # DEBUG is off unless asked for, and no key is made up.
+    shown = subprocess.run([sys.executable, "-c", "from config.settings import base as s; "
+                            "print(s.DEBUG, repr(s.SECRET_KEY))"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert shown.stdout.split() == ["False", "''"], shown.stderr
+
+
+@pytest.mark.any_profile
+def test_should_pass_check_deploy_with_production_variables(tmp_path):
+    env = _production_env(tmp_path, SECRET_KEY="k" * 20 + "-production-like-" + "q" * 30,
+                          ALLOWED_HOSTS="promptyard.example", SECURE_HSTS_PRELOAD="true",
+                          SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto,https")
+    result = _manage(env, "check", "--deploy", "--fail-level", "WARNING")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+@pytest.mark.any_profile
+def test_should_not_create_the_demo_user_outside_the_embedded_default(tmp_path):
+    port = free_port()
+    env = _production_env(tmp_path, SECRET_KEY="x" * 50, SECURE_HTTPS="false")
+    with running_server(["manage.py", "serve", "--port", str(port)], env, port) as server:
+        client = httpx.Client(base_url=server.base, follow_redirects=False, timeout=10)
+        page = client.get("/login/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+        response = client.post("/login/", data={"username": "demo", "password": "promptyard-demo",
+                                                "csrfmiddlewaretoken": token})
+        assert response.status_code == 200  # the form again, with its error: no such user
+        # DEBUG is off: a missing page shows no URLconf or traceback.
+        missing = client.get("/no-such-page/")
+        assert missing.status_code == 404 and "URLconf" not in missing.text
+        output = server.output()
+    assert "promptyard-demo" not in output

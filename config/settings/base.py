@@ -8,11 +8,44 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 # Runtime files of the embedded default (SQLite file, local blob store).
 VAR_DIR = Path(env_str("PROMPTYARD_VAR_DIR", str(BASE_DIR / "var")))
 
-# SECRET_KEY: required when DEBUG is off; the embedded default runs with DEBUG on.
-DEBUG = env_bool("DEBUG", True)
-SECRET_KEY = env_str("SECRET_KEY", "insecure-embedded-default-key" if DEBUG else "")
+# PROMPTYARD_EMBEDDED: set by scripts/run.sh only (the embedded default on one
+# machine, for one local user). It is the one place that runs without SECRET_KEY
+# and creates the demo user.
+EMBEDDED = env_bool("PROMPTYARD_EMBEDDED", False)
+# DEBUG: off unless asked for (tracebacks and settings on error pages).
+DEBUG = env_bool("DEBUG", False)
+# SECRET_KEY: required everywhere but the embedded default, where a random key is
+# made once and kept in VAR_DIR/secret_key (never a public string). Missing, it
+# stays empty: servers and workers refuse to start naming it (core/startup.py)
+# and Django refuses any use of it.
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY and EMBEDDED:
+    from core.startup import embedded_secret_key
+
+    SECRET_KEY = embedded_secret_key(VAR_DIR / "secret_key")
 ALLOWED_HOSTS = env_str("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]").split(",")
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if o]
+
+# HTTPS. SECURE_HTTPS turns on the lot, and is on by default when DEBUG is off
+# (but for the embedded default, plain http on this machine): redirect http to
+# https, secure cookies, HSTS. Each setting can be changed on its own.
+SECURE_HTTPS = env_bool("SECURE_HTTPS", not DEBUG and not EMBEDDED)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", SECURE_HTTPS)
+# Health checks and scrapes of the load balancer may come over plain http.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", SECURE_HTTPS)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", SECURE_HTTPS)
+# HSTS: a year by default with HTTPS; SECURE_HSTS_PRELOAD only once the domain
+# is meant to go on browsers' preload lists.
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if SECURE_HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", SECURE_HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# SECURE_PROXY_SSL_HEADER: "X-Forwarded-Proto,https" when a proxy that sets (and
+# strips from clients) that header terminates TLS; unset, none is trusted.
+_proxy_ssl = env_str("SECURE_PROXY_SSL_HEADER")
+if _proxy_ssl:
+    _header, _, _value = _proxy_ssl.partition(",")
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _header.strip().upper().replace("-", "_"), _value.strip())
 
 INSTALLED_APPS = [
     "django.contrib.admin",

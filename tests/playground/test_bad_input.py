@@ -92,3 +92,29 @@ def test_cycle_attempt_and_missing_parent_are_400_on_parent(auth_client, prompt,
 def test_missing_body_is_400(auth_client, prompt, root):
     response = create_version(auth_client, prompt, parent=str(root.pk))
     assert response.status_code == 400 and response.json()["error"]["field"] == "body"
+
+
+def test_forged_upload_handle_never_touches_a_content_addressed_object(auth_client, user, prompt):
+    """A handle signed with a leaked key naming someone's `sha256/<hex>` object is refused,
+    and the object survives (it used to be deleted, even on a size mismatch)."""
+    import hashlib
+
+    from django.core import signing
+
+    from core.blobstore import get_blob_store
+    from playground.uploads import _SALT
+
+    victim = b"someone else's large body\n" * 10
+    key = f"sha256/{hashlib.sha256(victim).hexdigest()}"
+    store = get_blob_store()
+    store.put(key, victim)
+    try:
+        forged = signing.dumps({"k": key, "s": len(victim) + 1, "u": user.pk,
+                                "p": str(prompt.pk)}, salt=_SALT)
+        response = create_version(auth_client, prompt, body_upload={
+            "upload": forged, "sha256": hashlib.sha256(victim).hexdigest()})
+        assert response.status_code == 400, response.json()
+        assert response.json()["error"]["code"] == "upload_invalid"
+        assert store.get(key) == victim
+    finally:
+        store.delete(key)

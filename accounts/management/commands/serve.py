@@ -1,7 +1,8 @@
-"""`manage.py serve`: migrate, ensure a demo user, print the URL, serve ASGI.
+"""`manage.py serve`: migrate, print the URL, serve ASGI.
 
 The README's run command ends here; it works the same on the embedded default
-and with services (the environment decides).
+and with services (the environment decides). Only the embedded default that
+scripts/run.sh starts (PROMPTYARD_EMBEDDED) creates the demo user.
 """
 
 import os
@@ -10,7 +11,10 @@ import shutil
 import uvicorn
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management import BaseCommand, call_command
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management import BaseCommand, CommandError, call_command
+
+from core.startup import check_secret_key
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "promptyard-demo"
@@ -22,11 +26,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
-        parser.add_argument("--no-demo", action="store_true", help="do not create the demo user")
+        parser.add_argument("--no-demo", action="store_true",
+                            help="do not create the demo user (made only on the embedded default)")
         parser.add_argument("--workers", type=int, default=1,
                             help="server processes sharing the port (uvicorn workers)")
 
     def handle(self, *args, host, port, no_demo, workers, **options):
+        try:
+            check_secret_key()
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from exc
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         if settings.S3_BUCKET:
@@ -35,7 +44,7 @@ class Command(BaseCommand):
             get_blob_store().ensure_bucket()
         url = f"http://{host}:{port}/"
         self.stdout.write(self.style.SUCCESS(f"Promptyard is running at {url}"))
-        if not no_demo:
+        if settings.EMBEDDED and not no_demo:
             users = get_user_model().objects
             if not users.filter(username=DEMO_USERNAME).exists():
                 users.create_user(DEMO_USERNAME, password=DEMO_PASSWORD)
