@@ -176,4 +176,15 @@ class LabelMove(models.Model):
 
 
 # Sharing models live in their own module; importing them here registers them.
+from .evals.models import (  # noqa: E402, F401
+    Dataset,
+    DatasetGrant,
+    DatasetRow,
+    DatasetVersion,
+    EvalColumn,
+    EvalResult,
+    EvalRun,
+    GateDecision,
+    LabelGate,
+)
 from .sharing.models import AuditEvent, Grant, ShareLink  # noqa: E402, F401

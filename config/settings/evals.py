@@ -1,0 +1,34 @@
+"""Evaluations: datasets, runs, the label gate.
+
+Every value can be set by an environment variable of the same name.
+"""
+
+from core.env import env_float, env_int, env_str
+
+# Largest dataset version (rows) and largest variable value / expected output (bytes).
+EVAL_DATASET_MAX_ROWS = env_int("EVAL_DATASET_MAX_ROWS", 100_000)
+EVAL_ROW_VALUE_MAX_BYTES = env_int("EVAL_ROW_VALUE_MAX_BYTES", 256 * 1024)
+# Largest upload accepted by the import endpoint (bytes).
+EVAL_IMPORT_MAX_BYTES = env_int("EVAL_IMPORT_MAX_BYTES", 64 * 1024 * 1024)
+# Most columns (prompt version x model x parameters) in one run.
+EVAL_RUN_MAX_COLUMNS = env_int("EVAL_RUN_MAX_COLUMNS", 10)
+
+# How a run is driven: "thread" (default): a thread of the process that created
+# (or resumed) the run; "none": only `manage.py eval_worker` processes drive runs.
+EVAL_DISPATCH = env_str("EVAL_DISPATCH", "thread")
+# Generations one run keeps in flight at once (its share of the batch lane;
+# the scheduler gives batch priority only the slots interactive traffic leaves).
+EVAL_RUN_WINDOW = env_int("EVAL_RUN_WINDOW", 64)
+# The driver renews its lease on a run this often; a run whose lease ran out
+# (a crashed server or driver) is picked up by the next eval_worker poll or
+# by the next read of the run.
+EVAL_LEASE_S = env_float("EVAL_LEASE_S", 30.0)
+# How long one cell may wait for its generation (batch work waits behind
+# interactive traffic), and how long a run waits for a worker of its model
+# before the cells of that window fail with model_unavailable.
+EVAL_CELL_TIMEOUT_S = env_float("EVAL_CELL_TIMEOUT_S", 600.0)
+EVAL_NO_WORKER_WAIT_S = env_float("EVAL_NO_WORKER_WAIT_S", 60.0)
+# Modules imported before evaluators are looked up (custom evaluators register there).
+EVAL_EVALUATOR_MODULES = [m for m in env_str("EVAL_EVALUATOR_MODULES", "").split(",") if m]
+# Bootstrap resamples for the 95% confidence intervals of column means.
+EVAL_BOOTSTRAP_RESAMPLES = env_int("EVAL_BOOTSTRAP_RESAMPLES", 1000)

@@ -1,0 +1,215 @@
+"""Datasets, their immutable versions and rows; evaluation runs, their columns
+and per-cell results; label gates. Imported by playground.models so Django
+registers them with the playground app.
+
+A dataset version never changes: an edit (a row added, changed or removed, an
+import) makes a child version with a copy of the rows. A run keeps the dataset
+version and every column's prompt version by id, so it reads the same months later.
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from playground.models import Prompt, PromptVersion
+
+
+class ImmutableRecordError(Exception):
+    """Raised when code tries to change a saved dataset version or row."""
+
+
+class _InsertOnly(models.Model):
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ImmutableRecordError(f"{type(self).__name__} is immutable; make a new version")
+        super().save(*args, **kwargs)
+
+
+class Dataset(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    version_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["owner", "-updated_at"])]
+
+    def __str__(self):
+        return self.name
+
+
+class DatasetVersion(_InsertOnly):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="versions")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    number = models.PositiveIntegerField()
+    message = models.TextField(blank=True, default="")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                               related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    row_count = models.PositiveIntegerField(default=0)
+    # Every variable name used by some row, sorted (for previews and run checks).
+    variables = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [models.UniqueConstraint(fields=["dataset", "number"], name="uniq_dataset_version")]
+
+    def __str__(self):
+        return f"{self.dataset_id} v{self.number}"
+
+
+class DatasetRow(_InsertOnly):
+    """One test case: variable values, an optional expected output, metadata.
+    `key` is stable across versions (an edited row keeps its key), so results of
+    two runs over two versions line up row by row."""
+
+    version = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="rows")
+    index = models.PositiveIntegerField()  # 0, 1, ... within the version
+    key = models.UUIDField(default=uuid.uuid4)
+    variables = models.JSONField(default=dict)
+    expected = models.TextField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["index"]
+        constraints = [models.UniqueConstraint(fields=["version", "index"], name="uniq_dataset_row_index")]
+
+
+class DatasetGrant(models.Model):
+    """Access to a dataset for one account (viewer: read and run; editor: also edit rows)."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="grants")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="dataset_grants")
+    role = models.CharField(max_length=8, choices=[("viewer", "Viewer"), ("editor", "Editor")])
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["dataset", "user"],
+                                               condition=models.Q(revoked_at__isnull=True),
+                                               name="uniq_live_dataset_grant")]
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class EvalRun(models.Model):
+    """What was run (dataset version, columns, evaluators: all frozen at
+    creation) and how far it got. Only progress and status change."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="eval_runs")
+    dataset_version = models.ForeignKey(DatasetVersion, on_delete=models.PROTECT, related_name="runs")
+    name = models.CharField(max_length=200, blank=True, default="")
+    # [{"name", "version", "args"}], as resolved when the run was created.
+    evaluators = models.JSONField(default=list)
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    total = models.PositiveIntegerField(default=0)      # rows x columns
+    completed = models.PositiveIntegerField(default=0)  # cells with a result (output or error)
+    failed = models.PositiveIntegerField(default=0)     # cells whose generation failed
+    # The driver holding the run renews this; a run whose lease ran out while
+    # not finished is picked up again (a crashed server or driver).
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_owner = models.CharField(max_length=64, blank=True, default="")
+    cancel_requested = models.BooleanField(default=False)
+    summary = models.JSONField(default=dict, blank=True)  # per-column aggregates once done
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "-created_at"]),
+                   models.Index(fields=["status", "lease_until"])]
+
+
+class EvalColumn(models.Model):
+    """One (prompt version, model, parameters) combination of a run."""
+
+    run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="columns")
+    index = models.PositiveIntegerField()
+    prompt_version = models.ForeignKey(PromptVersion, on_delete=models.PROTECT, related_name="+")
+    model_name = models.CharField(max_length=100)
+    # The chat-completions sampling fields the column sends (the version's, with overrides).
+    params = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="uniq_eval_column")]
+
+
+class EvalResult(models.Model):
+    """One cell: a row through a column. Written once (unique per cell), so a
+    resumed run never stores a cell twice."""
+
+    run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="results")
+    column = models.ForeignKey(EvalColumn, on_delete=models.CASCADE, related_name="results")
+    row = models.ForeignKey(DatasetRow, on_delete=models.PROTECT, related_name="+")
+    row_index = models.PositiveIntegerField()
+    output = models.TextField(blank=True, default="")
+    error_code = models.CharField(max_length=64, blank=True, default="")
+    error_message = models.TextField(blank=True, default="")
+    # evaluator name -> {"score": 0..1, "passed": bool, "reason": str}
+    scores = models.JSONField(default=dict)
+    passed = models.BooleanField(null=True)  # every evaluator passed (None: not scored, failed cell)
+    latency_ms = models.PositiveIntegerField(null=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["row_index", "column_id"]
+        constraints = [models.UniqueConstraint(fields=["column", "row"], name="uniq_eval_cell")]
+        indexes = [models.Index(fields=["run", "row_index"])]
+
+
+class LabelGate(models.Model):
+    """A label that may move only behind a passing run: the candidate version
+    must score within `margin` of the version the label holds now, on
+    `dataset`, by `evaluator` (mean score, 0..1)."""
+
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="label_gates")
+    label_name = models.CharField(max_length=63)
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
+    evaluator = models.CharField(max_length=64)
+    margin = models.FloatField(default=0.0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["prompt", "label_name"], name="uniq_label_gate")]
+
+
+class GateDecision(models.Model):
+    """Every gated move attempt, passed or refused, with the figures and the run."""
+
+    gate = models.ForeignKey(LabelGate, on_delete=models.CASCADE, related_name="decisions")
+    run = models.ForeignKey(EvalRun, null=True, on_delete=models.SET_NULL, related_name="+")
+    candidate_version = models.ForeignKey(PromptVersion, on_delete=models.CASCADE, related_name="+")
+    baseline_version = models.ForeignKey(PromptVersion, null=True, on_delete=models.CASCADE, related_name="+")
+    passed = models.BooleanField()
+    code = models.CharField(max_length=64)
+    reason = models.TextField()
+    figures = models.JSONField(default=dict)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                              related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
