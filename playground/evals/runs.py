@@ -1,0 +1,414 @@
+"""Evaluation runs: create (a frozen record of what runs), drive (render each
+row through each column, generate at batch priority, score, store), cancel,
+resume.
+
+How a cell runs: the column's prompt version renders the row's variables the
+way a run by reference does (playground.runs), and the request goes to the
+inference backend (inference_protocol.backend: Celery queues to the GPU
+workers, or the in-process worker) with priority "batch", so the scheduler
+gives it only the slots interactive traffic leaves empty. Each cell has a
+request id derived from (run, column, row) and a seed derived from it: a
+resubmitted cell (a resumed run, a redelivered task) gets the worker's stored
+result for that id instead of a second generation, and a regenerated one
+replays the same text.
+
+Admission for the batch lane is the run's window (at most EVAL_RUN_WINDOW
+generations of a run in flight) and a live-worker check before each window;
+interactive token buckets are not charged (batch work takes only idle slots).
+
+Resumable: results are written once per cell (unique per column and row) as
+each window ends, and a driver holds the run by a lease it renews. After a
+crash the lease runs out and the next driver (a read of the run, or
+`manage.py eval_worker`) skips the cells already stored. A failed cell (a
+missing variable, an engine error, a timeout) is stored as a failure with its
+code; it never fails the run.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from core.errors import ApiError
+from inference_protocol.backend import Backend, get_backend
+from inference_protocol.generation import GenerationRequest
+from inference_protocol.validation import InvalidInput, check_max_tokens, check_sampling, check_stop
+
+from .. import selectors as prompt_selectors
+from ..bodies import body_text
+from ..permissions import access_prompt
+from ..runs import version_params, version_render
+from .evaluators import check_evaluators, score_output
+from .models import DatasetVersion, EvalColumn, EvalResult, EvalRun, RunStatus
+from .permissions import access_dataset
+
+logger = logging.getLogger(__name__)
+
+CELL_NAMESPACE = uuid.UUID("6f0c3c4e-1f0b-4d7e-9a43-2f5b6f2e9e10")
+COLUMN_FIELDS = {"prompt", "version", "label", "model", "params"}
+PARAM_FIELDS = {"temperature", "max_tokens", "top_p", "stop"}
+ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+def cell_request_id(run_id, column_id, row_id) -> str:
+    return uuid.uuid5(CELL_NAMESPACE, f"{run_id}/{column_id}/{row_id}").hex
+
+
+def _column_error(i: int, message: str, code: str, field: str = "") -> ApiError:
+    return ApiError(message, code=code, field=f"columns[{i}]{'.' + field if field else ''}")
+
+
+def _check_column_params(i: int, params) -> dict:
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise _column_error(i, "params must be an object.", "invalid_type", "params")
+    unknown = set(params) - PARAM_FIELDS
+    if unknown:
+        name = sorted(unknown)[0]
+        raise _column_error(i, f"A column may set {', '.join(sorted(PARAM_FIELDS))}; not {name!r}.",
+                            "unknown_parameter", f"params.{name}")
+    try:
+        check_sampling(**{k: params[k] for k in ("temperature", "top_p", "max_tokens") if k in params})
+        if "stop" in params:
+            check_stop(params["stop"])
+    except InvalidInput as exc:
+        raise _column_error(i, str(exc), "out_of_range" if exc.kind not in ("invalid_type",) else exc.kind,
+                            f"params.{exc.field}") from None
+    return dict(params)
+
+
+def _check_columns(user, columns) -> list[dict]:
+    if not isinstance(columns, list) or not columns:
+        raise ApiError("Give at least one column (a prompt version to run).", code="columns_required",
+                       field="columns")
+    if len(columns) > settings.EVAL_RUN_MAX_COLUMNS:
+        raise ApiError(f"At most {settings.EVAL_RUN_MAX_COLUMNS} columns per run.", code="too_many_columns",
+                       field="columns")
+    out = []
+    for i, spec in enumerate(columns):
+        if not isinstance(spec, dict):
+            raise _column_error(i, "A column is an object {prompt, version or label, model, params}.",
+                                "invalid_type")
+        unknown = set(spec) - COLUMN_FIELDS
+        if unknown:
+            raise _column_error(i, f"Unrecognized column field: {sorted(unknown)[0]}.", "unknown_parameter",
+                                sorted(unknown)[0])
+        if ("version" in spec) == ("label" in spec):
+            raise _column_error(i, "Name exactly one of version or label.", "version_required", "version")
+        if "label" in spec:
+            prompt = access_prompt(user=user, prompt_id=spec.get("prompt"), need="view")
+            version = prompt_selectors.label_get(prompt=prompt, name=spec["label"]).version
+        else:
+            prompt = access_prompt(user=user, prompt_id=spec.get("prompt"), need="view",
+                                   version_id=spec["version"])
+            version = prompt_selectors.version_get(prompt=prompt, version_id=spec["version"])
+        model = spec.get("model") or version.model_name
+        if not isinstance(model, str) or model not in settings.INFERENCE_MODELS:
+            raise _column_error(i, f"Unknown model {model!r}; known models: "
+                                f"{', '.join(sorted(settings.INFERENCE_MODELS))}.", "unknown_model", "model")
+        params = {**version_params(version), **_check_column_params(i, spec.get("params"))}
+        out.append({"version": version, "model": model, "params": params})
+    return out
+
+
+def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, name: str = "") -> EvalRun:
+    """Check everything, then store the run (queued) and hand it to a driver.
+    404s: a dataset, version or prompt the user cannot see."""
+    dataset = access_dataset(user=user, dataset_id=dataset_id, need="view")
+    versions = DatasetVersion.objects.filter(dataset=dataset)
+    if version_id is None:
+        version = versions.order_by("-number").first()
+        if version is None:
+            raise ApiError("The dataset has no version yet: add rows first.", code="dataset_empty",
+                           field="dataset")
+    else:
+        version = versions.filter(pk=version_id).first() if _is_uuid(version_id) else None
+        if version is None:
+            raise ApiError("Dataset version not found.", code="version_not_found", status_code=404,
+                           field="dataset_version")
+    if version.row_count == 0:
+        raise ApiError("The dataset version has no rows.", code="dataset_empty", field="dataset_version")
+    if not isinstance(name, str) or len(name) > 200:
+        raise ApiError("name is at most 200 characters.", code="invalid_name", field="name")
+    specs = check_evaluators(evaluators)
+    checked = _check_columns(user, columns)
+    with transaction.atomic():
+        run = EvalRun.objects.create(owner=user, dataset_version=version, name=name, evaluators=specs,
+                                     total=version.row_count * len(checked))
+        EvalColumn.objects.bulk_create([
+            EvalColumn(run=run, index=i, prompt_version=c["version"], model_name=c["model"],
+                       params=c["params"])
+            for i, c in enumerate(checked)])
+        evalrun_dispatch(run.pk)
+    return run
+
+
+def _is_uuid(value) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+# -- dispatch and resume ------------------------------------------------------
+
+def evalrun_dispatch(run_id) -> None:
+    """Start a driver once the transaction commits (EVAL_DISPATCH=thread)."""
+    if settings.EVAL_DISPATCH == "thread":
+        transaction.on_commit(lambda: _start_thread(run_id))
+
+
+def _start_thread(run_id) -> None:
+    threading.Thread(target=_drive_in_thread, args=(run_id,), daemon=True, name=f"eval-{run_id}").start()
+
+
+def _drive_in_thread(run_id) -> None:
+    try:
+        evalrun_drive(run_id)
+    except Exception:
+        logger.exception("driving eval run %s failed; its lease will run out and it resumes", run_id)
+    finally:
+        connection.close()
+
+
+def evalrun_resume_if_stale(run: EvalRun) -> bool:
+    """A read of an unfinished run whose lease ran out restarts its driver."""
+    if run.status not in ACTIVE or settings.EVAL_DISPATCH != "thread":
+        return False
+    if run.lease_until is not None and run.lease_until > timezone.now():
+        return False
+    if run.status == RunStatus.QUEUED and run.created_at > timezone.now() - _lease():
+        return False  # just created: its own driver is starting
+    _start_thread(run.pk)
+    return True
+
+
+def stale_runs():
+    now = timezone.now()
+    return EvalRun.objects.filter(status__in=ACTIVE).filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now)).order_by("created_at")
+
+
+def _lease() -> datetime.timedelta:
+    return datetime.timedelta(seconds=settings.EVAL_LEASE_S)
+
+
+def _owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"[:64]
+
+
+def _claim(run_id, owner: str) -> bool:
+    now = timezone.now()
+    claimed = (EvalRun.objects.filter(pk=run_id, status__in=ACTIVE)
+               .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now) | Q(lease_owner=owner))
+               .update(status=RunStatus.RUNNING, lease_owner=owner, lease_until=now + _lease()))
+    if claimed:
+        EvalRun.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
+    return bool(claimed)
+
+
+def _renew(run_id, owner: str) -> bool:
+    return bool(EvalRun.objects.filter(pk=run_id, lease_owner=owner, status=RunStatus.RUNNING)
+                .update(lease_until=timezone.now() + _lease()))
+
+
+def _progress(run_id) -> None:
+    results = EvalResult.objects.filter(run_id=run_id)
+    EvalRun.objects.filter(pk=run_id).update(completed=results.count(),
+                                             failed=results.exclude(error_code="").count())
+
+
+def evalrun_cancel(*, run: EvalRun) -> EvalRun:
+    """Ask the driver to stop (it cancels what it has in flight); a run no
+    driver holds is cancelled at once. Finished runs are a 409."""
+    if run.status not in ACTIVE:
+        raise ApiError(f"The run is already {run.status}.", code="run_finished", status_code=409)
+    EvalRun.objects.filter(pk=run.pk).update(cancel_requested=True)
+    now = timezone.now()
+    EvalRun.objects.filter(pk=run.pk, status__in=ACTIVE).filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now)).update(status=RunStatus.CANCELLED,
+                                                                     finished_at=now, lease_until=None)
+    run.refresh_from_db()
+    return run
+
+
+# -- the driver ---------------------------------------------------------------
+
+class _Column:
+    def __init__(self, column: EvalColumn):
+        self.column = column
+        self.version = column.prompt_version
+        self.body = body_text(self.version)
+
+
+def evalrun_drive(run_id, *, backend: Backend | None = None, owner: str | None = None) -> str:
+    """Drive a run to its end (or to a cancel, or until another driver holds
+    it). Returns the run's status, or "busy" when another driver holds it."""
+    backend = backend or get_backend()
+    owner = owner or _owner_id()
+    if not _claim(run_id, owner):
+        return "busy"
+    run = EvalRun.objects.get(pk=run_id)
+    columns = [_Column(c) for c in run.columns.select_related("prompt_version__payload_blob")]
+    done = set(EvalResult.objects.filter(run=run).values_list("column_id", "row_id"))
+    rows = list(run.dataset_version.rows.order_by("index").values("id", "index", "variables", "expected"))
+    pending = [(row, col) for row in rows for col in columns if (col.column.pk, row["id"]) not in done]
+    window = max(1, settings.EVAL_RUN_WINDOW)
+    for start in range(0, len(pending), window):
+        if EvalRun.objects.filter(pk=run_id, cancel_requested=True).exists():
+            return _finish(run_id, owner, RunStatus.CANCELLED)
+        cells = _execute(run, pending[start:start + window], backend)
+        if cells is None:  # cancelled mid-window: what was in flight is dropped
+            return _finish(run_id, owner, RunStatus.CANCELLED)
+        EvalResult.objects.bulk_create(cells, ignore_conflicts=True)
+        _progress(run_id)
+        if not _renew(run_id, owner):
+            logger.warning("eval run %s: lease lost; another driver continues", run_id)
+            return "busy"
+    return _finish(run_id, owner, RunStatus.DONE)
+
+
+def _finish(run_id, owner: str, status: str) -> str:
+    _progress(run_id)
+    run = EvalRun.objects.get(pk=run_id)
+    summary = run_summary(run)
+    EvalRun.objects.filter(pk=run_id, lease_owner=owner).update(
+        status=status, summary=summary, finished_at=timezone.now(), lease_until=None)
+    return status
+
+
+def _failure(run, row, col, code: str, message: str) -> EvalResult:
+    return EvalResult(run=run, column=col.column, row_id=row["id"], row_index=row["index"], error_code=code,
+                      error_message=message[:2000], passed=None)
+
+
+def _wait_for_workers(models: set[str], backend: Backend, run_id) -> set[str]:
+    """The models with no live worker after EVAL_NO_WORKER_WAIT_S (polling
+    heartbeats; a cancel ends the wait)."""
+    deadline = time.monotonic() + settings.EVAL_NO_WORKER_WAIT_S
+    missing = {m for m in models if not backend.live_workers(m)}
+    while missing and time.monotonic() < deadline:
+        if EvalRun.objects.filter(pk=run_id, cancel_requested=True).exists():
+            break
+        time.sleep(1.0)  # a backoff between heartbeat reads, not a synchronisation
+        missing = {m for m in missing if not backend.live_workers(m)}
+    return missing
+
+
+def _execute(run: EvalRun, cells: list, backend: Backend) -> list[EvalResult] | None:
+    out: list[EvalResult] = []
+    submitted: list[tuple[dict, _Column, str]] = []
+    missing = _wait_for_workers({col.column.model_name for _, col in cells}, backend, run.pk)
+    for row, col in cells:
+        column = col.column
+        if column.model_name in missing:
+            out.append(_failure(run, row, col, "model_unavailable",
+                                f"No worker served {column.model_name} within "
+                                f"{settings.EVAL_NO_WORKER_WAIT_S:g}s."))
+            continue
+        try:
+            _, messages = version_render(version=col.version, variables=row["variables"], body=col.body)
+        except ApiError as exc:  # a missing or unknown variable: this row fails, the rest runs
+            out.append(_failure(run, row, col, exc.get_codes(), str(exc.detail)))
+            continue
+        request_id = cell_request_id(run.pk, column.pk, row["id"])
+        params = column.params
+        try:
+            max_tokens = check_max_tokens(params.get("max_tokens", settings.INFERENCE_DEFAULT_MAX_TOKENS))
+        except InvalidInput as exc:
+            out.append(_failure(run, row, col, "invalid_request", str(exc)))
+            continue
+        request = GenerationRequest(
+            request_id=request_id, model=column.model_name, messages=messages, max_tokens=max_tokens,
+            temperature=params.get("temperature", 1.0), top_p=params.get("top_p", 1.0),
+            stop=list(params.get("stop") or []), seed=int(request_id[:8], 16) & 0x7FFFFFFF, priority="batch",
+            timeout_s=settings.EVAL_CELL_TIMEOUT_S)
+        try:
+            backend.submit(request)
+        except Exception as exc:  # the broker is away: this cell fails, a resume may retry the run
+            out.append(_failure(run, row, col, "queue_unavailable", f"{type(exc).__name__}: {exc}"))
+            continue
+        submitted.append((row, col, request_id))
+    deadline = time.monotonic() + settings.EVAL_CELL_TIMEOUT_S + 5
+    for index, (row, col, request_id) in enumerate(submitted):
+        while True:
+            remaining = deadline - time.monotonic()
+            event = backend.result(request_id, timeout_s=max(0.05, min(2.0, remaining)))
+            if event.get("code") != "timeout" or event["type"] != "error" or remaining <= 2.0:
+                break
+            if EvalRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
+                for _, _, rid in submitted[index:]:
+                    backend.cancel(rid)
+                return None
+        if event["type"] == "done":
+            out.append(_scored(run, row, col, event["result"]))
+        else:
+            out.append(_failure(run, row, col, event.get("code") or "generation_failed",
+                                event.get("message") or "the generation failed"))
+    return out
+
+
+def _scored(run: EvalRun, row: dict, col: _Column, result: dict) -> EvalResult:
+    output = result.get("text", "")
+    scores = score_output(run.evaluators, output=output, expected=row["expected"], variables=row["variables"])
+    latency = result.get("latency_s")
+    return EvalResult(run=run, column=col.column, row_id=row["id"], row_index=row["index"], output=output,
+                      scores=scores, passed=all(s["passed"] for s in scores.values()),
+                      latency_ms=int(latency * 1000) if isinstance(latency, int | float) else None,
+                      prompt_tokens=result.get("prompt_tokens") or 0,
+                      completion_tokens=result.get("completion_tokens") or 0)
+
+
+# -- aggregates ---------------------------------------------------------------
+
+def bootstrap_ci(values, *, resamples: int | None = None, seed: int = 0) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of the mean (deterministic: seeded)."""
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        return (0.0, 0.0)
+    if data.size == 1 or np.all(data == data[0]):
+        return (float(data[0]), float(data[0]))
+    resamples = resamples or settings.EVAL_BOOTSTRAP_RESAMPLES
+    resamples = max(100, min(resamples, 20_000_000 // data.size))  # bound the work on huge runs
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return (float(low), float(high))
+
+
+def run_summary(run: EvalRun) -> dict:
+    """Per column: cells, failures, per evaluator mean (a failed cell scores 0),
+    its 95% bootstrap interval and pass rate; latency p50/p95; tokens."""
+    keys = [spec["key"] for spec in run.evaluators]
+    out = {"columns": []}
+    for column in run.columns.order_by("index"):
+        cells = list(EvalResult.objects.filter(column=column).values_list(
+            "scores", "error_code", "latency_ms", "prompt_tokens", "completion_tokens", "passed"))
+        latencies = [c[2] for c in cells if c[2] is not None]
+        entry = {"column": column.index, "cells": len(cells), "failed": sum(1 for c in cells if c[1]),
+                 "passed": sum(1 for c in cells if c[5]),
+                 "prompt_tokens": sum(c[3] for c in cells), "completion_tokens": sum(c[4] for c in cells),
+                 "latency_ms_p50": float(np.percentile(latencies, 50)) if latencies else None,
+                 "latency_ms_p95": float(np.percentile(latencies, 95)) if latencies else None,
+                 "scores": {}}
+        for key in keys:
+            values = [(c[0].get(key) or {}).get("score", 0.0) if not c[1] else 0.0 for c in cells]
+            passes = [bool((c[0].get(key) or {}).get("passed")) for c in cells]
+            low, high = bootstrap_ci(values)
+            entry["scores"][key] = {"mean": float(np.mean(values)) if values else 0.0, "ci95": [low, high],
+                                    "pass_rate": (sum(passes) / len(passes)) if passes else 0.0}
+        out["columns"].append(entry)
+    return out

@@ -1,0 +1,167 @@
+"""Runs: every row through every column at batch priority, scored; a failed
+row never fails the run; resumable (cells stored once); cancellable."""
+
+import datetime
+
+import pytest
+from django.utils import timezone
+
+from core.errors import ApiError
+from playground.evals.datasets import dataset_create, dataset_version_create
+from playground.evals.models import EvalResult, EvalRun, RunStatus
+from playground.evals.runs import bootstrap_ci, cell_request_id, evalrun_cancel, evalrun_create, evalrun_drive
+from tests.evals.conftest import MODEL, rows
+from tests.factories import PromptVersionFactory, UserFactory
+
+
+@pytest.fixture
+def dataset(user):
+    dataset = dataset_create(owner=user, name="reverse")
+    dataset_version_create(dataset=dataset, author=user, add=[
+        *rows(("abc", "cba"), ("hello", "olleh"), ("xyz", "nope")),
+        {"variables": {}, "expected": "x"},                      # q missing: this row fails alone
+        {"variables": {"q": "a", "stray": "1"}, "expected": "a"},  # an unknown variable: fails alone
+    ])
+    return dataset
+
+
+def _run(user, dataset, versions, evaluators=("exact",), **column):
+    return evalrun_create(user=user, dataset_id=dataset.pk, evaluators=list(evaluators), columns=[
+        {"prompt": str(v.prompt_id), "version": str(v.pk), **column} for v in versions])
+
+
+def test_should_run_every_row_through_every_column_and_score_it(user, dataset, echo_version, backend):
+    shouting = PromptVersionFactory(prompt=echo_version.prompt, parent=echo_version, body="{{q}}!",
+                                    model_name=MODEL)
+    run = _run(user, dataset, [echo_version, shouting], evaluators=["exact", {"name": "contains",
+                                                                            "args": {"value": "l"}}])
+    assert (run.status, run.total) == (RunStatus.QUEUED, 10)
+    assert evalrun_drive(run.pk, backend=backend) == RunStatus.DONE
+    run.refresh_from_db()
+    assert (run.status, run.completed, run.failed) == ("done", 10, 4)
+    results = EvalResult.objects.filter(run=run).select_related("column")
+    cells = {(r.row_index, r.column.index): r for r in results}
+    assert cells[(0, 0)].output == "cba" and cells[(0, 0)].scores["exact"]["passed"] is True
+    assert cells[(0, 1)].output == "!cba" and cells[(0, 1)].passed is False
+    assert cells[(1, 0)].passed is True  # exact and contains "l"
+    assert cells[(3, 0)].error_code == "missing_variables" and cells[(3, 0)].passed is None
+    assert cells[(4, 1)].error_code == "unknown_variables"
+    assert cells[(0, 0)].completion_tokens == 3 and cells[(0, 0)].latency_ms is not None
+    first, second = run.summary["columns"]
+    assert first["scores"]["exact"]["mean"] == pytest.approx(0.4)  # 2 of 5; the failed row scores 0
+    assert second["scores"]["exact"]["mean"] == 0.0
+    low, high = first["scores"]["exact"]["ci95"]
+    assert 0.0 <= low <= 0.5 <= high <= 1.0
+    assert first["failed"] == 2 and first["completion_tokens"] == 11
+
+
+def test_should_submit_each_cell_at_batch_priority_under_a_stable_request_id(user, dataset, echo_version):
+    from inference_protocol.events import MemoryEventLog
+    from inference_worker.inprocess import InProcessBackend
+
+    class Recording(InProcessBackend):  # the real in-process worker, remembering what it was given
+        submitted = []
+
+        def submit(self, request):
+            self.submitted.append(request)
+            super().submit(request)
+
+    backend = Recording(MemoryEventLog())
+    run = _run(user, dataset, [echo_version])
+    evalrun_drive(run.pk, backend=backend)
+    column = run.columns.get()
+    ids = {cell_request_id(run.pk, column.pk, r.pk) for r in run.dataset_version.rows.all()[:3]}
+    assert {r.priority for r in backend.submitted} == {"batch"}
+    assert {r.request_id for r in backend.submitted} == ids  # three renderable rows, one request each
+    assert len({r.seed for r in backend.submitted}) == 3
+
+
+def test_should_resume_a_crashed_run_without_running_stored_cells_again(user, dataset, echo_version, backend):
+    run = _run(user, dataset, [echo_version])
+    column = run.columns.get()
+    first_row = run.dataset_version.rows.get(index=0)
+    # A driver that died after storing one cell: its lease has run out.
+    EvalResult.objects.create(run=run, column=column, row=first_row, row_index=0, output="from before",
+                              scores={}, passed=True)
+    EvalRun.objects.filter(pk=run.pk).update(status="running", lease_owner="dead-host:1:1",
+                                             lease_until=timezone.now() - datetime.timedelta(seconds=1))
+    assert evalrun_drive(run.pk, backend=backend) == "done"
+    results = EvalResult.objects.filter(run=run)
+    assert results.count() == 5
+    assert results.get(row_index=0).output == "from before"  # not generated twice
+    assert results.get(row_index=1).output == "olleh"
+
+
+def test_should_leave_a_run_to_the_driver_that_holds_its_lease(user, dataset, echo_version, backend):
+    run = _run(user, dataset, [echo_version])
+    EvalRun.objects.filter(pk=run.pk).update(status="running", lease_owner="other:1:1",
+                                             lease_until=timezone.now() + datetime.timedelta(seconds=30))
+    assert evalrun_drive(run.pk, backend=backend) == "busy"
+    assert not EvalResult.objects.filter(run=run).exists()
+
+
+def test_should_cancel_a_run_no_driver_holds_and_refuse_a_finished_one(user, dataset, echo_version, backend):
+    run = evalrun_cancel(run=_run(user, dataset, [echo_version]))
+    assert run.status == "cancelled" and run.finished_at is not None
+    assert evalrun_drive(run.pk, backend=backend) == "busy"  # a cancelled run is never driven
+    with pytest.raises(ApiError) as exc:
+        evalrun_cancel(run=run)
+    assert (exc.value.get_codes(), exc.value.status_code) == ("run_finished", 409)
+
+
+def test_should_stop_a_held_run_at_its_next_window_when_cancelled(user, dataset, echo_version, backend):
+    run = _run(user, dataset, [echo_version])
+    EvalRun.objects.filter(pk=run.pk).update(cancel_requested=True)
+    assert evalrun_drive(run.pk, backend=backend) == "cancelled"
+    assert EvalResult.objects.filter(run=run).count() == 0
+
+
+def test_should_refuse_bad_run_requests(user, dataset, echo_version):
+    stranger = UserFactory()
+    cases = [
+        (dict(user=stranger), "dataset_not_found", 404),      # someone else's dataset, no access
+        (dict(columns=[]), "columns_required", 400),
+        (dict(columns=[{"prompt": str(echo_version.prompt_id)}]), "version_required", 400),
+        (dict(columns=[{"prompt": str(echo_version.prompt_id), "version": str(echo_version.pk),
+                        "model": "nope"}]), "unknown_model", 400),
+        (dict(columns=[{"prompt": str(echo_version.prompt_id), "version": str(echo_version.pk),
+                        "params": {"seed": 1}}]), "unknown_parameter", 400),
+        (dict(columns=[{"prompt": str(echo_version.prompt_id), "version": str(echo_version.pk),
+                        "params": {"temperature": 9}}]), "out_of_range", 400),
+        (dict(evaluators=["nope"]), "unknown_evaluator", 400),
+        (dict(version_id="00000000-0000-0000-0000-000000000000"), "version_not_found", 404),
+    ]
+    base = dict(user=user, dataset_id=dataset.pk, evaluators=["exact"],
+                columns=[{"prompt": str(echo_version.prompt_id), "version": str(echo_version.pk)}])
+    for override, code, status in cases:
+        with pytest.raises(ApiError) as exc:
+            evalrun_create(**{**base, **override})
+        assert (exc.value.get_codes(), exc.value.status_code) == (code, status), override
+    other = PromptVersionFactory(model_name=MODEL)  # a prompt the user cannot see
+    with pytest.raises(ApiError) as exc:
+        evalrun_create(**{**base, "columns": [{"prompt": str(other.prompt_id), "version": str(other.pk)}]})
+    assert exc.value.get_codes() == "prompt_not_found"
+    assert not EvalRun.objects.exists()
+
+
+def test_bootstrap_interval_narrows_with_more_data():
+    small = bootstrap_ci([1, 0] * 10)
+    big = bootstrap_ci([1, 0] * 1000)
+    assert small[0] < big[0] <= 0.5 <= big[1] < small[1]
+    assert bootstrap_ci([1, 1, 1]) == (1.0, 1.0)
+
+
+def test_eval_worker_should_drive_a_queued_run(user, dataset, echo_version, settings):
+    from django.core.management import call_command
+
+    from inference_protocol import backend as protocol_backend
+
+    settings.INFERENCE_BACKEND = "inference_worker.inprocess.InProcessBackend"  # no Celery worker here
+    run = _run(user, dataset, [echo_version])
+    protocol_backend.get_backend.cache_clear()
+    try:
+        call_command("eval_worker", "--once")
+    finally:
+        protocol_backend.get_backend.cache_clear()
+    run.refresh_from_db()
+    assert (run.status, run.completed) == ("done", 5)
