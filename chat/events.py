@@ -8,6 +8,8 @@ from asgiref.sync import async_to_sync
 from channels.db import DatabaseSyncToAsync
 from channels.layers import get_channel_layer
 
+from .selectors import message_payload
+
 # Set while an async caller runs a service on a worker thread (`run_then_publish`):
 # publishes are collected and sent from the caller's own event loop afterwards,
 # instead of each blocking the thread on a hop back to that loop.
@@ -35,6 +37,25 @@ def publish(user_id: int, event: dict) -> None:
         logger.warning("chat publish to user %s failed", user_id, exc_info=True)
 
 
+async def publish_message(msg, *, recipient_id: int, echo: bool) -> None:
+    """The live push of a committed message (what message_send publishes on commit),
+    from the caller's loop; `echo` for the sender's other connections."""
+    payload = message_payload(msg, inbox_seq=msg.inbox_seq)
+    sends = [(recipient_id, {"type": "chat.message", "message": payload})]
+    if echo:
+        sends.append((msg.sender_id, {"type": "chat.echo", "message": dict(payload, inbox_seq=None)}))
+    await _send_all(sends)
+
+
+async def _send_all(sends) -> None:
+    layer = get_channel_layer()
+    for user_id, event in sends if layer is not None else ():
+        try:
+            await layer.group_send(user_group(user_id), event)
+        except Exception:  # noqa: BLE001 - as in publish(): the inbox has it
+            logger.warning("chat publish to user %s failed", user_id, exc_info=True)
+
+
 async def run_then_publish(func, **kwargs):
     """Runs a sync service on a worker thread (a pool, each thread its own DB
     connection; row locks keep concurrent calls correct), then sends what it
@@ -45,9 +66,4 @@ async def run_then_publish(func, **kwargs):
         return await DatabaseSyncToAsync(func, thread_sensitive=False)(**kwargs)
     finally:
         _collected.reset(token)
-        layer = get_channel_layer()
-        for user_id, event in collected if layer is not None else ():
-            try:
-                await layer.group_send(user_group(user_id), event)
-            except Exception:  # noqa: BLE001 - as in publish(): the inbox has it
-                logger.warning("chat publish to user %s failed", user_id, exc_info=True)
+        await _send_all(collected)

@@ -12,7 +12,10 @@ from django.conf import settings
 from core.redis import get_aredis, get_redis
 
 # Token bucket, atomic in Redis. Uses Redis' own clock so servers with skewed
-# clocks share one bucket correctly. Returns {allowed, seconds until one token}.
+# clocks share one bucket correctly. A negative cost refunds. With a presence key as
+# KEYS[2] it also counts that user's live connections (scores past ARGV[4]), so a
+# send learns in the same round trip whether the sender has other tabs to echo to.
+# Returns {allowed, seconds until one token, live connections}.
 TOKEN_BUCKET_LUA = """
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -31,9 +34,13 @@ if tokens >= cost then
 else
   retry = (cost - tokens) / rate
 end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
+redis.call('HSET', KEYS[1], 'tokens', tostring(math.min(burst, tokens)), 'ts', tostring(now))
 redis.call('EXPIRE', KEYS[1], math.ceil(burst / rate) + 1)
-return {allowed, tostring(retry)}
+local conns = 0
+if KEYS[2] then
+  conns = redis.call('ZCOUNT', KEYS[2], ARGV[4], '+inf')
+end
+return {allowed, tostring(retry), conns}
 """
 
 
@@ -55,9 +62,18 @@ class RedisState:
     def _aio(self):
         return get_aredis()
 
+    async def take_send_token_async(self, user_id: int, *, cost: int = 1) -> tuple[bool, float, int]:
+        """As take_send_token (a negative cost refunds), plus how many live
+        connections the user has, in the same round trip."""
+        script = self._aio().register_script(TOKEN_BUCKET_LUA)  # NOSCRIPT-safe; sha computed locally
+        allowed, retry, conns = await script(
+            keys=[_bucket_key(user_id), _presence_key(user_id)],
+            args=[settings.CHAT_SEND_RATE, settings.CHAT_SEND_BURST, cost, time.time()])
+        return bool(allowed), float(retry), int(conns)
+
     def take_send_token(self, user_id: int) -> tuple[bool, float]:
-        allowed, retry = self._bucket(keys=[_bucket_key(user_id)],
-                                      args=[settings.CHAT_SEND_RATE, settings.CHAT_SEND_BURST, 1])
+        allowed, retry, _ = self._bucket(keys=[_bucket_key(user_id)],
+                                         args=[settings.CHAT_SEND_RATE, settings.CHAT_SEND_BURST, 1])
         return bool(allowed), float(retry)
 
     async def heartbeat(self, user_id: int, conn: str) -> bool:
@@ -114,6 +130,16 @@ class MemoryState:
             allowed = tokens >= 1
             self._buckets[user_id] = (tokens - 1 if allowed else tokens, now)
             return allowed, 0.0 if allowed else (1 - tokens) / rate
+
+    async def take_send_token_async(self, user_id: int, *, cost: int = 1) -> tuple[bool, float, int]:
+        if cost < 0:
+            with self._lock:
+                tokens, ts = self._buckets.get(user_id, (settings.CHAT_SEND_BURST, time.monotonic()))
+                self._buckets[user_id] = (min(settings.CHAT_SEND_BURST, tokens - cost), ts)
+            return True, 0.0, 0
+        allowed, retry = self.take_send_token(user_id)
+        with self._lock:
+            return allowed, retry, len(self._live(user_id, time.time()))
 
     def _live(self, user_id: int, now: float) -> dict[str, float]:
         conns = {c: exp for c, exp in self._presence.get(user_id, {}).items() if exp > now}

@@ -126,6 +126,9 @@ else:
     # database shares one cache between threads, which fails a concurrent writer at
     # once ("table is locked") instead of waiting for the lock like SQLite on a file.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+# Connections each event loop holds for the async hot paths (core.adb: chat sends),
+# on top of Django's pool; PostgreSQL only.
+DB_ASYNC_POOL_MAX_SIZE = env_int("DB_ASYNC_POOL_MAX_SIZE", 8)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # REDIS_URL: cache, rate-limit buckets, presence, channel layer, generation events.

@@ -1,5 +1,6 @@
 import pytest
 
+from core import adb
 from tests.factories import ApiKeyFactory, UserFactory
 
 
@@ -17,3 +18,11 @@ def pair(transactional_db):
 def carol(transactional_db):
     user = UserFactory(username="carol")
     return user, ApiKeyFactory.create_with_raw(user=user)[1]
+
+
+@pytest.fixture(autouse=True)
+async def _close_async_db_pool():
+    """Consumers in this loop may open core.adb's pool: close it with the loop,
+    so no connection outlives its test (and the test database can be dropped)."""
+    yield
+    await adb.close()
