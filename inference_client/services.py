@@ -27,6 +27,7 @@ from inference_client.idempotency import body_fingerprint, idempotency_release, 
 from inference_client.models import KeyPreference
 from inference_client.threads import run_db
 from inference_client.validation import ChatParams
+from inference_protocol import features
 from inference_protocol.backend import get_backend
 from inference_protocol.catalog import UnknownModel, model_spec
 from inference_protocol.devices import parse_states
@@ -131,9 +132,13 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
     Raises ApiError (404 model, 429/503 refusals, 422 idempotency mismatch)."""
     principal = Principal.of(api_key_or_user)
     try:
-        model_spec(model)
+        spec = model_spec(model)
     except UnknownModel as exc:
         raise ApiError(str(exc), code="model_not_found", status_code=404, field="model") from None
+    missing = features.unsupported(spec, params.features()) if params.features() else None
+    if missing:
+        raise ApiError(f"The model '{model}' (engine {spec.get('engine')}) does not implement "
+                       f"'{missing[0]}'.", code="unsupported_parameter", status_code=400, field=missing[0])
     request_id, created = uuid.uuid4().hex, int(time.time())
     use_redis = redis_enabled()
     new = dict(id=f"chatcmpl-{request_id}", request_id=request_id, model=model, created=created,
@@ -205,6 +210,7 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool)
         temperature=params.temperature, top_p=params.top_p, stop=list(params.stop),
         # Always seeded: a redelivered task must replay the same text.
         seed=params.seed if params.seed is not None else secrets.randbits(31),
+        response_format=params.response_format,
         priority="paid" if principal.tier == "paid" else "free",
         timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S)
     try:

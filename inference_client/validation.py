@@ -13,17 +13,18 @@ from django.conf import settings
 
 from core.errors import ApiError
 from core.jsonbody import JsonTooDeep, json_loads
+from inference_protocol import structured
 from inference_protocol import validation as protocol
 
 # What /v1/chat/completions implements.
 IMPLEMENTED = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop",
-               "seed", "stream", "stream_options", "n", "semantic_cache"}
+               "seed", "stream", "stream_options", "n", "semantic_cache", "response_format"}
 # OpenAI parameters we do not implement, each with the values that mean "leave it
 # as it is" (what an SDK or a client library sends for an unset option). Any other
 # value is refused with a 400 naming the parameter: never accepted and ignored.
 NOT_IMPLEMENTED: dict[str, tuple] = {
     "frequency_penalty": (0, 0.0), "presence_penalty": (0, 0.0), "logit_bias": ({},),
-    "logprobs": (False,), "top_logprobs": (0,), "response_format": ({"type": "text"},),
+    "logprobs": (False,), "top_logprobs": (0,),
     "tools": ([],), "tool_choice": ("none",), "parallel_tool_calls": (),
     "user": (), "metadata": ({},), "store": (False,), "service_tier": ("auto", "default"),
     "modalities": (["text"],), "reasoning_effort": (), "prediction": (), "audio": (),
@@ -41,11 +42,19 @@ class ChatParams:
     seed: int | None = None
     include_usage: bool = False
     semantic_cache: bool | None = None   # None: the key's preference
+    response_format: dict | None = None  # a constraint (inference_protocol.structured), None: text
 
     def fingerprint(self) -> dict:
         """What changes a generation's output (for cache keys)."""
-        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
-                "stop": self.stop, "seed": self.seed}
+        out = {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
+               "stop": self.stop, "seed": self.seed}
+        if self.response_format is not None:
+            out["response_format"] = self.response_format
+        return out
+
+    def features(self) -> set[str]:
+        """The optional features (inference_protocol.features) this request needs."""
+        return {"response_format"} if self.response_format is not None else set()
 
 
 @dataclasses.dataclass
@@ -159,6 +168,8 @@ def check_chat_request(body: dict) -> ChatRequest:
             params.stop = protocol.check_stop([stop] if isinstance(stop, str) else stop)
         if body.get("seed") is not None:
             params.seed = protocol.check_seed(body["seed"])
+        if body.get("response_format") is not None:
+            params.response_format = structured.check_response_format(body["response_format"])
     except protocol.InvalidInput as exc:
         raise bad(str(exc), exc.field, exc.kind) from None
     n = body.get("n")

@@ -16,6 +16,7 @@ class GenerationRequest:
     stop: list[str] = dataclasses.field(default_factory=list)
     seed: int | None = None
     priority: str = "free"
+    response_format: dict | None = None  # a constraint (inference_protocol.structured)
     timeout_s: float | None = None     # the client's patience, measured from queueing
 
     def to_dict(self) -> dict:

@@ -22,7 +22,8 @@ logger = logging.getLogger(__name__)
 
 def sampling_params(request: GenerationRequest) -> SamplingParams:
     return SamplingParams(max_tokens=request.max_tokens, temperature=request.temperature,
-                          top_p=request.top_p, stop=tuple(request.stop), seed=request.seed)
+                          top_p=request.top_p, stop=tuple(request.stop), seed=request.seed,
+                          constraint=request.response_format)
 
 
 # Cancel notices arrive through the log's watcher within milliseconds; the

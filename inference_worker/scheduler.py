@@ -117,6 +117,7 @@ class Scheduler:
         batch, a passed deadline, a full queue, a stopped scheduler."""
         priority = Priority.parse(priority)
         # Tokenizing can be slow: do it on the caller's thread, outside the lock.
+        self.engine.check_supported(seq.params)
         self.engine.prepare(seq)
         footprint = self._footprint(seq)
         if footprint > self.max_batch_tokens:

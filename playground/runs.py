@@ -35,6 +35,9 @@ def version_params(version: PromptVersion) -> dict:
             params[field] = value
     if version.stop:
         params["stop"] = list(version.stop)
+    if version.response_schema is not None:  # enforced on every run (structured output)
+        params["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": "response", "schema": version.response_schema, "strict": True}}
     return params
 
 

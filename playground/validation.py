@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from core.errors import ApiError
+from inference_protocol import structured
 from inference_protocol import validation as protocol
 
 from .templating import NAME
@@ -51,4 +52,9 @@ def check_params(*, model_name, temperature, max_tokens, top_p, stop, variables,
                 raise _bad(exc.field, str(exc), "invalid_unicode") from None
     if response_schema is not None and not isinstance(response_schema, dict):
         raise _bad("response_schema", "response_schema must be a JSON object.")
+    if response_schema is not None:  # a run enforces it: it must compile to a grammar
+        try:
+            structured.check_schema(response_schema, field="response_schema")
+        except protocol.InvalidInput as exc:
+            raise _bad("response_schema", str(exc), exc.kind) from None
 

@@ -47,6 +47,8 @@ class SamplingParams:
     top_p: float = 1.0
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    # A grammar the output must match (inference_protocol.structured), or None.
+    constraint: dict | None = None
 
     def __post_init__(self):
         # The gateway's rules and limits (one checker); an engine never sees a bad value.
@@ -105,11 +107,24 @@ class Capacity:
     fixed_batch: bool = False            # True: one call per batch, flush by size/wait
 
 
+# What a request may ask of an engine beyond plain sampling (inference_protocol.features).
+FEATURE_OF_PARAM = {"constraint": "response_format"}
+
+
 class Engine(abc.ABC):
     """Subclasses implement ``capacity``, ``prepare``, ``step``; ``release`` and
     ``health`` have safe defaults."""
 
     model_name: str = ""
+    # The optional features it implements (names as in inference_protocol.features).
+    features: frozenset[str] = frozenset()
+
+    def check_supported(self, params: SamplingParams) -> None:
+        """Refuse a request for a feature this engine does not implement (never ignore it)."""
+        for attr, feature in FEATURE_OF_PARAM.items():
+            if getattr(params, attr) is not None and feature not in self.features:
+                raise EngineError(f"{type(self).__name__} does not implement '{feature}'",
+                                  code="unsupported_parameter")
 
     @classmethod
     def checkpoint_options(cls, directory: str, files: list[str]) -> dict:

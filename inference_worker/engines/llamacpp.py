@@ -21,6 +21,7 @@ import threading
 import numpy as np
 
 from .base import Capacity, Engine, EngineError, EngineLoadError, Sequence, StepResult
+from .constrained import TokenConstraint, llama_tokenizer
 from .gguf import GgufModel, default_model_path
 from .sampling import Sampler, TextStream, check_prompt_fits
 
@@ -37,6 +38,7 @@ class _SeqState:
     pending: int | None = None     # sampled, not yet decoded (fed next step)
     generated: int = 0
     finished: bool = False
+    constraint: TokenConstraint | None = None
 
 
 class LlamaCppEngine(Engine):
@@ -62,6 +64,8 @@ class LlamaCppEngine(Engine):
       chat_template  Jinja template overriding the model's own.
       verbose      let llama.cpp log at info level (process-wide).
     """
+
+    features = frozenset({"response_format"})
 
     @classmethod
     def checkpoint_options(cls, directory, files):
@@ -118,6 +122,8 @@ class LlamaCppEngine(Engine):
         self._batch = ll.llama_batch_init(n_batch, 0, 1)
         self._states: dict[str, _SeqState] = {}
         self._free_slots = list(range(self.n_seq_max - 1, -1, -1))
+        self._grammar_tokenizer = None  # built on the first constrained request
+        self._tokenizer_lock = threading.Lock()
 
     def detokenize(self, tokens: list[int]) -> str:
         return self._model.detokenize(tokens)
@@ -136,6 +142,16 @@ class LlamaCppEngine(Engine):
         tokens = self._model.prompt_tokens(seq.messages)
         check_prompt_fits(tokens, self.context_window)
         seq.prompt_tokens = tokens
+        if seq.params.constraint is not None and "constraint" not in seq.meta:
+            # Compiled here, on the caller's thread, not in the scheduler's step.
+            seq.meta["constraint"] = TokenConstraint(self.grammar_tokenizer(), seq.params.constraint,
+                                                     self.n_vocab)
+
+    def grammar_tokenizer(self):
+        with self._tokenizer_lock:
+            if self._grammar_tokenizer is None:
+                self._grammar_tokenizer = llama_tokenizer(self._model)
+            return self._grammar_tokenizer
 
     def step(self, running: list[Sequence], new: list[Sequence]) -> list[StepResult]:
         with self._lock:
@@ -153,7 +169,7 @@ class LlamaCppEngine(Engine):
             for seq in seqs:
                 st = self._states.get(seq.id)
                 if st is None:
-                    if not seq.prompt_tokens:
+                    if not seq.prompt_tokens or (seq.params.constraint and "constraint" not in seq.meta):
                         self.prepare(seq)
                     elif len(seq.prompt_tokens) >= self.context_window:
                         raise EngineError("prompt does not fit the context window",
@@ -167,6 +183,7 @@ class LlamaCppEngine(Engine):
                         sampler=Sampler(seq.params),
                         stream=TextStream(seq.params.stop),
                         max_tokens=seq.params.max_tokens,
+                        constraint=seq.meta.get("constraint"),
                     )
                     admitted.append(st)
                     plan.append((seq, st, list(seq.prompt_tokens), 0, True))
@@ -233,7 +250,11 @@ class LlamaCppEngine(Engine):
         return out
 
     def _advance(self, seq_id: str, st: _SeqState, logits: np.ndarray) -> StepResult:
+        if st.constraint is not None:
+            logits = st.constraint.apply(logits)
         tok = st.sampler(logits)
+        if st.constraint is not None:
+            st.constraint.consume(tok)
         st.generated += 1
         res = StepResult(seq_id=seq_id, token_ids=[tok])
         if self._model.is_end_of_generation(tok):
@@ -243,7 +264,9 @@ class LlamaCppEngine(Engine):
             res.text, res.finish_reason = st.stream.finish(), "stop"
         else:
             res.text = st.stream.push(self._model.piece(tok))
-            if st.stream.stopped:
+            if st.stream.stopped or (st.constraint is not None and st.constraint.complete):
+                if not st.stream.stopped:
+                    res.text += st.stream.finish()
                 res.finish_reason = "stop"
             elif st.generated >= st.max_tokens or st.n_past + 1 >= self.context_window:
                 res.text += st.stream.finish()

@@ -20,7 +20,11 @@ from tests.polling import wait_for
 
 # Its own model name, so its queue (gpu.<model>) is never shared with other suites' workers.
 MODEL = "gw-fixed-cost"
-MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.05}}
+# SmolLM2 on llama.cpp, for what the fixed-cost engine cannot do (structured output,
+# tools, logprobs...): its worker starts only for the tests that ask for `smol`.
+SMOL = "gw-smollm2"
+MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.05},
+          SMOL: {"engine": "llamacpp", "n_seq_max": 8, "context_window": 1024, "n_threads": 1}}
 
 
 def stack_env(**extra) -> dict:
@@ -53,6 +57,30 @@ def celery_worker_proc():
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def smol_worker_proc(celery_worker_proc):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{SMOL}", "-P", "threads",
+         "-c", "16", "--prefetch-multiplier", "1", "-l", "warning", "-n", f"gw-smol-{os.getpid()}@%h"],
+        cwd=ROOT, env=stack_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_worker(SMOL, timeout=60)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture
+def smol(live, smol_worker_proc):
+    """The live server, with a SmolLM2 worker too (model name SMOL)."""
+    wait_for_worker(SMOL)
+    return live
 
 
 @pytest.fixture
@@ -104,7 +132,8 @@ def usage_settled(timeout: float = 10) -> None:
     # A request leaves the in-flight set in the script that queues its record,
     # and the writer deletes a record from the stream once it is stored.
     redis = get_redis()
-    wait_for(lambda: redis.zcard(inflight_key(MODEL)) == 0 and redis.xlen(USAGE_STREAM) == 0,
+    wait_for(lambda: redis.zcard(inflight_key(MODEL)) == 0 and redis.zcard(inflight_key(SMOL)) == 0
+             and redis.xlen(USAGE_STREAM) == 0,
              timeout=timeout, what="the usage writer to store every record")
 
 

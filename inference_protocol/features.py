@@ -1,0 +1,21 @@
+"""Which optional request features each engine kind implements.
+
+The gateway refuses a request for a feature its model's engine does not
+implement (a 400 naming the parameter) before anything is queued; each engine
+declares the same set (``Engine.features``) and refuses it again at submit.
+"""
+
+from __future__ import annotations
+
+ENGINE_FEATURES: dict[str, frozenset[str]] = {
+    "llamacpp": frozenset({"response_format"}),
+    "transformers": frozenset(),
+    "upstream": frozenset(),
+    "fixed_cost": frozenset(),
+}
+
+
+def unsupported(spec: dict, wanted: set[str]) -> list[str]:
+    """The features of ``wanted`` that the engine of ``spec`` does not implement."""
+    have = ENGINE_FEATURES.get(spec.get("engine"), frozenset())
+    return sorted(wanted - have)
