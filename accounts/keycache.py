@@ -82,6 +82,15 @@ def keys_revoked(key_ids: list[int]) -> None:
 
 
 
+def keys_changed(key_ids: list[int]) -> None:
+    """A key's row changed (its tier): this process reads it again on its next
+    request; every other one within KEY_CACHE_TTL_S."""
+    ids = set(key_ids)
+    for digest, (_, key) in list(_cache.items()):
+        if key.pk in ids:
+            _cache.pop(digest, None)
+
+
 def owner_deactivated(sender, instance, update_fields=None, **kwargs):
     """pre_save of users: a deactivated account's keys stop at once, like revoked ones."""
     if instance.pk is None or instance.is_active:

@@ -1,4 +1,5 @@
-"""Users are Django's; teams group them; API keys give programs a tier."""
+"""Users are Django's; an Account holds what staff set on one (its tier); teams
+group users; API keys give programs their account's tier."""
 
 import hashlib
 import secrets
@@ -10,6 +11,22 @@ from django.db import models
 class Tier(models.TextChoices):
     FREE = "free", "Free"
     PAID = "paid", "Paid"
+
+
+class Account(models.Model):
+    """What belongs to a user's account but not to Django's User: the tier.
+
+    The tier is set by staff (the admin, `manage.py account_tier`; later billing),
+    never by the user: accounts.services.account_tier_set, which also moves the
+    account's keys. No row means the free tier."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
+                                related_name="account")
+    tier = models.CharField(max_length=10, choices=Tier.choices, default=Tier.FREE)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"{self.user} ({self.tier})"
 
 
 class Team(models.Model):
@@ -50,6 +67,8 @@ class ApiKey(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                              related_name="api_keys")
     name = models.CharField(max_length=100)
+    # The account's tier, copied when the key is made and whenever staff change it
+    # (account_tier_set): the gateway reads it with the key, no join per request.
     tier = models.CharField(max_length=10, choices=Tier.choices, default=Tier.FREE)
     # First characters of the key, shown in lists so users can tell keys apart.
     prefix = models.CharField(max_length=12)

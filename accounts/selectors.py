@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.shortcuts import get_object_or_404
 
-from .models import ApiKey, Team
+from .models import Account, ApiKey, Team, Tier
 
 User = get_user_model()
 
@@ -21,3 +21,9 @@ def access_team_as_owner(*, user, team_id: int) -> Team:
 
 def user_by_username(username: str):
     return get_object_or_404(User, username=username)
+
+
+def account_tier(*, user) -> str:
+    """The account's tier (set by staff); free when none was ever set."""
+    tier = Account.objects.filter(user_id=user.pk).values_list("tier", flat=True).first()
+    return tier or Tier.FREE

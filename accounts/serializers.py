@@ -18,7 +18,8 @@ class ApiKeySerializer(serializers.ModelSerializer):
 
 class ApiKeyCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
-    tier = serializers.ChoiceField(choices=Tier.choices, default=Tier.FREE)
+    # Optional: a key gets its account's tier; naming another one is a 403 tier_not_allowed.
+    tier = serializers.ChoiceField(choices=Tier.choices, required=False)
 
 
 class TeamSerializer(serializers.ModelSerializer):

@@ -1,4 +1,4 @@
-"""Writes for accounts: teams, API keys."""
+"""Writes for accounts: tiers, teams, API keys."""
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
@@ -8,7 +8,9 @@ from django.utils import timezone
 
 from core.errors import ApiError
 
-from .models import ApiKey, Membership, Team, Tier, generate_raw_key, hash_key
+from .keycache import keys_changed
+from .models import Account, ApiKey, Membership, Team, Tier, generate_raw_key, hash_key
+from .selectors import account_tier
 
 User = get_user_model()
 
@@ -31,14 +33,37 @@ def user_create(*, username: str, password: str, email: str = "") -> User:
                        field="username") from exc
 
 
-def api_key_create(*, user, name: str, tier: str = Tier.FREE) -> tuple[ApiKey, str]:
-    """Returns the key row and the raw key, which is shown once and never stored."""
-    if tier not in Tier.values:
+def api_key_create(*, user, name: str, tier: str | None = None) -> tuple[ApiKey, str]:
+    """Returns the key row and the raw key, which is shown once and never stored.
+
+    The key has its account's tier. Naming another tier is refused: a tier is
+    set on the account by staff, never chosen by the user (account_tier_set)."""
+    if tier is not None and tier not in Tier.values:
         raise ApiError(f"Unknown tier '{tier}'.", code="invalid_tier", field="tier")
+    has = account_tier(user=user)
+    if tier is not None and tier != has:
+        raise ApiError(f"This account has the {has} tier; a key gets its account's tier, and "
+                       f"only staff change it.", code="tier_not_allowed", field="tier", status_code=403)
     raw = generate_raw_key()
-    key = ApiKey.objects.create(user=user, name=name or "default", tier=tier,
+    key = ApiKey.objects.create(user=user, name=name or "default", tier=has,
                                 prefix=raw[:10], key_hash=hash_key(raw))
     return key, raw
+
+
+@transaction.atomic
+def account_tier_set(*, user, tier: str) -> Account:
+    """Staff (the admin, `manage.py account_tier`, later billing) set an account's
+    tier; all its keys take it, in this process at once, in every other within
+    the key cache's 30 s."""
+    if tier not in Tier.values:
+        raise ApiError(f"Unknown tier '{tier}'.", code="invalid_tier", field="tier")
+    account, _ = Account.objects.select_for_update().get_or_create(user=user)
+    account.tier = tier
+    account.save()
+    key_ids = list(ApiKey.objects.filter(user=user).exclude(tier=tier).values_list("pk", flat=True))
+    ApiKey.objects.filter(pk__in=key_ids).update(tier=tier)
+    transaction.on_commit(lambda: keys_changed(key_ids))
+    return account
 
 
 def api_key_revoke(*, key: ApiKey) -> ApiKey:

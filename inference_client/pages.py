@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils import timezone
 
-from accounts.selectors import api_key_list
+from accounts.selectors import account_tier, api_key_list
 from inference_client.selectors import key_rate_limits, usage_by_key, usage_summary
 
 
@@ -27,6 +27,7 @@ def api_keys(request):
         "keys": keys,
         "summary": usage_summary(user=request.user, since=since),
         "tiers": tiers,
+        "account_tier": account_tier(user=request.user),
         "limits_enforced": limits is not None,
         "config": {"tiers": {t["name"]: t for t in tiers}, "limitsEnforced": limits is not None},
     })

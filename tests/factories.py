@@ -27,7 +27,9 @@ class ApiKeyFactory:
 
     @staticmethod
     def create_with_raw(*, user, tier: str = Tier.FREE, name: str = "test"):
-        return account_services.api_key_create(user=user, name=name, tier=tier)
+        if tier != Tier.FREE:  # as staff would, on the account
+            account_services.account_tier_set(user=user, tier=tier)
+        return account_services.api_key_create(user=user, name=name)
 
 
 class PromptFactory(factory.django.DjangoModelFactory):

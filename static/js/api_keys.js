@@ -30,7 +30,7 @@ $("key-form").addEventListener("submit", async (e) => {
   button.disabled = true;
   try {
     const key = await api("/api/accounts/keys", {
-      method: "POST", body: { name: $("key-name").value.trim(), tier: $("key-tier").value } });
+      method: "POST", body: { name: $("key-name").value.trim() } });
     $("key-raw").value = key.key;
     $("key-copy-status").textContent = "";
     $("key-new").hidden = false;

@@ -1,3 +1,5 @@
+import io
+
 import pytest
 from django.utils import timezone
 
@@ -8,14 +10,39 @@ pytestmark = pytest.mark.django_db
 
 
 def test_created_key_is_shown_once_and_stored_only_as_hash(auth_client, user):
-    response = auth_client.post("/api/accounts/keys", {"name": "ci", "tier": "paid"}, format="json")
+    response = auth_client.post("/api/accounts/keys", {"name": "ci"}, format="json")
     assert response.status_code == 201
     raw = response.json()["key"]
     row = ApiKey.objects.get(pk=response.json()["id"])
     assert row.key_hash == hash_key(raw) and raw not in row.key_hash
-    assert row.tier == "paid" and raw.startswith(row.prefix)
+    assert row.tier == "free" and raw.startswith(row.prefix)
     listed = auth_client.get("/api/accounts/keys").json()
     assert all("key" not in item for item in listed)
+
+
+def test_should_refuse_a_paid_key_to_a_free_account(auth_client, user):
+    response = auth_client.post("/api/accounts/keys", {"name": "ci", "tier": "paid"}, format="json")
+    assert response.status_code == 403, response.json()
+    assert response.json()["error"]["code"] == "tier_not_allowed"
+    assert response.json()["error"]["field"] == "tier"
+    assert not ApiKey.objects.filter(user=user).exists()
+
+
+def test_should_give_keys_the_tier_staff_set_on_the_account(auth_client, user):
+    from django.core.management import call_command
+
+    old, _ = ApiKeyFactory.create_with_raw(user=user)
+    call_command("account_tier", user.username, "paid", stdout=io.StringIO())
+    old.refresh_from_db()
+    assert old.tier == "paid"  # existing keys follow the account
+    named = auth_client.post("/api/accounts/keys", {"name": "ci", "tier": "paid"}, format="json")
+    unnamed = auth_client.post("/api/accounts/keys", {"name": "cd"}, format="json")
+    assert (named.status_code, unnamed.status_code) == (201, 201)
+    assert named.json()["tier"] == unnamed.json()["tier"] == "paid"
+    assert auth_client.post("/api/accounts/keys", {"name": "x", "tier": "free"},
+                            format="json").json()["error"]["code"] == "tier_not_allowed"
+    call_command("account_tier", user.username, "free", stdout=io.StringIO())
+    assert set(ApiKey.objects.filter(user=user).values_list("tier", flat=True)) == {"free"}
 
 
 def test_bearer_key_authenticates_and_records_last_use(api_client, api_key):
