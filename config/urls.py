@@ -8,6 +8,7 @@ from chat import urls as chat_urls
 from core.blob_views import blob_local
 from core.errors import api_not_found
 from inference_client import urls as inference_urls
+from playground.evals import urls as eval_urls
 
 from .health import healthz
 
@@ -18,6 +19,8 @@ api_patterns = [
     path("prompts/blobs/local/<str:token>", blob_local, name="blob-local"),
     path("prompts/", include("playground.urls")),
     path("prompts/", include(inference_urls.prompt_run_urls)),
+    path("datasets/", include(eval_urls.dataset_urls)),
+    path("evals/", include(eval_urls.eval_urls)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

@@ -10,6 +10,7 @@ from core.errors import ApiError
 
 from . import selectors, services
 from .api import PromptScopedApi, paginated
+from .evals.gate import gate_check
 from .permissions import request_access
 from .serializers import (
     LabelMoveRequestSerializer,
@@ -62,12 +63,20 @@ class LabelDetailApi(PromptScopedApi):
 
 class LabelMoveApi(PromptScopedApi):
     @extend_schema(request=LabelMoveRequestSerializer, responses={200: LabelSerializer},
+                   parameters=[OpenApiParameter("require_eval", str, description=(
+                       "An evaluation run id: the move happens only if the run passes the label's gate "
+                       "(or, with no gate, if the candidate scores at least the current version on the "
+                       "run's first evaluator). A gated label refuses moves without one."))],
                    description="Compare-and-set: 409 label_conflict (with current_version) when the "
-                               "label does not hold `expected`.")
+                               "label does not hold `expected`; 409 eval_* (with the run and the figures) "
+                               "when the gate refuses the move.")
     def post(self, request, prompt_id, name):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
         data = LabelMoveRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        gate_check(prompt=prompt, name=name, user=request.user, candidate_id=data.validated_data["version"],
+                   baseline_id=data.validated_data["expected"],
+                   run_id=request.query_params.get("require_eval") or None)
         label = services.label_move(prompt=prompt, name=name, version_id=data.validated_data["version"],
                                     expected_version_id=data.validated_data["expected"], actor=request.user)
         return Response(LabelSerializer(label).data)

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import api, api_export, api_labels
+from .evals import api_gate
 from .sharing import api as sharing_api
 
 V = "<uuid:prompt_id>/versions/<str:version_id>"
@@ -25,6 +26,8 @@ urlpatterns = [
     path(f"{L}/undo", api_labels.LabelUndoApi.as_view(), name="api-label-undo"),
     path(f"{L}/redo", api_labels.LabelRedoApi.as_view(), name="api-label-redo"),
     path(f"{L}/history", api_labels.LabelHistoryApi.as_view(), name="api-label-history"),
+    path(f"{L}/gate", api_gate.LabelGateApi.as_view(), name="api-label-gate"),
+    path(f"{L}/gate/decisions", api_gate.LabelGateDecisionsApi.as_view(), name="api-label-gate-decisions"),
     path("<uuid:prompt_id>/links", sharing_api.LinkListApi.as_view(), name="api-links"),
     path("<uuid:prompt_id>/links/<uuid:link_id>", sharing_api.LinkDetailApi.as_view(), name="api-link"),
     path("<uuid:prompt_id>/grants", sharing_api.GrantListApi.as_view(), name="api-grants"),

@@ -187,6 +187,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Prompts, versions, sharing, chat and OpenAI-compatible inference.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Two choice fields named "mode" (share links, dataset imports): name each set.
+    "ENUM_NAME_OVERRIDES": {"ImportModeEnum": ["append", "replace"],
+                            "LinkModeEnum": "playground.sharing.models.LinkMode"},
 }
 
 # Deepest nesting of a JSON request body (/v1 and the REST API); deeper is a 400

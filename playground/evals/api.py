@@ -1,0 +1,375 @@
+"""Evaluations REST API: datasets, versions, rows, import/export, grants,
+evaluators, runs, results. Views parse, check access, call a service or a
+selector and serialize; nothing else."""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.http import StreamingHttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.errors import ApiError
+
+from ..api import paginated
+from . import datasets as services
+from .evaluators import evaluator_list
+from .models import DatasetGrant, DatasetVersion, EvalResult
+from .permissions import access_dataset, access_run, datasets_visible_to, runs_visible_to
+from .runs import evalrun_cancel, evalrun_create, evalrun_resume_if_stale
+from .serializers import (
+    DatasetCreateSerializer,
+    DatasetGrantRequestSerializer,
+    DatasetRowSerializer,
+    DatasetSerializer,
+    DatasetVersionCreateSerializer,
+    DatasetVersionSerializer,
+    EvalRunCreateSerializer,
+    EvalRunSerializer,
+    EvaluatorSerializer,
+    ImportRequestSerializer,
+    ImportResultSerializer,
+    ResultPageSerializer,
+)
+
+PAGE_MAX = 500
+
+
+def _version(dataset, version_id) -> DatasetVersion:
+    version = (DatasetVersion.objects.filter(dataset=dataset, pk=version_id).first()
+               if services._is_uuid(version_id) else None)
+    if version is None:
+        raise ApiError("Dataset version not found.", code="version_not_found", status_code=404,
+                       field="version")
+    return version
+
+
+def _int_param(request, name: str, default: int, *, low: int = 0, high: int | None = None) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(f"{name} must be an integer.", code="invalid_request", field=name) from None
+    if value < low or (high is not None and value > high):
+        raise ApiError(f"{name} must be from {low} to {high}.", code="out_of_range", field=name)
+    return value
+
+
+def _refuse_unknown_params(request, allowed: set[str]) -> None:
+    unknown = sorted(set(request.query_params) - allowed)
+    if unknown:
+        raise ApiError(f"Unrecognized query parameter: {unknown[0]}.", code="unknown_parameter",
+                       field=unknown[0])
+
+
+class DatasetListApi(APIView):
+    @extend_schema(responses=DatasetSerializer(many=True))
+    def get(self, request):
+        visible = datasets_visible_to(user=request.user)
+        return paginated(request, self, visible, ("-updated_at", "-created_at"),
+                         lambda items: DatasetSerializer(items, many=True).data)
+
+    @extend_schema(request=DatasetCreateSerializer, responses={201: DatasetSerializer},
+                   description="A dataset, with a first version when `rows` are given.")
+    def post(self, request):
+        data = DatasetCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        if v["rows"]:  # check the rows before anything is written
+            for i, row in enumerate(v["rows"]):
+                services._api_row(row, f"rows[{i}]")
+        dataset = services.dataset_create(owner=request.user, name=v["name"], description=v["description"])
+        if v["rows"]:
+            services.dataset_version_create(dataset=dataset, author=request.user, add=v["rows"],
+                                            message="created")
+        return Response(DatasetSerializer(dataset).data, status=status.HTTP_201_CREATED)
+
+
+class DatasetDetailApi(APIView):
+    @extend_schema(responses=DatasetSerializer)
+    def get(self, request, dataset_id):
+        return Response(DatasetSerializer(access_dataset(user=request.user, dataset_id=dataset_id,
+                                                         need="view")).data)
+
+
+class DatasetVersionListApi(APIView):
+    @extend_schema(responses=DatasetVersionSerializer(many=True))
+    def get(self, request, dataset_id):
+        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
+        return paginated(request, self, dataset.versions.select_related("author"), ("-number",),
+                         lambda items: DatasetVersionSerializer(items, many=True).data)
+
+    @extend_schema(request=DatasetVersionCreateSerializer, responses={201: DatasetVersionSerializer},
+                   description="A new version: the base's rows, minus `delete`, with `update`, plus `add`. "
+                               "Versions never change; this is how rows are edited.")
+    def post(self, request, dataset_id):
+        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="edit")
+        data = DatasetVersionCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        version = services.dataset_version_create(dataset=dataset, author=request.user,
+                                                  base_version_id=v["base"], add=v["add"], update=v["update"],
+                                                  delete=[str(k) for k in v["delete"]], message=v["message"])
+        return Response(DatasetVersionSerializer(version).data, status=status.HTTP_201_CREATED)
+
+
+class DatasetVersionDetailApi(APIView):
+    @extend_schema(responses=DatasetVersionSerializer)
+    def get(self, request, dataset_id, version_id):
+        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
+        return Response(DatasetVersionSerializer(_version(dataset, version_id)).data)
+
+
+class DatasetRowsApi(APIView):
+    @extend_schema(parameters=[OpenApiParameter("start", int, description="First row index (default 0)"),
+                               OpenApiParameter("limit", int,
+                                                description=f"Rows (default 100, max {PAGE_MAX})")],
+                   responses=DatasetRowSerializer(many=True),
+                   description="Rows by index: a page of a large dataset without counting the whole.")
+    def get(self, request, dataset_id, version_id):
+        _refuse_unknown_params(request, {"start", "limit"})
+        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
+        version = _version(dataset, version_id)
+        start = _int_param(request, "start", 0)
+        limit = _int_param(request, "limit", 100, low=1, high=PAGE_MAX)
+        rows = version.rows.filter(index__gte=start, index__lt=start + limit).order_by("index")
+        nxt = start + limit if start + limit < version.row_count else None
+        return Response({"rows": DatasetRowSerializer(rows, many=True).data, "next": nxt,
+                         "row_count": version.row_count})
+
+
+class DatasetExportApi(APIView):
+    @extend_schema(parameters=[OpenApiParameter("as", str, enum=["csv", "jsonl"],
+                                                description="File type (default jsonl)")],
+                   responses={(200, "text/plain"): OpenApiTypes.STR})
+    def get(self, request, dataset_id, version_id):
+        _refuse_unknown_params(request, {"as"})
+        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
+        version = _version(dataset, version_id)
+        fmt = request.query_params.get("as", "jsonl")
+        if fmt not in ("csv", "jsonl"):
+            raise ApiError("as must be csv or jsonl.", code="invalid_format", field="as")
+        response = StreamingHttpResponse(services.dataset_export(version=version, fmt=fmt),
+                                         content_type="text/csv" if fmt == "csv" else "application/jsonl")
+        filename = f"{dataset.name[:50]}-v{version.number}.{fmt}"
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
+
+
+class DatasetImportApi(APIView):
+    @extend_schema(request={"multipart/form-data": ImportRequestSerializer,
+                            "application/json": ImportRequestSerializer},
+                   responses={200: ImportResultSerializer, 201: ImportResultSerializer},
+                   description="Import CSV or JSONL rows as a new version (appended to `base`, or replacing "
+                               "its rows). Every bad row is reported (line, code, message); with errors "
+                               "nothing is written unless `skip_invalid`. `dry_run` previews.")
+    def post(self, request, dataset_id):
+        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="edit")
+        data = ImportRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        upload, text, fmt = v.get("file"), v.get("text"), v.get("format")
+        if (upload is None) == (text is None):
+            raise ApiError("Give exactly one of file or text.", code="file_required", field="file")
+        if upload is not None:
+            if upload.size > settings.EVAL_IMPORT_MAX_BYTES:
+                raise ApiError(f"The file is larger than {settings.EVAL_IMPORT_MAX_BYTES} bytes.",
+                               code="file_too_large", field="file")
+            fmt = fmt or {"csv": "csv", "jsonl": "jsonl", "ndjson": "jsonl"}.get(
+                upload.name.rpartition(".")[2].lower())
+            try:
+                text = upload.read().decode("utf-8-sig")
+            except UnicodeDecodeError:
+                raise ApiError("The file is not UTF-8 text.", code="file_not_utf8", field="file") from None
+        if fmt is None:
+            raise ApiError("Say the format (csv or jsonl): the file name does not.", code="invalid_format",
+                           field="format")
+        rows, errors = services.parse_rows(fmt=fmt, text=text)
+        body = {"valid": len(rows), "errors": errors[:1000], "error_count": len(errors),
+                "preview": rows[:20], "version": None}
+        if v["dry_run"]:
+            return Response(body)
+        if errors and not v["skip_invalid"]:
+            raise ApiError(f"{len(errors)} rows do not import (first: line {errors[0]['line']}: "
+                           f"{errors[0]['message']}). Fix them, or import with skip_invalid.",
+                           code="invalid_rows", field="file",
+                           extra={"errors": errors[:1000], "error_count": len(errors)})
+        if not rows:
+            raise ApiError("The file has no rows.", code="dataset_empty", field="file")
+        base = v["base"]
+        if base is None and v["mode"] == "append":
+            latest = dataset.versions.order_by("-number").first()
+            base = latest.pk if latest else None
+        version = services.dataset_version_create(dataset=dataset, author=request.user, base_version_id=base,
+                                                  add=rows, replace=v["mode"] == "replace",
+                                                  message=v["message"] or f"import ({fmt}, {len(rows)} rows)")
+        body["version"] = DatasetVersionSerializer(version).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class DatasetGrantListApi(APIView):
+    @extend_schema(request=DatasetGrantRequestSerializer, responses={201: OpenApiTypes.OBJECT},
+                   description="Share the dataset with an account (owner only).")
+    def post(self, request, dataset_id):
+        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="own")
+        data = DatasetGrantRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        grantee = get_user_model().objects.filter(username=data.validated_data["username"]).first()
+        if grantee is None or grantee.pk == dataset.owner_id:
+            raise ApiError("No such other account.", code="user_not_found", field="username", status_code=404)
+        DatasetGrant.objects.filter(dataset=dataset, user=grantee, revoked_at__isnull=True).update(
+            revoked_at=timezone.now())
+        grant = DatasetGrant.objects.create(dataset=dataset, user=grantee, role=data.validated_data["role"])
+        return Response({"id": grant.pk, "username": grantee.username, "role": grant.role},
+                        status=status.HTTP_201_CREATED)
+
+
+class DatasetGrantDetailApi(APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request, dataset_id, grant_id):
+        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="own")
+        revoked = DatasetGrant.objects.filter(dataset=dataset, pk=grant_id, revoked_at__isnull=True).update(
+            revoked_at=timezone.now())
+        if not revoked:
+            raise ApiError("Grant not found.", code="grant_not_found", status_code=404)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class EvaluatorListApi(APIView):
+    @extend_schema(responses=EvaluatorSerializer(many=True))
+    def get(self, request):
+        return Response([{"name": e.name, "version": e.version, "doc": e.doc, "args": list(e.args),
+                          "needs_expected": e.needs_expected} for e in evaluator_list()])
+
+
+def _run_queryset():
+    return ("dataset_version__dataset", "owner")
+
+
+class EvalRunListApi(APIView):
+    @extend_schema(parameters=[OpenApiParameter("dataset", str, description="Only runs over this dataset")],
+                   responses=EvalRunSerializer(many=True))
+    def get(self, request):
+        _refuse_unknown_params(request, {"dataset", "cursor", "page_size"})
+        runs = runs_visible_to(user=request.user).select_related(*_run_queryset()).prefetch_related(
+            "columns__prompt_version__prompt")
+        if request.query_params.get("dataset"):
+            dataset = access_dataset(user=request.user, dataset_id=request.query_params["dataset"],
+                                     need="view")
+            runs = runs.filter(dataset_version__dataset=dataset)
+        return paginated(request, self, runs, ("-created_at",),
+                         lambda items: EvalRunSerializer(items, many=True).data)
+
+    @extend_schema(request=EvalRunCreateSerializer, responses={201: EvalRunSerializer},
+                   description="Run every row of a dataset version through each column (prompt version, "
+                               "model, parameters) at batch priority, scored by the evaluators.")
+    def post(self, request):
+        data = EvalRunCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        run = evalrun_create(user=request.user, dataset_id=v["dataset"], version_id=v["dataset_version"],
+                             columns=v["columns"], evaluators=v["evaluators"], name=v["name"])
+        return Response(EvalRunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+
+class EvalRunDetailApi(APIView):
+    @extend_schema(responses=EvalRunSerializer, description="The run, its progress and (once done) "
+                                                             "per-column aggregates with 95% intervals.")
+    def get(self, request, run_id):
+        run = access_run(user=request.user, run_id=run_id)
+        evalrun_resume_if_stale(run)
+        return Response(EvalRunSerializer(run).data)
+
+
+class EvalRunCancelApi(APIView):
+    @extend_schema(request=None, responses=EvalRunSerializer)
+    def post(self, request, run_id):
+        run = evalrun_cancel(run=access_run(user=request.user, run_id=run_id, need="cancel"))
+        return Response(EvalRunSerializer(run).data)
+
+
+TOKEN = re.compile(r"\s+|[^\s]+")
+DIFF_MAX_CHARS = 4000
+
+
+def output_diff(base: str, other: str) -> list[list[str]]:
+    """Word diff of `other` against `base`: [["=" | "-" | "+", text], ...]."""
+    a, b = TOKEN.findall(base[:DIFF_MAX_CHARS]), TOKEN.findall(other[:DIFF_MAX_CHARS])
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append(["=", "".join(a[i1:i2])])
+            continue
+        if i2 > i1:
+            out.append(["-", "".join(a[i1:i2])])
+        if j2 > j1:
+            out.append(["+", "".join(b[j1:j2])])
+    return out
+
+
+def _cell(result: EvalResult) -> dict:
+    return {"column": result.column.index, "output": result.output, "error": result.error_code or None,
+            "error_message": result.error_message or None, "scores": result.scores, "passed": result.passed,
+            "latency_ms": result.latency_ms, "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens}
+
+
+class EvalResultsApi(APIView):
+    @extend_schema(parameters=[
+        OpenApiParameter("start", int, description="First row index (default 0)"),
+        OpenApiParameter("limit", int, description=f"Rows per page (default 100, max {PAGE_MAX})"),
+        OpenApiParameter("filter", str, enum=["failed", "disagree"],
+                         description="failed: rows where some cell did not pass; disagree: rows where the "
+                                     "columns do not all pass or all fail")],
+        responses=ResultPageSerializer,
+        description="The grid, a page of rows at a time: each row's cells (one per column), their scores "
+                    "and a word diff against the first column's output.")
+    def get(self, request, run_id):
+        _refuse_unknown_params(request, {"start", "limit", "filter"})
+        run = access_run(user=request.user, run_id=run_id)
+        start = _int_param(request, "start", 0)
+        limit = _int_param(request, "limit", 100, low=1, high=PAGE_MAX)
+        which = request.query_params.get("filter")
+        if which not in (None, "failed", "disagree"):
+            raise ApiError("filter is failed or disagree.", code="invalid_request", field="filter")
+        row_count = run.dataset_version.row_count
+        out, cursor = [], start
+        while len(out) < limit and cursor < row_count:
+            span = limit if which is None else max(limit, 500)
+            results = (EvalResult.objects.filter(run=run, row_index__gte=cursor, row_index__lt=cursor + span)
+                       .select_related("column", "row").order_by("row_index", "column__index"))
+            grouped: dict[int, list[EvalResult]] = {}
+            for result in results:
+                grouped.setdefault(result.row_index, []).append(result)
+            for index in sorted(grouped):
+                cells = grouped[index]
+                passed = [c.passed is True for c in cells]
+                if which == "failed" and all(passed):
+                    continue
+                if which == "disagree" and (len(set(passed)) < 2):
+                    continue
+                row = cells[0].row
+                first = cells[0].output if cells[0].column.index == 0 else None
+                entries = [_cell(c) for c in cells]
+                for entry, cell in zip(entries, cells, strict=True):
+                    if first is not None and cell.column.index > 0 and not cell.error_code:
+                        entry["diff"] = output_diff(first, cell.output)
+                out.append({"row_index": index, "variables": row.variables, "expected": row.expected,
+                            "cells": entries})
+                if len(out) == limit:
+                    cursor = index + 1
+                    break
+            else:
+                cursor += span
+        nxt = cursor if cursor < row_count and (len(out) == limit) else None
+        return Response({"rows": out, "next": nxt})

@@ -1,0 +1,176 @@
+"""Evaluations API: request checks and response shapes (for the OpenAPI schema)."""
+
+from rest_framework import serializers
+
+from .models import Dataset, DatasetRow, DatasetVersion, EvalColumn, EvalRun, GateDecision, LabelGate
+
+
+class DatasetSerializer(serializers.ModelSerializer):
+    owner = serializers.CharField(source="owner.username", read_only=True)
+    latest_version = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Dataset
+        fields = ["id", "name", "description", "owner", "version_count", "latest_version", "created_at",
+                  "updated_at"]
+        read_only_fields = ["id", "owner", "version_count", "created_at", "updated_at"]
+
+    def get_latest_version(self, obj) -> str | None:
+        version = obj.versions.order_by("-number").values_list("pk", flat=True).first()
+        return str(version) if version else None
+
+
+class DatasetCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    rows = serializers.ListField(child=serializers.JSONField(), required=False, default=list,
+                                 help_text="Rows of the first version: {variables, expected, metadata}.")
+
+
+class DatasetVersionSerializer(serializers.ModelSerializer):
+    author = serializers.SerializerMethodField()
+
+    class Meta:
+        model = DatasetVersion
+        fields = ["id", "dataset", "number", "parent", "message", "author", "created_at", "row_count",
+                  "variables"]
+
+    def get_author(self, obj) -> str | None:
+        return obj.author.username if obj.author_id else None
+
+
+class DatasetVersionCreateSerializer(serializers.Serializer):
+    base = serializers.UUIDField(required=False, allow_null=True, default=None,
+                                 help_text="The version edited (required once the dataset has one).")
+    add = serializers.ListField(child=serializers.JSONField(), required=False, default=list)
+    update = serializers.DictField(child=serializers.JSONField(), required=False, default=dict,
+                                   help_text="row key -> the row's new content")
+    delete = serializers.ListField(child=serializers.UUIDField(), required=False, default=list)
+    message = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class DatasetRowSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = DatasetRow
+        fields = ["index", "key", "variables", "expected", "metadata"]
+
+
+class ImportRequestSerializer(serializers.Serializer):
+    file = serializers.FileField(required=False, help_text="A CSV or JSONL file (multipart).")
+    text = serializers.CharField(required=False, trim_whitespace=False,
+                                 help_text="Or the file's text (JSON).")
+    format = serializers.ChoiceField(choices=["csv", "jsonl"], required=False,
+                                     help_text="Default: from the file name.")
+    base = serializers.UUIDField(required=False, allow_null=True, default=None)
+    mode = serializers.ChoiceField(choices=["append", "replace"], default="append")
+    dry_run = serializers.BooleanField(default=False, help_text="Preview: parse and report, write nothing.")
+    skip_invalid = serializers.BooleanField(default=False,
+                                           help_text="Import the valid rows, skip the others.")
+    message = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class RowErrorSerializer(serializers.Serializer):
+    line = serializers.IntegerField()
+    code = serializers.CharField()
+    message = serializers.CharField()
+    field = serializers.CharField()
+
+
+class ImportResultSerializer(serializers.Serializer):
+    valid = serializers.IntegerField()
+    errors = RowErrorSerializer(many=True)
+    preview = serializers.ListField(child=serializers.JSONField())
+    version = DatasetVersionSerializer(required=False, allow_null=True)
+
+
+class DatasetGrantRequestSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    role = serializers.ChoiceField(choices=["viewer", "editor"])
+
+
+class EvaluatorSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    version = serializers.IntegerField()
+    doc = serializers.CharField()
+    args = serializers.ListField(child=serializers.CharField())
+    needs_expected = serializers.BooleanField()
+
+
+class EvalColumnSerializer(serializers.ModelSerializer):
+    prompt = serializers.UUIDField(source="prompt_version.prompt_id")
+    version = serializers.UUIDField(source="prompt_version_id")
+    version_number = serializers.IntegerField(source="prompt_version.number")
+    prompt_title = serializers.CharField(source="prompt_version.prompt.title")
+
+    class Meta:
+        model = EvalColumn
+        fields = ["index", "prompt", "prompt_title", "version", "version_number", "model_name", "params"]
+
+
+class EvalRunSerializer(serializers.ModelSerializer):
+    dataset = serializers.UUIDField(source="dataset_version.dataset_id")
+    dataset_name = serializers.CharField(source="dataset_version.dataset.name")
+    dataset_version_number = serializers.IntegerField(source="dataset_version.number")
+    owner = serializers.CharField(source="owner.username")
+    columns = EvalColumnSerializer(many=True)
+
+    class Meta:
+        model = EvalRun
+        fields = ["id", "name", "owner", "dataset", "dataset_name", "dataset_version",
+                  "dataset_version_number",
+                  "columns", "evaluators", "status", "total", "completed", "failed", "cancel_requested",
+                  "summary", "created_at", "started_at", "finished_at"]
+
+
+class EvalRunCreateSerializer(serializers.Serializer):
+    dataset = serializers.UUIDField()
+    dataset_version = serializers.UUIDField(required=False, allow_null=True, default=None,
+                                            help_text="Default: the dataset's newest version.")
+    columns = serializers.ListField(child=serializers.JSONField(), help_text=(
+        "[{prompt, version | label, model?, params?: {temperature, max_tokens, top_p, stop}}]"))
+    evaluators = serializers.ListField(child=serializers.JSONField(),
+                                       help_text='["exact", {"name": "regex", "args": {"pattern": "..."}}]')
+    name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+
+
+class ResultRowSerializer(serializers.Serializer):
+    row_index = serializers.IntegerField()
+    variables = serializers.JSONField()
+    expected = serializers.CharField(allow_null=True)
+    cells = serializers.ListField(child=serializers.JSONField())
+
+
+class ResultPageSerializer(serializers.Serializer):
+    rows = ResultRowSerializer(many=True)
+    next = serializers.IntegerField(allow_null=True, help_text="`start` of the next page (null: the end).")
+
+
+class LabelGateSerializer(serializers.ModelSerializer):
+    label = serializers.CharField(source="label_name", read_only=True)
+    dataset_name = serializers.CharField(source="dataset.name", read_only=True)
+
+    class Meta:
+        model = LabelGate
+        fields = ["label", "dataset", "dataset_name", "evaluator", "margin", "created_at"]
+
+
+class LabelGateRequestSerializer(serializers.Serializer):
+    dataset = serializers.UUIDField()
+    evaluator = serializers.CharField(max_length=64)
+    margin = serializers.FloatField(default=0.0)
+
+
+class GateDecisionSerializer(serializers.ModelSerializer):
+    actor = serializers.SerializerMethodField()
+    run_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = GateDecision
+        fields = ["id", "passed", "code", "reason", "figures", "run", "run_url", "candidate_version",
+                  "baseline_version", "actor", "created_at"]
+
+    def get_actor(self, obj) -> str | None:
+        return obj.actor.username if obj.actor_id else None
+
+    def get_run_url(self, obj) -> str | None:
+        return f"/evals/runs/{obj.run_id}/" if obj.run_id else None

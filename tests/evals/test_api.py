@@ -1,0 +1,252 @@
+"""The evaluations REST API end to end on the in-process worker: import (preview,
+per-row errors), rows, export, runs, results, the gate on label moves, the
+authorization matrix, the OpenAPI schema."""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from playground.evals.models import DatasetGrant, EvalRun, GateDecision
+from playground.evals.runs import evalrun_drive
+from tests.evals.conftest import MODEL
+from tests.factories import LabelFactory, PromptVersionFactory, UserFactory
+
+CSV = "q,expected\nabc,cba\nhello,olleh\nbroken\nxyz,xyz\n"
+
+
+def _client(user=None):
+    client = APIClient()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+def _dataset(client, name="reverse", csv=CSV):
+    dataset = client.post("/api/datasets/", {"name": name}, format="json").json()
+    upload = SimpleUploadedFile("cases.csv", csv.encode(), content_type="text/csv")
+    response = client.post(f"/api/datasets/{dataset['id']}/import", {"file": upload, "skip_invalid": True})
+    assert response.status_code == 201, response.json()
+    return dataset, response.json()["version"]
+
+
+def _run(client, dataset_id, versions, backend, evaluators=("exact",)):
+    response = client.post(
+        "/api/evals/runs",
+        {
+            "dataset": dataset_id,
+            "evaluators": list(evaluators),
+            "columns": [{"prompt": str(v.prompt_id), "version": str(v.pk)} for v in versions],
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    evalrun_drive(response.json()["id"], backend=backend)
+    return client.get(f"/api/evals/runs/{response.json()['id']}").json()
+
+
+def test_should_preview_an_import_then_run_two_versions_and_page_the_grid(user, echo_version, backend):
+    client = _client(user)
+    dataset = client.post("/api/datasets/", {"name": "reverse"}, format="json").json()
+    preview = client.post(
+        f"/api/datasets/{dataset['id']}/import",
+        {"text": CSV, "format": "csv", "dry_run": True},
+        format="json",
+    )
+    assert preview.status_code == 200
+    body = preview.json()
+    assert (body["valid"], body["version"]) == (3, None)
+    assert body["errors"] == [
+        {"line": 4, "code": "ragged_row", "field": "", "message": "The row has 1 fields; the header has 2."}
+    ]
+    refused = client.post(
+        f"/api/datasets/{dataset['id']}/import", {"text": CSV, "format": "csv"}, format="json"
+    )
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_rows"
+    assert refused.json()["error"]["errors"][0]["line"] == 4
+    imported = client.post(
+        f"/api/datasets/{dataset['id']}/import",
+        {"text": CSV, "format": "csv", "skip_invalid": True},
+        format="json",
+    )
+    version = imported.json()["version"]
+    assert (imported.status_code, version["number"], version["row_count"]) == (201, 1, 3)
+    rows = client.get(f"/api/datasets/{dataset['id']}/versions/{version['id']}/rows?start=1&limit=1").json()
+    assert [r["variables"] for r in rows["rows"]] == [{"q": "hello"}] and rows["next"] == 2
+    export = client.get(f"/api/datasets/{dataset['id']}/versions/{version['id']}/export?as=csv")
+    assert b"".join(export.streaming_content).decode().splitlines()[1] == "abc,cba,"
+
+    bang = PromptVersionFactory(
+        prompt=echo_version.prompt, parent=echo_version, body="{{q}} !", model_name=MODEL
+    )
+    run = _run(client, dataset["id"], [echo_version, bang], backend)
+    assert (run["status"], run["completed"], run["failed"]) == ("done", 6, 0)
+    assert [c["version_number"] for c in run["columns"]] == [1, 2]
+    first, second = run["summary"]["columns"]
+    assert first["scores"]["exact"]["mean"] == pytest.approx(2 / 3) and second["scores"]["exact"]["mean"] == 0
+
+    page = client.get(f"/api/evals/runs/{run['id']}/results?limit=2").json()
+    assert [r["row_index"] for r in page["rows"]] == [0, 1] and page["next"] == 2
+    cells = page["rows"][0]["cells"]
+    assert [c["output"] for c in cells] == ["cba", "! cba"]
+    assert cells[1]["diff"] == [["+", "! "], ["=", "cba"]]
+    disagree = client.get(f"/api/evals/runs/{run['id']}/results?filter=disagree").json()
+    assert [r["row_index"] for r in disagree["rows"]] == [0, 1]  # xyz fails in both columns
+    failed = client.get(f"/api/evals/runs/{run['id']}/results?filter=failed").json()
+    assert [r["row_index"] for r in failed["rows"]] == [0, 1, 2]
+    assert (
+        client.get(f"/api/evals/runs/{run['id']}/results?filter=nope").json()["error"]["code"]
+        == "invalid_request"
+    )
+    assert (
+        client.get(f"/api/evals/runs/{run['id']}/results?colour=red").json()["error"]["code"]
+        == "unknown_parameter"
+    )
+    assert client.post(f"/api/evals/runs/{run['id']}/cancel").status_code == 409
+    names = [e["name"] for e in client.get("/api/evals/evaluators").json()]
+    assert {"exact", "contains", "regex", "json_valid", "json_schema", "numeric", "similarity"} <= set(names)
+
+
+def test_should_refuse_bad_dataset_input(user):
+    client = _client(user)
+    assert client.post("/api/datasets/", {"name": ""}, format="json").status_code == 400
+    dataset = client.post("/api/datasets/", {"name": "d"}, format="json").json()
+    url = f"/api/datasets/{dataset['id']}/import"
+    cases = [
+        ({"text": "q\n", "format": "csv"}, "dataset_empty"),
+        ({"text": "a,b\n1,2\n"}, "invalid_format"),
+        ({"text": "a,a\n1,2\n", "format": "csv"}, "invalid_csv_header"),
+        ({}, "file_required"),
+    ]
+    for body, code in cases:
+        response = client.post(url, body, format="json")
+        assert (response.status_code, response.json()["error"]["code"]) == (400, code), body
+    upload = SimpleUploadedFile("x.csv", b"q\n\xff\xfe\n")
+    assert client.post(url, {"file": upload}).json()["error"]["code"] == "file_not_utf8"
+    response = client.post(
+        "/api/evals/runs", {"dataset": dataset["id"], "evaluators": ["exact"], "columns": [{}]}, format="json"
+    )
+    assert response.json()["error"]["code"] == "dataset_empty"
+
+
+def test_should_gate_a_label_move_on_a_passing_run(user, echo_version, backend):
+    client = _client(user)
+    dataset, _ = _dataset(client)
+    prompt = echo_version.prompt
+    LabelFactory(version=echo_version, name="production")
+    worse = PromptVersionFactory(prompt=prompt, parent=echo_version, body="{{q}}!", model_name=MODEL)
+    same = PromptVersionFactory(prompt=prompt, parent=echo_version, body=" {{q}}", model_name=MODEL)
+    base = f"/api/prompts/{prompt.pk}/labels/production"
+    gate = client.put(
+        f"{base}/gate", {"dataset": dataset["id"], "evaluator": "exact", "margin": 0.0}, format="json"
+    )
+    assert gate.status_code == 200 and gate.json()["dataset_name"] == "reverse"
+
+    def move(version, run=None):
+        query = f"?require_eval={run}" if run else ""
+        return client.post(
+            f"{base}/move{query}",
+            {"version": str(version.pk), "expected": str(echo_version.pk)},
+            format="json",
+        )
+
+    assert move(worse).json()["error"]["code"] == "eval_required"
+    run = _run(client, dataset["id"], [echo_version, worse, same], backend)
+    refused = move(worse, run["id"])
+    error = refused.json()["error"]
+    assert (refused.status_code, error["code"]) == (409, "eval_regression")
+    assert error["run_url"] == f"/evals/runs/{run['id']}/"
+    assert error["figures"]["candidate"]["mean"] == 0 and error["figures"]["baseline"][
+        "mean"
+    ] == pytest.approx(2 / 3)
+    assert client.get(f"{base}").json()["version"]["id"] == str(echo_version.pk)  # did not move
+
+    unfinished = EvalRun.objects.create(owner=user, dataset_version_id=run["dataset_version"], evaluators=[])
+    assert move(same, unfinished.pk).json()["error"]["code"] == "eval_not_finished"
+    moved = move(same, run["id"])
+    assert moved.status_code == 200 and moved.json()["version"] == str(same.pk)
+    decisions = client.get(f"{base}/gate/decisions").json()["results"]
+    assert [(d["code"], d["passed"]) for d in decisions] == [
+        ("eval_passed", True),
+        ("eval_not_finished", False),
+        ("eval_regression", False),
+        ("eval_required", False),
+    ]
+    assert decisions[2]["run_url"] == f"/evals/runs/{run['id']}/"
+    assert GateDecision.objects.count() == 4
+
+
+def test_authorization_matrix(user, echo_version, backend):
+    """owner, viewer grantee, stranger, anonymous, revoked grantee: one fixture set."""
+    owner = user
+    grantee, stranger, revoked, other = UserFactory(), UserFactory(), UserFactory(), UserFactory()
+    client = _client(owner)
+    dataset, version = _dataset(client)
+    client.post(
+        f"/api/datasets/{dataset['id']}/grants",
+        {"username": grantee.username, "role": "viewer"},
+        format="json",
+    )
+    grant = client.post(
+        f"/api/datasets/{dataset['id']}/grants",
+        {"username": revoked.username, "role": "editor"},
+        format="json",
+    ).json()
+    assert client.delete(f"/api/datasets/{dataset['id']}/grants/{grant['id']}").status_code == 204
+    assert DatasetGrant.objects.filter(user=revoked, revoked_at__lte=timezone.now()).exists()
+    run = _run(client, dataset["id"], [echo_version], backend)
+    d, v, r = dataset["id"], version["id"], run["id"]
+    # The grantee may view the dataset, not the prompt: runs of their own need a prompt they can see.
+    own_version = PromptVersionFactory(prompt__owner=grantee, body="{{q}}", model_name=MODEL)
+    new_run = {
+        "dataset": d,
+        "evaluators": ["exact"],
+        "columns": [{"prompt": str(own_version.prompt_id), "version": str(own_version.pk)}],
+    }
+    calls = {
+        "dataset": ("get", f"/api/datasets/{d}", None),
+        "rows": ("get", f"/api/datasets/{d}/versions/{v}/rows", None),
+        "import": ("post", f"/api/datasets/{d}/import", {"text": "q\nx\n", "format": "csv"}),
+        "grant": ("post", f"/api/datasets/{d}/grants", {"username": other.username, "role": "viewer"}),
+        "run": ("get", f"/api/evals/runs/{r}", None),
+        "results": ("get", f"/api/evals/runs/{r}/results", None),
+        "cancel": ("post", f"/api/evals/runs/{r}/cancel", None),
+        "new_run": ("post", "/api/evals/runs", new_run),
+    }
+    expected = {  # status per caller: owner, grantee, stranger, anonymous, revoked
+        "dataset": (200, 200, 404, 401, 404),
+        "rows": (200, 200, 404, 401, 404),
+        "import": (201, 403, 404, 401, 404),
+        "grant": (201, 403, 404, 401, 404),
+        "run": (200, 200, 404, 401, 404),
+        "results": (200, 200, 404, 401, 404),
+        "cancel": (409, 403, 404, 401, 404),
+        "new_run": (404, 201, 404, 401, 404),  # the owner cannot see the grantee's prompt
+    }
+    callers = [_client(owner), _client(grantee), _client(stranger), _client(), _client(revoked)]
+    seen = {}
+    for name, (method, url, body) in calls.items():
+        seen[name] = tuple(getattr(c, method)(url, body, format="json").status_code for c in callers)
+    assert seen == expected
+    listed = [x["id"] for x in _client(stranger).get("/api/datasets/").json()["results"]]
+    assert d not in listed and d in [
+        x["id"] for x in _client(grantee).get("/api/datasets/").json()["results"]
+    ]
+
+
+def test_openapi_schema_lists_every_evaluation_endpoint(auth_client):
+    paths = auth_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    for path in [
+        "/api/datasets/",
+        "/api/datasets/{dataset_id}/import",
+        "/api/datasets/{dataset_id}/versions",
+        "/api/datasets/{dataset_id}/versions/{version_id}/rows",
+        "/api/evals/evaluators",
+        "/api/evals/runs",
+        "/api/evals/runs/{run_id}/results",
+        "/api/evals/runs/{run_id}/cancel",
+        "/api/prompts/{prompt_id}/labels/{name}/gate",
+    ]:
+        assert path in paths, path
+    move = paths["/api/prompts/{prompt_id}/labels/{name}/move"]["post"]
+    assert "require_eval" in [p["name"] for p in move["parameters"]]
