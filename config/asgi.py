@@ -17,8 +17,11 @@ from accounts.websocket import ApiKeyWebsocketMiddleware  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
 from core.asgi import ApiHandler, PrefixRouter  # noqa: E402
 from core.startup import check_secret_key  # noqa: E402
+from inference_protocol.config import start_watcher  # noqa: E402
 
 check_secret_key()
+# The newest signed config document, then its pub/sub and poll (inference_protocol.config).
+start_watcher()
 
 # /v1 (the OpenAI-compatible API) skips the page middleware: see core/asgi.py.
 api_app = ApiHandler(settings.API_MIDDLEWARE)

@@ -27,6 +27,7 @@ from django.conf import settings
 
 from accounts.keycache import revoked_mark
 from core.redis import script
+from inference_protocol import config
 from inference_protocol.devices import devices_key
 
 _ADMIT = """
@@ -171,8 +172,9 @@ class Decision:
     devices: list = dataclasses.field(default_factory=list)  # HGETALL devices:<model>, flat
 
 
-def key_buckets(*, key_id: int, tier: str, tokens: int) -> list[Bucket]:
-    limits = settings.RATE_LIMITS[tier]
+def key_buckets(*, key_id: int, tier: str, tokens: int, snapshot=None) -> list[Bucket]:
+    """``snapshot``: the request's config (inference_protocol.config.current())."""
+    limits = (snapshot or config.current()).rate_limits[tier]
     rpm, tpm = limits["requests_per_min"], limits["tokens_per_min"]
     return [Bucket(f"rl:k:{key_id}:r", "requests", rpm, rpm / 60, 1),
             Bucket(f"rl:k:{key_id}:t", "tokens", tpm, tpm / 60, tokens)]

@@ -27,6 +27,8 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 
+from inference_protocol.catalog import model_names
+
 LATENCY_BUCKETS = (.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120)
 
 REQUESTS = Counter("inference_requests_total", "Completion requests by final HTTP status.",
@@ -83,7 +85,7 @@ class FleetCollector:
                                     "Requests queued on devices.", labels=["model_name"])
         batch = GaugeMetricFamily("inference_worker_batch_size", "Sequences in a worker's batch now.",
                                   labels=["model", "worker"])
-        for model in settings.INFERENCE_MODELS:
+        for model in model_names():
             mine = [r for r in records if r["model"] == model]
             workers.add_metric([model], len(mine))
             running.add_metric([model], sum(int(r.get("running") or 0) for r in mine))
@@ -108,7 +110,7 @@ def _batch_size_histograms(records: list[dict]):
     family = HistogramMetricFamily("promptyard:iteration_batch_size", "Sequences per device step.",
                                    labels=["model_name"])
     bounds = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-    for model in settings.INFERENCE_MODELS:
+    for model in model_names():
         counts: dict[int, int] = {}
         for r in records:
             if r["model"] == model:

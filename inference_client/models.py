@@ -81,3 +81,58 @@ class ModelVersion(models.Model):
 
     def __str__(self):
         return f"{self.model}@{self.version}"
+
+
+class ImmutableConfigDocumentError(Exception):
+    pass
+
+
+class ConfigDocumentQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise ImmutableConfigDocumentError("config documents are immutable; publish a new one")
+
+    def bulk_update(self, objs, fields, *args, **kwargs):
+        raise ImmutableConfigDocumentError("config documents are immutable; publish a new one")
+
+
+class ConfigDocumentRecord(models.Model):
+    """A published config document (inference_protocol.config): numbered, signed,
+    immutable (a PostgreSQL trigger refuses UPDATEs below the ORM too).
+    ``document`` holds the exact signed JSON that was broadcast."""
+
+    number = models.PositiveIntegerField(unique=True)
+    parent = models.PositiveIntegerField(null=True)
+    content = models.JSONField()
+    digest = models.CharField(max_length=64)
+    document = models.TextField()
+    created_by = models.CharField(max_length=200)
+    reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+
+    objects = ConfigDocumentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-number"]
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ImmutableConfigDocumentError("config documents are immutable; publish a new one")
+        super().save(*args, **kwargs)
+
+    def __str__(self):
+        return f"config document {self.number}"
+
+
+class ControlEvent(models.Model):
+    """The control plane's audit log (append-only): every published document,
+    rollout step, promotion and rollback, with its reason and the figures that
+    decided it (``detail``)."""
+
+    action = models.CharField(max_length=32)
+    target = models.CharField(max_length=200)
+    actor_name = models.CharField(max_length=200, blank=True, default="")
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]

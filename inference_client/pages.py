@@ -2,13 +2,13 @@
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils import timezone
 
 from accounts.selectors import account_tier, api_key_list
 from inference_client.selectors import key_rate_limits, usage_by_key, usage_summary
+from inference_protocol import config
 
 
 @login_required
@@ -22,7 +22,7 @@ def api_keys(request):
     for key in keys:
         key.usage_24h = usage.get(key.pk, {"requests": 0, "tokens": 0})
         key.limits_now = limits.get(key.pk) if limits is not None else None
-    tiers = [{"name": name, **values} for name, values in settings.RATE_LIMITS.items()]
+    tiers = [{"name": name, **values} for name, values in config.current().rate_limits.items()]
     return render(request, "accounts/api_keys.html", {
         "keys": keys,
         "summary": usage_summary(user=request.user, since=since),

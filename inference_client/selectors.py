@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.conf import settings
 from django.db.models import Count, F, Q, Sum
 
 from core import redis as rds
@@ -12,6 +11,7 @@ from core.redis import get_redis
 from inference_client import admission
 from inference_client.models import UsageRecord
 from inference_protocol.backend import live_workers
+from inference_protocol.catalog import model_names
 
 # Models have no creation time of their own; OpenAI's shape wants one.
 _CREATED = 1_700_000_000
@@ -22,7 +22,8 @@ def model_list() -> list[dict]:
     live: dict[str, list[dict]] = {}
     for record in live_workers():
         live.setdefault(record["model"], []).append(record)
-    names = list(settings.INFERENCE_MODELS) + sorted(set(live) - set(settings.INFERENCE_MODELS))
+    configured = model_names()
+    names = configured + sorted(set(live) - set(configured))
     return [{"id": name, "object": "model", "created": _CREATED, "owned_by": "promptyard",
              "live_workers": len(live.get(name, ())),
              "free_slots": sum(int(r.get("free_slots") or 0) for r in live.get(name, ()))}

@@ -27,7 +27,7 @@ from inference_client.idempotency import body_fingerprint, idempotency_release, 
 from inference_client.models import KeyPreference
 from inference_client.threads import run_db
 from inference_client.validation import ChatParams
-from inference_protocol import features
+from inference_protocol import config, features
 from inference_protocol.backend import get_backend
 from inference_protocol.catalog import UnknownModel, model_spec
 from inference_protocol.devices import parse_states
@@ -57,14 +57,15 @@ def estimate_prompt_tokens(messages: list[dict]) -> int:
         settings.RATE_LIMIT_TOKENS_PER_MESSAGE * len(messages)
 
 
-def _buckets(principal: Principal, model: str, tokens: int) -> list[admission.Bucket]:
-    return [*admission.key_buckets(key_id=principal.scope, tier=principal.tier, tokens=tokens),
+def _buckets(principal: Principal, model: str, tokens: int, snapshot) -> list[admission.Bucket]:
+    return [*admission.key_buckets(key_id=principal.scope, tier=principal.tier, tokens=tokens,
+                                   snapshot=snapshot),
             admission.global_bucket(model=model, tier=principal.tier, tokens=tokens)]
 
 
 async def _admit(principal: Principal, model: str, request_id: str, tokens: int, *,
-                 check_queue: bool) -> admission.Decision:
-    buckets = _buckets(principal, model, tokens)
+                 check_queue: bool, snapshot) -> admission.Decision:
+    buckets = _buckets(principal, model, tokens, snapshot)
     key_id = principal.api_key.pk if principal.api_key else None
     decision = await admission.admit(buckets=buckets, model=model, request_id=request_id,
                                      check_queue=check_queue, api_key_id=key_id)
@@ -102,7 +103,8 @@ def _refuse(principal: Principal, decision: admission.Decision, tokens: int):
         # The free share of the global bucket is zero (red zone): the soonest the
         # controller may lift it is after its calm periods.
         reason = "capacity"
-        retry_ms = int(1000 * settings.CAPACITY_CONTROLLER_PERIOD_S * (settings.CAPACITY_CALM_PERIODS + 1))
+        retry_ms = int(1000 * settings.CAPACITY_CONTROLLER_PERIOD_S
+                       * (config.current().capacity["calm_periods"] + 1))
     else:
         retry_ms = decision.retry_after_ms
     m.REJECTED.labels(principal.tier, reason).inc()
@@ -131,8 +133,9 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
     """Admit and start a completion (or attach to / replay an earlier one).
     Raises ApiError (404 model, 429/503 refusals, 422 idempotency mismatch)."""
     principal = Principal.of(api_key_or_user)
+    snapshot = config.current()  # one config for the whole request (a reference read)
     try:
-        spec = model_spec(model)
+        spec = model_spec(model, snapshot)
     except UnknownModel as exc:
         raise ApiError(str(exc), code="model_not_found", status_code=404, field="model") from None
     missing = features.unsupported(spec, params.features()) if params.features() else None
@@ -158,17 +161,18 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
                                     headers={"Idempotent-Replayed": "true"})
             return completion.start(read_events(rid, timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S))
     try:
-        return await _start(principal, model, messages, params, new, use_redis)
+        return await _start(principal, model, messages, params, new, use_redis, snapshot)
     except BaseException:
         if idempotency_key and use_redis:
             await idempotency_release(scope=principal.scope, key=idempotency_key, request_id=request_id)
         raise
 
 
-async def _start(principal, model, messages, params, new: dict, use_redis: bool) -> Completion:
+async def _start(principal, model, messages, params, new: dict, use_redis: bool, snapshot) -> Completion:
     request_id = new["request_id"]
     cacheable = use_redis and settings.PROMPT_CACHE_ENABLED and params.temperature == 0
-    ctx = {"principal": principal, "params": params, "messages": messages, "model": model}
+    ctx = {"principal": principal, "params": params, "messages": messages, "model": model,
+           "snapshot": snapshot}
     hit, kind = None, ""
     if cacheable:
         fp = params.fingerprint()
@@ -186,7 +190,8 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool)
         m.count_cache(kind or "miss")
 
     if hit is not None:
-        decision = await _admit(principal, model, request_id, 0, check_queue=False) if use_redis else None
+        decision = await _admit(principal, model, request_id, 0, check_queue=False,
+                                snapshot=snapshot) if use_redis else None
         completion = Completion(**new, cache_hit=kind,
                                 headers=admission.ratelimit_headers(decision) if decision else {})
         done = {"type": "done", "result": {**hit, "queued_s": 0.0, "latency_s": 0.0}}
@@ -199,7 +204,7 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool)
     ctx["estimate"] = estimate
     headers, device = {}, None
     if use_redis:
-        decision = await _admit(principal, model, request_id, estimate, check_queue=True)
+        decision = await _admit(principal, model, request_id, estimate, check_queue=True, snapshot=snapshot)
         headers = admission.ratelimit_headers(decision)
         if settings.INFERENCE_ROUTING == "soonest":
             now = time.time()
@@ -218,7 +223,8 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool)
     except Exception as exc:
         if use_redis:  # nothing ran: refund the charge, free the slot, no usage record
             await admission.settle(model=model, request_id=request_id,
-                                   buckets=_buckets(principal, model, 0)[1:], deltas=[estimate, estimate],
+                                   buckets=_buckets(principal, model, 0, snapshot)[1:],
+                                   deltas=[estimate, estimate],
                                    record="", stream=usage.USAGE_STREAM)
         raise ApiError(f"The task queue is unavailable ({type(exc).__name__}: {exc}); try again shortly.",
                        code="queue_unavailable", status_code=503, headers={"Retry-After": "5"}) from exc
@@ -249,7 +255,8 @@ async def _record(completion: Completion, ctx: dict, terminal: dict, *, estimate
         usage.ensure_writer()
         try:
             await admission.settle(model=model, request_id=completion.request_id,
-                                   buckets=_buckets(principal, model, 0)[1:], deltas=[delta, delta],
+                                   buckets=_buckets(principal, model, 0, ctx["snapshot"])[1:],
+                                   deltas=[delta, delta],
                                    record=usage.record_json(**record), stream=usage.USAGE_STREAM)
         except RedisError:  # the record is kept all the same (the slot expires by itself)
             await usage.store_now(**record)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 
-from django.conf import settings
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
@@ -29,6 +28,7 @@ from inference_client.rendering import completion_body, error_status, sse
 from inference_client.services import completion_create
 from inference_client.threads import run_db
 from inference_client.validation import check_body_size, check_chat_request, parse_json
+from inference_protocol import config
 
 
 def error_response(exc: ApiError) -> JsonResponse:
@@ -74,7 +74,7 @@ async def _key_from_database(raw: str):
 
 
 def _count(model: str | None, status: int) -> None:
-    label = model if model in settings.INFERENCE_MODELS else "unknown"
+    label = model if model in config.current().models else "unknown"
     m.REQUESTS.labels(label, str(status)).inc()
 
 

@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 
+from inference_protocol import config
 from inference_protocol.heartbeat import HEARTBEAT_INTERVAL_S, publish
 
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
@@ -23,6 +24,7 @@ def heartbeat_record(model: str, stats) -> dict:
         "tokens_per_s": stats.tokens_per_s, "requests_per_s": stats.requests_per_s,
         "busy_fraction": stats.busy_fraction, "healthy": stats.healthy,
         "batch_sizes": stats.batch_sizes,
+        "config": config.current().number,  # the config document this worker runs on
     }
 
 

@@ -16,6 +16,7 @@ import time
 from celery import shared_task
 from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
 
+from inference_protocol import config
 from inference_protocol.devices import DeviceState, publish_state
 from inference_protocol.events import RedisEventLog
 from inference_protocol.generation import GenerationRequest
@@ -47,6 +48,7 @@ def load_models(sender, **kwargs):
     record shows a download's progress, while a model's own record appears only
     once it is loaded, so a worker that cannot load a model never advertises it."""
     global _heartbeat
+    config.start_watcher()  # the newest config document first: it names the models' specs
     _heartbeat = HeartbeatThread()
     _heartbeat.start()
     queues = sender.app.amqp.queues.consume_from or {}

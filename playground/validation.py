@@ -4,11 +4,10 @@ inference_protocol.validation's, the same as /v1's and the engines'."""
 
 from __future__ import annotations
 
-from django.conf import settings
-
 from core.errors import ApiError
 from inference_protocol import structured
 from inference_protocol import validation as protocol
+from inference_protocol.catalog import model_names
 
 from .templating import NAME
 
@@ -28,8 +27,8 @@ def check_utf8(text: str, *, field: str, max_bytes: int) -> bytes:
 
 
 def check_params(*, model_name, temperature, max_tokens, top_p, stop, variables, response_schema) -> None:
-    if model_name not in settings.INFERENCE_MODELS:
-        known = ", ".join(sorted(settings.INFERENCE_MODELS))
+    if model_name not in model_names():
+        known = ", ".join(sorted(model_names()))
         raise _bad("model", f"Unknown model {model_name!r}; known models: {known}.", "unknown_model")
     try:
         protocol.check_sampling(temperature=temperature, max_tokens=max_tokens, top_p=top_p)

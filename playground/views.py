@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from core.errors import ApiError
+from inference_protocol.catalog import model_names
 
 from . import selectors, services
 from .permissions import Role, access_prompt
@@ -35,7 +36,7 @@ def _page_config(prompt, **extra) -> dict:
         # pages show owner-only tools (the share dialog) from this, never by re-checking.
         "role": Role(prompt.access_role).name.lower(),
         "apiBase": f"/api/prompts/{prompt.pk}",
-        "models": sorted(settings.INFERENCE_MODELS),
+        "models": sorted(model_names()),
         "defaultModel": settings.DEFAULT_MODEL,
         "uploadThreshold": settings.PROMPT_INLINE_MAX_BYTES,
         "lazyBodyBytes": LAZY_BODY_BYTES,

@@ -19,6 +19,9 @@ export CELERY_BROKER_URL=${TEST_CELERY_BROKER_URL:-amqp://guest:guest@127.0.0.1:
 export DEBUG=false SECRET_KEY=test-secret-key-not-for-production
 # Tests and their live servers speak plain http (production has SECURE_HTTPS on).
 export SECURE_HTTPS=false
+# A fixed Ed25519 pair for config documents (manage.py config_keygen); tests only.
+export CONFIG_SIGNING_KEY=${CONFIG_SIGNING_KEY:-4Nj/qaSxEUg0gXXfsqgvFIQAwkWDX+KOJB3ErQzTsSY=}
+export CONFIG_PUBLIC_KEY=${CONFIG_PUBLIC_KEY:-}
 # The test process runs ORM code on short-lived threads (websocket tests, thread
 # races) whose connections never go back to the pool: give it headroom.
 export DB_POOL_MAX_SIZE=${DB_POOL_MAX_SIZE:-40}

@@ -10,6 +10,7 @@ from .celery import *  # noqa: F403
 from .channels import *  # noqa: F403
 from .chat import *  # noqa: F403
 from .checkpoints import *  # noqa: F403
+from .control import *  # noqa: F403
 from .evals import *  # noqa: F403
 from .inference import *  # noqa: F403
 from .prompts import *  # noqa: F403

@@ -1,0 +1,44 @@
+"""The control plane: signed config documents and canary rollouts
+(inference_protocol.config, inference_client.control).
+
+CONFIG_SIGNING_KEY: the Ed25519 private key (base64 of its 32 raw bytes) that
+signs config documents. Set it on the control plane only (the process that runs
+manage.py config_publish / deploy and the staff pages), never on gateways or
+workers. CONFIG_PUBLIC_KEY: its public half, on every process; a node without it
+applies no document and stays on document 0 (these variables). `manage.py
+config_keygen` prints a fresh pair. The embedded default (PROMPTYARD_EMBEDDED, set
+by scripts/run.sh; neither key set) derives a pair from its own SECRET_KEY, so that it
+works with no set-up.
+"""
+
+from core.env import env_bool, env_float, env_int, env_str
+from inference_protocol.signing import dev_private_key, public_key_of
+
+from .base import EMBEDDED, SECRET_KEY
+
+CONFIG_SIGNING_KEY = env_str("CONFIG_SIGNING_KEY", "")
+CONFIG_PUBLIC_KEY = env_str("CONFIG_PUBLIC_KEY", "")
+if EMBEDDED and SECRET_KEY and not CONFIG_SIGNING_KEY and not CONFIG_PUBLIC_KEY:
+    CONFIG_SIGNING_KEY = dev_private_key(SECRET_KEY)
+if CONFIG_SIGNING_KEY and not CONFIG_PUBLIC_KEY:
+    CONFIG_PUBLIC_KEY = public_key_of(CONFIG_SIGNING_KEY)
+
+# Fallback poll of the newest document (seconds), for a missed pub/sub message.
+CONFIG_POLL_S = env_float("CONFIG_POLL_S", 1.0)
+# Off: poll only (bench/config.py compares the two).
+CONFIG_PUBSUB = env_bool("CONFIG_PUBSUB", True)
+
+# ---- canary rollout (document 0's "rollout" section; later documents carry their own)
+# A step's window: the canary and the stable version are compared over this many
+# seconds of requests after the step is applied.
+ROLLOUT_WINDOW_S = env_float("ROLLOUT_WINDOW_S", 30.0)
+# A window with fewer canary requests than this is extended (up to 3 windows),
+# then judged on what it has.
+ROLLOUT_MIN_REQUESTS = env_int("ROLLOUT_MIN_REQUESTS", 20)
+# Roll back when the canary's error rate exceeds the stable one's by more than
+# this (absolute: 0.05 = five percentage points)...
+ROLLOUT_MAX_ERROR_RATE_DELTA = env_float("ROLLOUT_MAX_ERROR_RATE_DELTA", 0.05)
+# ...or its p99 latency exceeds the stable one's by more than this factor.
+ROLLOUT_MAX_P99_RATIO = env_float("ROLLOUT_MAX_P99_RATIO", 1.5)
+# How long a rollout waits for a ready worker of the new version before it gives up.
+ROLLOUT_READY_TIMEOUT_S = env_float("ROLLOUT_READY_TIMEOUT_S", 300.0)

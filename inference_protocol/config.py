@@ -1,0 +1,450 @@
+"""Config documents: what the control plane publishes and every gateway and
+worker applies, without a restart.
+
+A document is numbered, immutable once published, names its parent's number,
+and is signed with Ed25519 by the control plane (the private key lives only
+there: settings.CONFIG_SIGNING_KEY); every node holds the public key
+(settings.CONFIG_PUBLIC_KEY) and verifies before it applies. The signed bytes
+are the canonical JSON of everything but the signature (``signed_bytes``).
+
+Content (every section always present; see ``check_content``):
+
+    {"models": {"smollm2": {"engine": "llamacpp", "scheduler": {...},
+                            "versions": {"v1": 90, "v2": 10}}},     # optional: weights, sum 100
+     "rate_limits": {"free": {"requests_per_min": 60, "tokens_per_min": 40000}, "paid": {...}},
+     "capacity": {"yellow_ratio": 0.75, ...},                       # CAPACITY_KEYS
+     "rollout": {"window_s": 30, ...}}                              # ROLLOUT_KEYS
+
+Document 0 is the bootstrap: the environment variables (settings), unsigned,
+what a process runs on until it receives a signed document.
+
+Pickup (``ConfigWatcher``): the control plane SETs the newest document under
+LATEST_KEY and PUBLISHes it on CHANNEL; each process subscribes, and also GETs
+LATEST_KEY every CONFIG_POLL_S, so a lost pub/sub message (or a subscriber that
+was reconnecting) costs one poll period at most.
+
+Apply: ``offer(raw)`` verifies (signature, number above the current one, content
+valid) and then swaps one immutable ConfigSnapshot in by a single assignment.
+Readers call ``current()`` once per request and use that object throughout, so a
+request sees the old config or the new one, never a mix; reading it is one
+global load (no lock, no query, no round trip). A refused document leaves the
+current one in place and logs why (``last_refusal`` keeps the reason too).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from django.test.signals import setting_changed
+
+from core.canonical import canonical_json
+from inference_protocol.signing import _b64, _unb64
+
+logger = logging.getLogger("inference.config")
+
+CONFIG_FORMAT = 1
+CHANNEL = "config:published"
+LATEST_KEY = "config:latest"
+
+# The engines a document may name (inference_worker.engines.ENGINES: the worker
+# checks its own registry too; a test pins the two together).
+ENGINE_NAMES = ("llamacpp", "transformers", "upstream", "fixed_cost")
+TIERS = ("free", "paid")
+RATE_LIMIT_KEYS = ("requests_per_min", "tokens_per_min")
+# Capacity controller thresholds (inference_client.capacity), the names of the
+# CAPACITY_* settings without their prefix, lower-cased.
+CAPACITY_KEYS = ("nominal_tokens_per_s", "min_busy_fraction", "bucket_s", "headroom", "free_share",
+                 "paid_reserve", "yellow_ratio", "red_ratio", "yellow_queue", "red_queue",
+                 "reference_decay", "calm_periods", "ratio_margin", "recovery_step")
+ZONES = ("green", "yellow", "red")
+# Canary rollout thresholds (inference_client.control.rollout), ROLLOUT_* settings.
+ROLLOUT_KEYS = ("window_s", "min_requests", "max_error_rate_delta", "max_p99_ratio",
+                "ready_timeout_s")
+
+
+class ConfigError(ValueError):
+    """A document refused: ``problems`` names every one."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+# ---- documents -----------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class ConfigDocument:
+    number: int
+    parent: int | None
+    content: dict
+    created_at: str       # ISO 8601, UTC
+    created_by: str
+    reason: str = ""
+    signature: str = ""   # base64 Ed25519 signature of signed_bytes()
+    format: int = CONFIG_FORMAT
+
+    def signed_bytes(self) -> bytes:
+        body = dataclasses.asdict(self)
+        del body["signature"]
+        return canonical_json(body)
+
+    def signed(self, private_b64: str) -> ConfigDocument:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        key = Ed25519PrivateKey.from_private_bytes(_unb64(private_b64))
+        return dataclasses.replace(self, signature=_b64(key.sign(self.signed_bytes())))
+
+    def verify(self, public_b64: str) -> None:
+        """ConfigError unless the signature is this document's, by that key."""
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+        if not self.signature:
+            raise ConfigError([f"document {self.number} is unsigned"])
+        try:
+            Ed25519PublicKey.from_public_bytes(_unb64(public_b64)).verify(
+                _unb64(self.signature), self.signed_bytes())
+        except (InvalidSignature, ValueError):
+            raise ConfigError([f"document {self.number}: the signature does not verify "
+                               "with this node's public key"]) from None
+
+    def to_json(self) -> bytes:
+        return canonical_json(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> ConfigDocument:
+        try:
+            data = json.loads(raw)
+            if data.get("format") != CONFIG_FORMAT:
+                raise ConfigError([f"document format {data.get('format')!r} is not {CONFIG_FORMAT}"])
+            doc = cls(**data)
+        except ConfigError:
+            raise
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ConfigError([f"not a config document ({exc})"]) from None
+        if not isinstance(doc.number, int) or not isinstance(doc.content, dict):
+            raise ConfigError(["a document needs an integer number and an object content"])
+        return doc
+
+
+def _number(value, path: str, problems: list[str], *, integer: bool = False) -> None:
+    kinds = (int,) if integer else (int, float)
+    if value is None:
+        problems.append(f"{path}: missing")
+    elif isinstance(value, bool) or not isinstance(value, kinds):
+        problems.append(f"{path}: must be {'an integer' if integer else 'a number'}, not {value!r}")
+    elif value < 0:
+        problems.append(f"{path}: must not be negative ({value})")
+
+
+def check_content(content, *, published: Callable[[str, str], bool] | None = None) -> list[str]:
+    """Every problem of a document's content (empty: valid). ``published(model,
+    version)`` says whether a model version exists (the control plane passes its
+    database; nodes, which have none, trust the signature for that)."""
+    problems: list[str] = []
+    if not isinstance(content, dict):
+        return ["content: must be an object"]
+    unknown = sorted(set(content) - {"models", "rate_limits", "capacity", "rollout"})
+    problems += [f"{k}: unknown section" for k in unknown]
+    models = content.get("models")
+    if not isinstance(models, dict) or not models:
+        problems.append("models: must be an object naming at least one model")
+        models = {}
+    for name, spec in models.items():
+        path = f"models.{name}"
+        if not isinstance(spec, dict):
+            problems.append(f"{path}: must be an object (an engine spec)")
+            continue
+        if spec.get("engine") not in ENGINE_NAMES:
+            problems.append(f"{path}.engine: unknown engine {spec.get('engine')!r}; "
+                            f"expected one of {', '.join(ENGINE_NAMES)}")
+        scheduler = spec.get("scheduler", {})
+        if not isinstance(scheduler, dict):
+            problems.append(f"{path}.scheduler: must be an object")
+        else:
+            for key, value in scheduler.items():
+                _number(value, f"{path}.scheduler.{key}", problems)
+        versions = spec.get("versions")
+        if versions is None:
+            continue
+        if not isinstance(versions, dict) or not versions:
+            problems.append(f"{path}.versions: must be an object, version -> traffic weight")
+            continue
+        for version, weight in versions.items():
+            _number(weight, f"{path}.versions.{version}", problems, integer=True)
+            if published is not None and not published(name, version):
+                problems.append(f"{path}.versions.{version}: {name}@{version} was never published")
+        weights = [w for w in versions.values() if isinstance(w, int) and not isinstance(w, bool)]
+        if len(weights) == len(versions) and sum(weights) != 100:
+            problems.append(f"{path}.versions: weights sum to {sum(weights)}, not 100")
+    limits = content.get("rate_limits")
+    if not isinstance(limits, dict):
+        problems.append("rate_limits: must be an object, tier -> limits")
+        limits = {}
+    for tier in TIERS:
+        entry = limits.get(tier)
+        if not isinstance(entry, dict):
+            problems.append(f"rate_limits.{tier}: missing")
+            continue
+        for key in RATE_LIMIT_KEYS:
+            _number(entry.get(key), f"rate_limits.{tier}.{key}", problems, integer=True)
+        extra = sorted(set(entry) - set(RATE_LIMIT_KEYS))
+        problems += [f"rate_limits.{tier}.{k}: unknown limit" for k in extra]
+    problems += [f"rate_limits.{t}: unknown tier" for t in sorted(set(limits) - set(TIERS))]
+    for section, keys in (("capacity", CAPACITY_KEYS), ("rollout", ROLLOUT_KEYS)):
+        values = content.get(section)
+        if not isinstance(values, dict):
+            problems.append(f"{section}: must be an object")
+            continue
+        problems += [f"{section}.{k}: unknown setting" for k in sorted(set(values) - set(keys))]
+        for key in keys:
+            value = values.get(key)
+            if key in ("headroom", "free_share"):
+                if not isinstance(value, dict) or set(value) != set(ZONES):
+                    problems.append(f"{section}.{key}: must name exactly the zones {', '.join(ZONES)}")
+                else:
+                    for zone in ZONES:
+                        _number(value[zone], f"{section}.{key}.{zone}", problems)
+            else:
+                _number(value, f"{section}.{key}", problems)
+    return problems
+
+
+# ---- the snapshot every request reads --------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class ConfigSnapshot:
+    """One applied document. Never mutated: a new document is a new snapshot.
+    (Its dicts are private copies; callers must not change them.)"""
+
+    number: int
+    parent: int | None
+    models: dict          # model -> engine spec (with "versions", if the document has them)
+    rate_limits: dict     # tier -> {requests_per_min, tokens_per_min}
+    capacity: dict        # CAPACITY_KEYS
+    rollout: dict         # ROLLOUT_KEYS
+    content: dict         # the whole content (pages, diffs, rollback)
+    digest: str           # SHA-256 of the canonical content
+    applied_at: float
+
+    @classmethod
+    def of(cls, number: int, parent: int | None, content: dict) -> ConfigSnapshot:
+        content = copy.deepcopy(content)
+        return cls(number=number, parent=parent, models=content["models"],
+                   rate_limits=content["rate_limits"], capacity=content["capacity"],
+                   rollout=content["rollout"], content=content,
+                   digest=hashlib.sha256(canonical_json(content)).hexdigest(), applied_at=time.time())
+
+    def versions(self, model: str) -> dict[str, int]:
+        """version -> weight for ``model`` ({} when the document pins none)."""
+        spec = self.models.get(model) or {}
+        return spec.get("versions") or {}
+
+
+def bootstrap_content(settings) -> dict:
+    """Document 0: the environment variables, as the settings modules read them."""
+    return copy.deepcopy({
+        "models": settings.INFERENCE_MODELS,
+        "rate_limits": settings.RATE_LIMITS,
+        "capacity": {key: getattr(settings, f"CAPACITY_{key.upper()}") for key in CAPACITY_KEYS},
+        "rollout": {key: getattr(settings, f"ROLLOUT_{key.upper()}") for key in ROLLOUT_KEYS},
+    })
+
+
+class ConfigState:
+    """This process's current document, and the one place that changes it."""
+
+    def __init__(self, bootstrap: Callable[[], dict], public_key: Callable[[], str | None]):
+        self._bootstrap = bootstrap
+        self._public_key = public_key
+        self._lock = threading.Lock()   # writers only; readers never take it
+        self.snapshot: ConfigSnapshot = ConfigSnapshot.of(0, None, bootstrap())
+        self.last_refusal: str | None = None
+        self.listeners: list[Callable[[ConfigSnapshot, ConfigSnapshot], None]] = []
+
+    def reset(self) -> None:
+        """Back to document 0, rebuilt from the settings (tests; settings changes)."""
+        with self._lock:
+            self.snapshot = ConfigSnapshot.of(0, None, self._bootstrap())
+            self.last_refusal = None
+
+    def offer(self, raw: bytes | str | ConfigDocument) -> bool:
+        """Verify and apply; False (and a logged reason) if refused, or if it is
+        the document already applied."""
+        try:
+            doc = raw if isinstance(raw, ConfigDocument) else ConfigDocument.from_json(raw)
+        except ConfigError as exc:
+            return self._refuse(f"malformed: {exc}")
+        current = self.snapshot
+        if doc.number == current.number and doc.number > 0:
+            return False  # the poll sees the applied document again: nothing to say
+        public = self._public_key()
+        if not public:
+            return self._refuse(f"document {doc.number}: this node has no CONFIG_PUBLIC_KEY")
+        try:
+            doc.verify(public)
+        except ConfigError as exc:
+            return self._refuse(str(exc))
+        if doc.number < current.number:
+            return self._refuse(f"document {doc.number} is older than the applied {current.number}")
+        problems = check_content(doc.content)
+        if problems:
+            return self._refuse(f"document {doc.number} is invalid: {'; '.join(problems)}")
+        with self._lock:
+            old = self.snapshot
+            if doc.number <= old.number:
+                return False  # another thread applied it (or a newer one) meanwhile
+            new = ConfigSnapshot.of(doc.number, doc.parent, doc.content)
+            self.snapshot = new  # the one assignment readers see
+            self.last_refusal = None
+        logger.info("config document %s applied (parent %s, %s)", doc.number, doc.parent, new.digest[:12])
+        for listener in list(self.listeners):
+            try:
+                listener(old, new)
+            except Exception:
+                logger.exception("config listener failed on document %s", doc.number)
+        return True
+
+    def _refuse(self, reason: str) -> bool:
+        self.last_refusal = reason
+        logger.warning("config document refused: %s", reason)
+        return False
+
+
+class ConfigWatcher(threading.Thread):
+    """Pub/sub subscriber with a poll as the fallback (module docstring)."""
+
+    def __init__(self, state: ConfigState, redis_factory: Callable, *, poll_s: float, pubsub: bool = True):
+        super().__init__(name="config-watcher", daemon=True)
+        self.state, self.redis_factory, self.poll_s, self.use_pubsub = state, redis_factory, poll_s, pubsub
+        self._stop_event = threading.Event()
+
+    def poll_once(self, client) -> None:
+        raw = client.get(LATEST_KEY)
+        if raw:
+            self.state.offer(raw)
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            pubsub = None
+            try:
+                client = self.redis_factory()
+                if self.use_pubsub:
+                    pubsub = client.pubsub(ignore_subscribe_messages=True)
+                    pubsub.subscribe(CHANNEL)
+                self.poll_once(client)  # anything published while not subscribed
+                next_poll = time.monotonic() + self.poll_s
+                while not self._stop_event.is_set():
+                    wait = max(0.0, next_poll - time.monotonic())
+                    message = pubsub.get_message(timeout=wait) if pubsub else self._stop_event.wait(wait)
+                    if isinstance(message, dict) and message.get("type") == "message":
+                        self.state.offer(message["data"])
+                    if time.monotonic() >= next_poll:
+                        self.poll_once(client)
+                        next_poll = time.monotonic() + self.poll_s
+            except Exception as exc:  # Redis away: keep the current document, retry
+                logger.warning("config watcher: %s; retrying", exc)
+                self._stop_event.wait(min(self.poll_s, 1.0))
+            finally:
+                if pubsub is not None:
+                    try:
+                        pubsub.close()
+                    except Exception:
+                        pass
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+
+def broadcast(client, doc: ConfigDocument) -> None:
+    """The control plane's send: newest document under LATEST_KEY (for polls
+    and late joiners), then on CHANNEL. Never replaces a newer document."""
+    raw = doc.to_json()
+    client.eval("local cur = redis.call('GET', KEYS[1]) "
+                "if cur and cjson.decode(cur)['number'] >= tonumber(ARGV[2]) then return 0 end "
+                "redis.call('SET', KEYS[1], ARGV[1]) redis.call('PUBLISH', KEYS[2], ARGV[1]) return 1",
+                2, LATEST_KEY, CHANNEL, raw, doc.number)
+
+
+# ---- this process ---------------------------------------------------------------
+
+_state: ConfigState | None = None
+_watcher: ConfigWatcher | None = None
+_start_lock = threading.RLock()
+
+
+def _settings():
+    from django.conf import settings
+
+    return settings
+
+
+def _public_key() -> str | None:
+    return _settings().CONFIG_PUBLIC_KEY or None
+
+
+def state() -> ConfigState:
+    global _state
+    if _state is None:
+        with _start_lock:
+            if _state is None:
+                _state = ConfigState(lambda: bootstrap_content(_settings()), _public_key)
+    return _state
+
+
+def current() -> ConfigSnapshot:
+    """The config this request runs on: read it once, use that object throughout."""
+    if _watcher is None:
+        start_watcher()
+    return (_state or state()).snapshot
+
+
+def start_watcher() -> ConfigWatcher | None:
+    """Start this process's watcher (once), after one synchronous poll so a
+    process starts on the newest document. None without Redis (embedded default:
+    the control plane applies its documents in-process)."""
+    global _watcher
+    if _watcher is not None:
+        return _watcher
+    with _start_lock:
+        if _watcher is not None:
+            return _watcher
+        s = _settings()
+        if not s.REDIS_URL:
+            _watcher = _NoWatcher()
+            return None
+        from core.redis import get_redis
+
+        cfg = state()
+        watcher = ConfigWatcher(cfg, get_redis, poll_s=s.CONFIG_POLL_S, pubsub=s.CONFIG_PUBSUB)
+        try:
+            watcher.poll_once(get_redis())
+        except Exception as exc:
+            logger.warning("config: no document from Redis at start (%s); running on %s",
+                           exc, cfg.snapshot.number)
+        watcher.start()
+        _watcher = watcher
+        return watcher
+
+
+def _settings_changed(*, setting, **kwargs) -> None:
+    # Tests override settings: a process still on document 0 follows them.
+    if _state is not None and _state.snapshot.number == 0 and (
+            setting in ("INFERENCE_MODELS", "RATE_LIMITS")
+            or setting.startswith(("CAPACITY_", "ROLLOUT_"))):
+        _state.reset()
+
+
+setting_changed.connect(_settings_changed)
+
+
+class _NoWatcher:
+    def stop(self) -> None:
+        pass

@@ -1,0 +1,40 @@
+"""Ed25519 keys of config documents (inference_protocol.config): no Django here,
+so the settings modules can derive a key."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.b64decode(text.encode(), validate=True)
+
+
+def generate_keypair() -> tuple[str, str]:
+    """(private, public), each base64 of the raw 32 bytes (config_keygen prints them)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+                                serialization.NoEncryption())
+    return _b64(private), public_key_of(_b64(private))
+
+
+def dev_private_key(secret: str) -> str:
+    """The embedded default's key (PROMPTYARD_EMBEDDED only): derived from SECRET_KEY, so every
+    process of one installation agrees without configuring anything."""
+    return _b64(hashlib.sha256(b"promptyard-config-dev:" + secret.encode()).digest())
+
+
+def public_key_of(private_b64: str) -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.from_private_bytes(_unb64(private_b64))
+    return _b64(key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
