@@ -55,3 +55,15 @@ def test_should_reference_a_label_and_use_the_configured_base_url(auth_client, v
 def test_should_hide_the_export_from_a_stranger(api_client, version):
     api_client.force_login(UserFactory())
     assert api_client.get(_url(version)).status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)  # the run looks the key up on a thread of its own
+def test_should_refuse_a_lone_surrogate_in_a_run_variable_naming_it(api_client, version, api_key):
+    import json
+
+    raw = json.dumps({"variables": {"text": "x \ud800"}})  # the escape a JSON client may send
+    response = api_client.post(f"/api/prompts/{version.prompt_id}/versions/{version.pk}/run", raw,
+                               content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {api_key[1]}")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == "invalid_unicode"
+    assert response.json()["error"]["field"] == "variables.text"
