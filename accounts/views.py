@@ -3,11 +3,21 @@ which shows gateway usage and limits, is inference_client.pages."""
 
 from django.contrib.auth import login
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from core.errors import ApiError
 
 from . import services
+
+
+def safe_next(request) -> str | None:
+    """`?next=` when it points to this site (as Django's LoginView checks it), else None."""
+    target = request.POST.get("next") or request.GET.get("next")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                                  require_https=request.is_secure()):
+        return target
+    return None
 
 
 @require_http_methods(["GET", "POST"])
@@ -22,7 +32,7 @@ def signup(request):
             error = {"field": exc.field, "message": str(exc.detail)}
         else:
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-            return redirect(request.GET.get("next") or "home")
+            return redirect(safe_next(request) or "home")
     return render(request, "accounts/signup.html",
                   {"error": error, "username": request.POST.get("username", "")},
                   status=400 if error else 200)

@@ -27,6 +27,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from core.clientip import client_ip
 from core.errors import ApiError
 
 from .models import Prompt
@@ -121,9 +122,9 @@ def access_prompt(*, user, prompt_id, need: Need, share_token: str | None = None
 
 
 def client_address(request) -> str:
-    # REMOTE_ADDR only: a forwarded header is client-controlled unless a
-    # trusted proxy rewrites it, which would let a guesser pick its own bucket.
-    return request.META.get("REMOTE_ADDR", "") or ""
+    # X-Forwarded-For only from TRUSTED_PROXIES: from anyone else it would let
+    # a guesser pick its own bucket.
+    return client_ip(request.META)
 
 
 def request_access(request, *, prompt_id, need: Need, version_id=ALL_VERSIONS,

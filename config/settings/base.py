@@ -26,6 +26,12 @@ if not SECRET_KEY and EMBEDDED:
 ALLOWED_HOSTS = env_str("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]").split(",")
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if o]
 
+# TRUSTED_PROXIES: addresses or networks (comma-separated, e.g. "10.0.0.0/8")
+# of the load balancers in front of the servers. From those only, X-Forwarded-For
+# names the client (core/clientip.py): for share-link, login and signup limits
+# and the audit log. Unset, the peer address is the client.
+TRUSTED_PROXIES = [p.strip() for p in env_str("TRUSTED_PROXIES").split(",") if p.strip()]
+
 # HTTPS. SECURE_HTTPS turns on the lot, and is on by default when DEBUG is off
 # (but for the embedded default, plain http on this machine): redirect http to
 # https, secure cookies, HSTS. Each setting can be changed on its own.

@@ -79,8 +79,11 @@ def links_audit_expired(*, prompt_id) -> None:
 
 def link_resolve(*, token, client_addr: str) -> ShareLink | None:
     """The live link for `token`, or None. Always reads the database: a link
-    revoked by any process is refused on the very next request."""
-    check_not_limited(client_addr)
+    revoked by any process is refused on the very next request.
+
+    A valid token is never refused: the limit counts failures per client
+    address and only ever stops more failures (a 429 instead of the 404), so
+    one guesser behind a shared address cannot lock out the link's holders."""
     link = None
     if isinstance(token, str) and _TOKEN_RE.match(token):
         link = ShareLink.objects.filter(token_hash=token_hash(token)).first()
@@ -90,6 +93,7 @@ def link_resolve(*, token, client_addr: str) -> ShareLink | None:
         _audit_expiry(link, now)
         link = None
     if link is None or link.revoked_at is not None:
+        check_not_limited(client_addr)
         _record_failure(client_addr)
         return None
     return link

@@ -44,6 +44,14 @@ def test_signup_page_logs_the_new_user_in(client):
     assert client.get("/").context["user"].username == "dave"
 
 
+@pytest.mark.parametrize(("target", "lands"), [
+    ("https://evil.example/", "/"), ("//evil.example/x", "/"), ("/prompts/", "/prompts/")])
+def test_signup_redirects_only_within_the_site(client, target, lands):
+    response = client.post(f"/signup/?next={target}", {"username": "erin",
+                                                       "password": "an-excellent-passphrase"})
+    assert response.status_code == 302 and response["Location"] == lands
+
+
 def test_login_page_logs_in(client):
     user = UserFactory()
     response = client.post("/login/", {"username": user.username, "password": PASSWORD})

@@ -58,13 +58,39 @@ def test_should_rate_limit_token_guessing_per_client_address(world, settings):
     assert limited.status_code == 429
     assert int(limited["Retry-After"]) > 0
     assert limited.json()["error"]["code"] == "rate_limited"
-    # Even a valid token from that address waits, on the API and on the page...
-    assert guesser.get(url, HTTP_X_SHARE_TOKEN=world.tokens["public"]).status_code == 429
-    page = guesser.get(f"/s/{world.tokens['public']}")
+    # A valid token is never refused, even from that address, on the API and on the page...
+    assert guesser.get(url, HTTP_X_SHARE_TOKEN=world.tokens["public"]).status_code == 200
+    assert guesser.get(f"/s/{world.tokens['public']}").status_code == 200
+    page = guesser.get("/s/pys_" + "C" * 43)
     assert page.status_code == 429 and int(page["Retry-After"]) > 0
-    # ...while another address is unaffected.
+    # ...and another address is unaffected.
     other = APIClient(REMOTE_ADDR="198.51.100.9")
-    assert other.get(url, HTTP_X_SHARE_TOKEN=world.tokens["public"]).status_code == 200
+    assert other.get(url, HTTP_X_SHARE_TOKEN="pys_" + "D" * 43).status_code == 404
+
+
+def test_should_limit_the_client_behind_a_trusted_proxy_not_the_proxy(world, settings):
+    settings.SHARE_TOKEN_MAX_FAILURES = 3
+    settings.TRUSTED_PROXIES = ["10.0.0.0/8"]
+    url = f"/api/prompts/{world.prompt.pk}"
+    balancer = APIClient(REMOTE_ADDR="10.1.2.3")
+
+    def via(client_addr, token, spoofed=""):
+        chain = f"{spoofed}, {client_addr}" if spoofed else client_addr
+        return balancer.get(url, HTTP_X_SHARE_TOKEN=token, HTTP_X_FORWARDED_FOR=chain).status_code
+
+    # A guesser that also forges X-Forwarded-For is still counted on its own address.
+    for i in range(3):
+        assert via("203.0.113.7", f"pys_{i:043d}", spoofed=f"192.0.2.{i}") == 404
+    assert via("203.0.113.7", "pys_" + "B" * 43) == 429
+    # Everyone else behind the same balancer is unaffected, link holders first.
+    assert via("198.51.100.9", "pys_" + "E" * 43) == 404
+    assert via("198.51.100.10", world.tokens["public"]) == 200
+    # From an untrusted peer the header counts for nothing: the peer is the client.
+    direct = APIClient(REMOTE_ADDR="203.0.113.99")
+    for i in range(3):
+        direct.get(url, HTTP_X_SHARE_TOKEN=f"pys_{i:043d}", HTTP_X_FORWARDED_FOR=f"192.0.2.{50 + i}")
+    assert direct.get(url, HTTP_X_SHARE_TOKEN="pys_" + "F" * 43,
+                      HTTP_X_FORWARDED_FOR="192.0.2.99").status_code == 429
 
 
 @pytest.mark.parametrize("payload, status, code, field", [
