@@ -37,6 +37,7 @@ urlpatterns = [
     path("", include(inference_urls.pages_urls)),
     path("chat/", include(chat_urls.pages)),
     path("prompts/", include("playground.page_urls")),
+    path("evals/", include("playground.evals.page_urls")),
     # Share-link page (/s/<token>) and "shared with me" (/prompts/shared/).
     path("", include("playground.sharing.pages")),
     path("", TemplateView.as_view(template_name="home.html"), name="home"),

@@ -26,6 +26,7 @@ urlpatterns = [
     path(f"{L}/undo", api_labels.LabelUndoApi.as_view(), name="api-label-undo"),
     path(f"{L}/redo", api_labels.LabelRedoApi.as_view(), name="api-label-redo"),
     path(f"{L}/history", api_labels.LabelHistoryApi.as_view(), name="api-label-history"),
+    path("<uuid:prompt_id>/gates", api_gate.PromptGateListApi.as_view(), name="api-prompt-gates"),
     path(f"{L}/gate", api_gate.LabelGateApi.as_view(), name="api-label-gate"),
     path(f"{L}/gate/decisions", api_gate.LabelGateDecisionsApi.as_view(), name="api-label-gate-decisions"),
     path("<uuid:prompt_id>/links", sharing_api.LinkListApi.as_view(), name="api-links"),

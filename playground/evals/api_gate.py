@@ -9,7 +9,7 @@ from core.errors import ApiError
 from ..api import PromptScopedApi, paginated
 from ..permissions import request_access
 from .gate import gate_get, gate_set
-from .models import GateDecision
+from .models import GateDecision, LabelGate
 from .serializers import GateDecisionSerializer, LabelGateRequestSerializer, LabelGateSerializer
 
 
@@ -44,6 +44,14 @@ class LabelGateApi(PromptScopedApi):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
         _gate_or_404(prompt, name).delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PromptGateListApi(PromptScopedApi):
+    @extend_schema(responses=LabelGateSerializer(many=True), description="Every gated label of the prompt.")
+    def get(self, request, prompt_id):
+        prompt = request_access(request, prompt_id=prompt_id, need="view")
+        gates = LabelGate.objects.filter(prompt=prompt).select_related("dataset").order_by("label_name")
+        return Response(LabelGateSerializer(gates, many=True).data)
 
 
 class LabelGateDecisionsApi(PromptScopedApi):

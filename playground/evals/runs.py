@@ -391,7 +391,7 @@ def bootstrap_ci(values, *, resamples: int | None = None, seed: int = 0) -> tupl
 
 def run_summary(run: EvalRun) -> dict:
     """Per column: cells, failures, per evaluator mean (a failed cell scores 0),
-    its 95% bootstrap interval and pass rate; latency p50/p95; tokens."""
+    its 95% bootstrap interval, pass rate and score histogram; latency p50/p95; tokens."""
     keys = [spec["key"] for spec in run.evaluators]
     out = {"columns": []}
     for column in run.columns.order_by("index"):
@@ -408,7 +408,11 @@ def run_summary(run: EvalRun) -> dict:
             values = [(c[0].get(key) or {}).get("score", 0.0) if not c[1] else 0.0 for c in cells]
             passes = [bool((c[0].get(key) or {}).get("passed")) for c in cells]
             low, high = bootstrap_ci(values)
+            # The distribution for the page's chart: ten bins of 0.1 (a score of 1 in the last).
+            tenths = (np.asarray(values, dtype=float) * 10).astype(int)
+            bins = np.bincount(np.minimum(tenths, 9), minlength=10)
             entry["scores"][key] = {"mean": float(np.mean(values)) if values else 0.0, "ci95": [low, high],
-                                    "pass_rate": (sum(passes) / len(passes)) if passes else 0.0}
+                                    "pass_rate": (sum(passes) / len(passes)) if passes else 0.0,
+                                    "histogram": [int(b) for b in bins]}
         out["columns"].append(entry)
     return out

@@ -250,3 +250,19 @@ def test_openapi_schema_lists_every_evaluation_endpoint(auth_client):
         assert path in paths, path
     move = paths["/api/prompts/{prompt_id}/labels/{name}/move"]["post"]
     assert "require_eval" in [p["name"] for p in move["parameters"]]
+
+
+def test_pages_answer_404_to_a_stranger_and_render_for_a_viewer(user, echo_version, backend):
+    client = _client(user)
+    dataset, _ = _dataset(client)
+    run = _run(client, dataset["id"], [echo_version], backend)
+    stranger = _client(UserFactory())
+    for url in (f"/evals/datasets/{dataset['id']}/", f"/evals/runs/{run['id']}/"):
+        assert stranger.get(url).status_code == 404
+        page = client.get(url)
+        assert page.status_code == 200 and b'id="page-config"' in page.content
+    home = client.get("/evals/")
+    assert home.status_code == 200 and b"reverse" in home.content
+    assert _client().get("/evals/").status_code == 302  # signed out: to the login page
+    gates = client.get(f"/api/prompts/{echo_version.prompt_id}/gates")
+    assert (gates.status_code, gates.json()) == (200, [])

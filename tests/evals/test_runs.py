@@ -53,6 +53,7 @@ def test_should_run_every_row_through_every_column_and_score_it(user, dataset, e
     low, high = first["scores"]["exact"]["ci95"]
     assert 0.0 <= low <= 0.5 <= high <= 1.0
     assert first["failed"] == 2 and first["completion_tokens"] == 11
+    assert first["scores"]["exact"]["histogram"] == [3, 0, 0, 0, 0, 0, 0, 0, 0, 2]
 
 
 def test_should_submit_each_cell_at_batch_priority_under_a_stable_request_id(user, dataset, echo_version):

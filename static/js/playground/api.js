@@ -7,6 +7,7 @@ export class ApiError extends Error {
     this.status = status;
     this.code = err.code || (status === 0 ? "network_error" : "http_" + status);
     this.field = err.field || null;
+    this.details = err; // the whole error object (extra fields: a gate's run link, figures...)
     this.retryAfter = retryAfter;
   }
 }

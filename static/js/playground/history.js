@@ -83,13 +83,22 @@ async function labelAction(kind) {
   const status = $("label-status");
   if (!name) { status.textContent = "Name the label first."; return; }
   const current = labels.get(name) ?? null;
-  const url = `${cfg.apiBase}/labels/${encodeURIComponent(name)}/${kind}`;
+  const run = $("label-eval").value.trim();
+  const query = kind === "move" && run ? `?require_eval=${encodeURIComponent(run)}` : "";
+  const url = `${cfg.apiBase}/labels/${encodeURIComponent(name)}/${kind}${query}`;
   const body = kind === "move" ? { version: selected, expected: current } : { expected: current };
   try {
     const label = await api(url, { method: "POST", body });
     await refresh();
     status.textContent = `${name} → ${vname(label.version)} (${kind === "move" ? "moved" : kind + " done"})`;
+    loadGate();
   } catch (err) {
+    if (err.code.startsWith("eval_")) {  // the gate refused: say why, link the run
+      status.replaceChildren(`Refused by the gate: ${err.message} `,
+        err.details.run_url ? el("a", { href: err.details.run_url, id: "gate-run-link", text: "Open the run" }) : "");
+      loadGate();
+      return;
+    }
     // 409: someone else moved it; show where it is now and refresh the graph.
     status.textContent = err.status === 409
       ? `${err.message} The tree now shows where “${name}” points; try again.`
@@ -137,9 +146,29 @@ async function runBoth() {
   showAlert($("compare-error"), errors.join(" "));
 }
 
+// ---- The label's gate and its decisions ---------------------------------
+async function loadGate() {
+  const name = $("label-name").value.trim();
+  const view = $("gate-view");
+  if (!name) { view.replaceChildren(); return; }
+  const base = `${cfg.apiBase}/labels/${encodeURIComponent(name)}/gate`;
+  const gate = (await api(`${cfg.apiBase}/gates`)).find((g) => g.label === name);
+  if (!gate) {
+    view.replaceChildren(el("p", { class: "hint", text: `“${name}” moves without an evaluation gate.` }));
+    return;
+  }
+  const decisions = (await api(`${base}/decisions?page_size=10`)).results;
+  view.replaceChildren(
+    el("p", { text: `“${name}” moves only behind a passing run over ${gate.dataset_name} (${gate.evaluator}, margin ${gate.margin}).` }),
+    el("ul", { id: "gate-decisions" }, ...decisions.map((d) => el("li", { class: d.passed ? "ok" : "error" },
+      `${d.passed ? "✓" : "✗"} ${d.code}: ${d.reason} `,
+      d.run_url ? el("a", { href: d.run_url, text: "run" }) : ""))));
+}
+
+$("label-name").addEventListener("change", () => loadGate().catch(fail));
 $("label-form").addEventListener("submit", (e) => { e.preventDefault(); labelAction("move"); });
 $("label-undo").addEventListener("click", () => labelAction("undo"));
 $("label-redo").addEventListener("click", () => labelAction("redo"));
 $("diff-btn").addEventListener("click", showDiff);
 $("compare-run").addEventListener("click", runBoth);
-refresh().then(() => selected && openVersion(selected)).catch(fail);
+refresh().then(() => selected && openVersion(selected)).then(loadGate).catch(fail);
