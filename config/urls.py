@@ -18,6 +18,7 @@ api_patterns = [
     # The local object store's stand-in for presigned URLs (embedded default).
     path("prompts/blobs/local/<str:token>", blob_local, name="blob-local"),
     path("prompts/", include("playground.urls")),
+    path("", include("playground.webhooks.urls")),
     path("prompts/", include(inference_urls.prompt_run_urls)),
     path("datasets/", include(eval_urls.dataset_urls)),
     path("evals/", include(eval_urls.eval_urls)),
@@ -40,6 +41,7 @@ urlpatterns = [
     path("evals/", include("playground.evals.page_urls")),
     # Share-link page (/s/<token>) and "shared with me" (/prompts/shared/).
     path("", include("playground.sharing.pages")),
+    path("", include("playground.webhooks.pages")),
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
 ]
 

@@ -188,3 +188,4 @@ from .evals.models import (  # noqa: E402, F401
     LabelGate,
 )
 from .sharing.models import AuditEvent, Grant, ShareLink  # noqa: E402, F401
+from .webhooks.models import WebhookDelivery, WebhookEndpoint  # noqa: E402, F401

@@ -21,6 +21,7 @@ from .bodies import body_cache, storage_fields
 from .models import LABEL_NAME_PATTERN, Label, LabelMove, MoveKind, Prompt, PromptVersion
 from .uploads import upload_verify
 from .validation import check_params, check_utf8
+from .webhooks.services import webhook_emit
 
 
 def prompt_create(*, owner, title: str, description: str = "") -> Prompt:
@@ -88,6 +89,10 @@ def version_create(
             body_sha256=sha, **fields, **extra,
         )
         version.save()
+        webhook_emit(prompt=prompt, event="version.created", data={
+            "version": {"id": str(version.pk), "number": number, "parent": str(parent.pk) if parent else None,
+                        "message": message, "model": model_name,
+                        "author": author.get_username() if author else None}})
     if text:
         # Keyed by content hash, so correct even if an outer transaction rolls
         # back; saves rebuilding the parent when this version is edited next.
@@ -114,8 +119,12 @@ def _record(*, label: Label, kind: str, from_id, to_id, actor, reverts=None) -> 
 
 def _audit_label(*, prompt: Prompt, name: str, kind: str, from_id, to_id, actor) -> None:
     # Same transaction as the move: an audited move always happened, and vice versa.
+    detail = {"from_version": str(from_id) if from_id else None, "to_version": str(to_id) if to_id else None}
     audit_record(prompt_id=prompt.pk, actor=actor, action=f"label.{kind}", target=f"label:{name}",
-                 detail={"from_version": str(from_id) if from_id else None, "to_version": str(to_id)})
+                 detail=detail)
+    webhook_emit(prompt=prompt, event="label.moved", data={
+        "label": name, "kind": kind, **detail,
+        "actor": actor.get_username() if actor is not None and actor.is_authenticated else None})
 
 
 def label_move(*, prompt: Prompt, name: str, version_id, expected_version_id, actor) -> Label:
@@ -155,8 +164,8 @@ def label_delete(*, prompt: Prompt, name: str, actor, expected_version_id=None) 
         label = _locked_label(prompt, name)
         if expected_version_id is not None and str(label.version_id) != str(expected_version_id):
             raise _conflict(name, label.version_id)
-        audit_record(prompt_id=prompt.pk, actor=actor, action="label.delete", target=f"label:{name}",
-                     detail={"from_version": str(label.version_id)})
+        _audit_label(prompt=prompt, name=name, kind="delete", from_id=label.version_id, to_id=None,
+                     actor=actor)
         label.delete()
 
 

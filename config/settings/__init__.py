@@ -17,3 +17,4 @@ from .prompts import *  # noqa: F403
 from .ratelimits import *  # noqa: F403
 from .sharing import *  # noqa: F403
 from .storage import *  # noqa: F403
+from .webhooks import *  # noqa: F403

@@ -15,6 +15,7 @@ from playground.bodies import body_text
 from playground.models import Prompt, PromptVersion
 from playground.selectors import version_get
 from playground.services import version_create
+from playground.webhooks.services import webhook_emit
 
 from .models import Grant, GrantRole, LinkMode, ShareLink
 from .tokens import token_generate, token_hash
@@ -60,6 +61,9 @@ def link_create(*, prompt: Prompt, actor, mode: str, name: str = "", version_id=
         audit_record(prompt_id=prompt.pk, actor=actor, action="link.create", target=f"link:{link.pk}",
                      detail={"name": name, "mode": mode, "version": str(version_id) if version_id else None,
                              "expires_at": expires_at.isoformat() if expires_at else None})
+        webhook_emit(prompt=prompt, event="share.created", data={
+            "kind": "link", "id": str(link.pk), "mode": mode, "name": name,
+            "version": str(version_id) if version_id else None})
     return link, raw
 
 
@@ -74,6 +78,8 @@ def link_revoke(*, prompt: Prompt, link_id, actor) -> ShareLink:
             link.save(update_fields=["revoked_at"])
             audit_record(prompt_id=prompt.pk, actor=actor, action="link.revoke", target=f"link:{link.pk}",
                          detail={"name": link.name})
+            webhook_emit(prompt=prompt, event="share.revoked", data={"kind": "link", "id": str(link.pk),
+                                                                     "name": link.name})
     return link
 
 
@@ -103,6 +109,9 @@ def _grant_upsert(*, prompt: Prompt, actor, role: str, user=None, team=None, exp
         audit_record(prompt_id=prompt.pk, actor=actor, action=action, target=_grant_target(grant),
                      detail={"grant": grant.pk, "role": role,
                              "expires_at": expires_at.isoformat() if expires_at else None})
+        if action == "grant.create":
+            webhook_emit(prompt=prompt, event="share.created", data={
+                "kind": "grant", "id": grant.pk, "role": role, "grantee": _grant_target(grant)})
     return grant
 
 
@@ -136,6 +145,8 @@ def grant_revoke(*, prompt: Prompt, grant_id, actor) -> Grant:
             grant.save(update_fields=["revoked_at"])
             audit_record(prompt_id=prompt.pk, actor=actor, action="grant.revoke", target=_grant_target(grant),
                          detail={"grant": grant.pk, "role": grant.role})
+            webhook_emit(prompt=prompt, event="share.revoked", data={
+                "kind": "grant", "id": grant.pk, "role": grant.role, "grantee": _grant_target(grant)})
     return grant
 
 

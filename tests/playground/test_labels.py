@@ -94,4 +94,5 @@ def test_removing_a_label_is_for_editors_audited_and_then_the_label_is_not_found
     assert (gone.status_code, gone.json()["error"]["code"]) == (404, "label_not_found")
     assert auth_client.delete(base).status_code == 404
     event = AuditEvent.objects.get(action="label.delete")
-    assert event.detail == {"from_version": str(v2.pk)} and event.target == "label:production"
+    assert event.detail == {"from_version": str(v2.pk), "to_version": None}
+    assert event.target == "label:production"

@@ -1,0 +1,28 @@
+"""Webhooks: deliveries of prompt events to endpoints their owners register.
+
+Every value can be set by an environment variable of the same name.
+"""
+
+from core.env import env_float, env_int, env_str
+
+# The Celery queue deliveries go to. Production runs a worker on it besides the
+# GPU workers: `celery -A config worker -Q webhooks -c 8` (README). Without a
+# broker (embedded default) deliveries run on threads of the serving process.
+WEBHOOK_QUEUE = env_str("WEBHOOK_QUEUE", "webhooks")
+# Attempts per delivery (the first one included); after the last failed one the
+# delivery is marked failed in the log, where the owner can redeliver it.
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6)
+# Retry n waits WEBHOOK_BACKOFF_BASE_S * 2**(n-1) seconds, at most WEBHOOK_BACKOFF_MAX_S
+# (defaults: 10, 20, 40, 80, 160 s: the last attempt about 5 minutes after the first).
+WEBHOOK_BACKOFF_BASE_S = env_float("WEBHOOK_BACKOFF_BASE_S", 10.0)
+WEBHOOK_BACKOFF_MAX_S = env_float("WEBHOOK_BACKOFF_MAX_S", 3600.0)
+# Seconds to connect and to wait for the receiver's answer, per attempt.
+WEBHOOK_TIMEOUT_S = env_float("WEBHOOK_TIMEOUT_S", 10.0)
+# Server-side request forgery: endpoints that resolve to a loopback, link-local,
+# private or otherwise non-global address are refused (at registration and at
+# every attempt) unless the address is in one of these networks (comma-separated
+# CIDRs, e.g. "10.20.0.0/16,127.0.0.1/32").
+WEBHOOK_ALLOWED_NETWORKS = [n.strip() for n in env_str("WEBHOOK_ALLOWED_NETWORKS", "").split(",")
+                            if n.strip()]
+# Endpoints per owner.
+WEBHOOK_MAX_ENDPOINTS = env_int("WEBHOOK_MAX_ENDPOINTS", 20)

@@ -1,0 +1,16 @@
+"""The Celery task of webhook deliveries (queue WEBHOOK_QUEUE). Late ack: a
+worker lost mid-attempt means the message comes back, and the attempt counter
+(incremented before the POST) keeps the retry budget honest."""
+
+from celery import shared_task
+
+from .delivery import attempt_delivery
+
+
+@shared_task(name="playground.webhooks.deliver", bind=True, acks_late=True, ignore_result=True,
+             max_retries=5)
+def deliver(self, delivery_id: str) -> str:
+    try:
+        return attempt_delivery(delivery_id)
+    except Exception as exc:  # e.g. the database away: the message comes back, the row stays pending
+        raise self.retry(exc=exc, countdown=2 ** self.request.retries) from exc
