@@ -38,12 +38,12 @@ local tick = 0
 if redis.call('SET', KEYS[n + 2], '1', 'NX', 'PX', ARGV[2]) then tick = 1 end
 if redis.call('EXISTS', KEYS[n + 3]) == 1 then return {5, 0, tick, 0} end
 local g = KEYS[n]
-local gi = redis.call('HMGET', g, 'cap', 'rate', 'fr', 'workers', 'slots', 'rps')
+local gi = redis.call('HMGET', g, 'cap', 'rate', 'fr', 'workers', 'slots', 'rps', 'ready')
 if not gi[1] then return {4, 0, tick, 0} end
-local out = {0, 0, tick, 0}
+local out = {0, 0, tick, 0, gi[7] or ''}
 local levels = {}
 for i = 1, n do
-  local base = 6 + (i - 1) * 4
+  local base = 6 + (i - 1) * 4  -- ARGV offsets
   local cap, rate = tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
   local cost, reserve = tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4])
   if cap < 0 then cap, rate = tonumber(gi[1]), tonumber(gi[2]) end
@@ -170,6 +170,7 @@ class Decision:
     failed_bucket: str | None
     buckets: dict[str, dict]     # name -> {remaining, reset_ms, limit}
     devices: list = dataclasses.field(default_factory=list)  # HGETALL devices:<model>, flat
+    ready: frozenset = frozenset()  # versions of the model with a ready worker (capacity.tick)
 
 
 def key_buckets(*, key_id: int, tier: str, tokens: int, snapshot=None) -> list[Bucket]:
@@ -210,12 +211,15 @@ async def admit(*, buckets: list[Bucket], model: str, request_id: str, check_que
     status, retry_ms, tick, failed = (int(x) for x in reply[:4])
     states = {}
     for i, bucket in enumerate(buckets if len(reply) > 4 else ()):  # none when uninitialised
-        remaining, reset_ms, cap = reply[4 + 3 * i: 7 + 3 * i]
+        remaining, reset_ms, cap = reply[5 + 3 * i: 8 + 3 * i]
         states[bucket.name] = {"remaining": int(float(remaining)), "reset_ms": int(reset_ms),
                                "limit": int(float(cap))}
+    ready = reply[4] if len(reply) > 4 else b""
+    ready = ready.decode() if isinstance(ready, bytes) else ready
     return Decision(allowed=status == 0, reason=REJECT_REASONS.get(status), retry_after_ms=retry_ms,
                     tick=bool(tick), failed_bucket=buckets[failed - 1].name if failed else None,
-                    buckets=states, devices=reply[4 + 3 * len(states):])
+                    buckets=states, devices=reply[5 + 3 * len(states):],
+                    ready=frozenset(ready.split(",")) if ready else frozenset())
 
 
 def peek(*, buckets: list[Bucket], redis) -> list[dict]:

@@ -30,6 +30,7 @@ from core.redis import get_redis
 from inference_client.admission import global_key, inflight_key
 from inference_protocol import config
 from inference_protocol.backend import live_workers
+from inference_protocol.catalog import split_served
 
 ZONES = ("green", "yellow", "red")
 
@@ -119,9 +120,15 @@ def tick(models: list[str] | None = None) -> dict[str, dict]:
     c = snapshot.capacity
     models = models or list(snapshot.models)
     by_model: dict[str, list[dict]] = {m: [] for m in models}
+    ready: dict[str, set[str]] = {m: set() for m in models}
     for record in live_workers():
-        if record["model"] in by_model:
-            by_model[record["model"]].append(record)
+        # model@version workers count for their model; their version is ready
+        # (verified and loaded: a worker heartbeats only what it loaded)
+        model, version = split_served(record["model"])
+        if model in by_model:
+            by_model[model].append(record)
+            if version is not None and record.get("healthy", True):
+                ready[model].add(version)
     pipe = redis.pipeline(transaction=False)
     for model in models:
         pipe.get(state_key(model))
@@ -141,7 +148,8 @@ def tick(models: list[str] | None = None) -> dict[str, dict]:
         pipe.set(state_key(model), json.dumps(state), ex=3600)
         pipe.hset(global_key(model), mapping={
             "cap": cap, "rate": state["rate"], "fr": free_reserve, "workers": state["workers"],
-            "slots": state["slots"], "rps": state["rps"], "zone": state["zone"]})
+            "slots": state["slots"], "rps": state["rps"], "zone": state["zone"],
+            "ready": ",".join(sorted(ready[model]))})
         pipe.expire(global_key(model), 3600)
     pipe.execute()
     return states

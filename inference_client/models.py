@@ -19,6 +19,9 @@ class UsageRecord(models.Model):
                                 related_name="usage")
     request_id = models.CharField(max_length=64, unique=True)
     model = models.CharField(max_length=100)
+    # The model version that served it, where the config document names versions
+    # (canary figures are per version): "" otherwise.
+    version = models.CharField(max_length=100, blank=True, default="")
     tier = models.CharField(max_length=10)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
@@ -136,3 +139,42 @@ class ControlEvent(models.Model):
 
     class Meta:
         ordering = ["-id"]
+
+
+class Rollout(models.Model):
+    """A canary rollout of one model version (inference_client.control.rollout).
+    At most one is active per model (a partial unique constraint): a second
+    operator's start is a conflict, not a race."""
+
+    class State(models.TextChoices):
+        WAITING = "waiting_for_ready"   # no worker has verified and loaded the version yet
+        RUNNING = "running"
+        PAUSED = "paused"
+        PROMOTED = "promoted"
+        ROLLED_BACK = "rolled_back"
+        FAILED = "failed"               # gave up before shifting traffic (no ready worker)
+
+    ACTIVE = (State.WAITING, State.RUNNING, State.PAUSED)
+
+    model = models.CharField(max_length=100)
+    version = models.CharField(max_length=100)
+    stable_version = models.CharField(max_length=100)
+    steps = models.JSONField()                      # canary percentages, e.g. [10, 50, 100]
+    step_index = models.IntegerField(default=-1)    # the step now applied (-1: none yet)
+    state = models.CharField(max_length=20, choices=State.choices, default=State.WAITING)
+    requested = models.CharField(max_length=20, blank=True, default="")  # pause | resume | promote | rollback
+    base_document = models.PositiveIntegerField()   # the document before the first step (rollback target)
+    reason = models.TextField(blank=True, default="")
+    figures = models.JSONField(default=dict, blank=True)  # the last window: canary vs stable
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [models.UniqueConstraint(
+            fields=["model"], condition=models.Q(state__in=["waiting_for_ready", "running", "paused"]),
+            name="one_active_rollout_per_model")]
+
+    def __str__(self):
+        return f"rollout {self.pk}: {self.model}@{self.version} ({self.state})"

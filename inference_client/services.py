@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 import secrets
 import time
 import uuid
@@ -29,7 +30,7 @@ from inference_client.threads import run_db
 from inference_client.validation import ChatParams
 from inference_protocol import config, features
 from inference_protocol.backend import get_backend
-from inference_protocol.catalog import UnknownModel, model_spec
+from inference_protocol.catalog import UnknownModel, model_spec, served_name
 from inference_protocol.devices import parse_states
 from inference_protocol.generation import GenerationRequest
 
@@ -202,16 +203,33 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
 
     estimate = estimate_prompt_tokens(messages) + params.max_tokens
     ctx["estimate"] = estimate
-    headers, device = {}, None
+    headers, device, served = {}, None, model
+    weights = snapshot.versions(model)
     if use_redis:
         decision = await _admit(principal, model, request_id, estimate, check_queue=True, snapshot=snapshot)
         headers = admission.ratelimit_headers(decision)
-        if settings.INFERENCE_ROUTING == "soonest":
+        if weights:  # the readiness gate: only versions with a worker that verified and loaded them
+            version = choose_version(weights, decision.ready)
+            if version is None:
+                await admission.settle(model=model, request_id=request_id,
+                                       buckets=_buckets(principal, model, 0, snapshot)[1:],
+                                       deltas=[estimate, estimate], record="", stream=usage.USAGE_STREAM)
+                m.REJECTED.labels(principal.tier, "no_ready_version").inc()
+                raise ApiError(f"No worker is ready for any serving version of '{model}' "
+                               f"({', '.join(f'{v}: {w}%' for v, w in weights.items())}); retry shortly.",
+                               code="model_unavailable", status_code=503,
+                               headers={**headers,
+                                        "Retry-After": str(settings.INFERENCE_NO_WORKER_RETRY_AFTER_S)})
+            ctx["version"], served = version, served_name(model, version)
+        elif settings.INFERENCE_ROUTING == "soonest":
             now = time.time()
             chosen = routing.choose(parse_states(decision.devices, now), now)
             device = chosen.device if chosen else None
+    elif weights:
+        ctx["version"] = choose_version(weights, None)
+        served = served_name(model, ctx["version"])
     generation = GenerationRequest(
-        request_id=request_id, model=model, messages=messages, max_tokens=params.max_tokens,
+        request_id=request_id, model=served, messages=messages, max_tokens=params.max_tokens,
         temperature=params.temperature, top_p=params.top_p, stop=list(params.stop),
         # Always seeded: a redelivered task must replay the same text.
         seed=params.seed if params.seed is not None else secrets.randbits(31),
@@ -233,6 +251,21 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
                             on_end=lambda c, terminal: _record(c, ctx, terminal, estimate=estimate))
 
 
+def choose_version(weights: dict[str, int], ready: frozenset | None) -> str | None:
+    """A version by the document's weights among the ready ones (``ready`` None:
+    all count as ready). When no weighted version is ready, none: traffic never
+    shifts onto a version that nothing serves."""
+    candidates = [(v, w) for v, w in weights.items() if w > 0 and (ready is None or v in ready)]
+    if not candidates:
+        return None
+    pick = random.random() * sum(w for _, w in candidates)
+    for version, weight in candidates:
+        pick -= weight
+        if pick < 0:
+            return version
+    return candidates[-1][0]
+
+
 async def _record(completion: Completion, ctx: dict, terminal: dict, *, estimate: int) -> None:
     """The end of a request: its usage record, its exact token charge (a
     failed generation is refunded in full), its slot, the cache and metrics."""
@@ -243,7 +276,7 @@ async def _record(completion: Completion, ctx: dict, terminal: dict, *, estimate
     status = "ok" if result else ("cancelled" if code == "cancelled" else "error")
     record = dict(
         user_id=principal.user.pk, api_key_id=principal.api_key.pk if principal.api_key else None,
-        request_id=completion.request_id, model=model, tier=principal.tier,
+        request_id=completion.request_id, model=model, version=ctx.get("version", ""), tier=principal.tier,
         prompt_tokens=result["prompt_tokens"] if result else 0,
         completion_tokens=result["completion_tokens"] if result else 0,
         latency_ms=int(latency * 1000),

@@ -144,6 +144,17 @@ def _number(value, path: str, problems: list[str], *, integer: bool = False) -> 
         problems.append(f"{path}: must not be negative ({value})")
 
 
+def version_weight(entry):
+    """A version's entry in "versions" is its weight, or {"weight": W, <options>}."""
+    return entry.get("weight") if isinstance(entry, dict) else entry
+
+
+def version_options(entry) -> dict:
+    """Engine options a version's entry overrides (a failing canary in tests, a
+    new batch size...)."""
+    return {k: v for k, v in entry.items() if k != "weight"} if isinstance(entry, dict) else {}
+
+
 def check_content(content, *, published: Callable[[str, str], bool] | None = None) -> list[str]:
     """Every problem of a document's content (empty: valid). ``published(model,
     version)`` says whether a model version exists (the control plane passes its
@@ -177,11 +188,15 @@ def check_content(content, *, published: Callable[[str, str], bool] | None = Non
         if not isinstance(versions, dict) or not versions:
             problems.append(f"{path}.versions: must be an object, version -> traffic weight")
             continue
-        for version, weight in versions.items():
-            _number(weight, f"{path}.versions.{version}", problems, integer=True)
+        for version, entry in versions.items():
+            if isinstance(entry, dict):  # {"weight": 10, <engine options for this version>...}
+                bad_keys = sorted(set(entry) & {"engine", "checkpoint", "versions"})
+                problems += [f"{path}.versions.{version}.{k}: not settable per version" for k in bad_keys]
+            _number(version_weight(entry), f"{path}.versions.{version}", problems, integer=True)
             if published is not None and not published(name, version):
                 problems.append(f"{path}.versions.{version}: {name}@{version} was never published")
-        weights = [w for w in versions.values() if isinstance(w, int) and not isinstance(w, bool)]
+        weights = [w for w in map(version_weight, versions.values())
+                   if isinstance(w, int) and not isinstance(w, bool)]
         if len(weights) == len(versions) and sum(weights) != 100:
             problems.append(f"{path}.versions: weights sum to {sum(weights)}, not 100")
     limits = content.get("rate_limits")
@@ -245,7 +260,7 @@ class ConfigSnapshot:
     def versions(self, model: str) -> dict[str, int]:
         """version -> weight for ``model`` ({} when the document pins none)."""
         spec = self.models.get(model) or {}
-        return spec.get("versions") or {}
+        return {v: version_weight(e) for v, e in (spec.get("versions") or {}).items()}
 
 
 def bootstrap_content(settings) -> dict:

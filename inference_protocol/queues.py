@@ -11,7 +11,8 @@ def queue_for(model: str) -> str:
 
 
 def model_of_queue(queue: str) -> str | None:
-    """The model of a shared queue ``gpu.<model>`` (None for other queues and device queues)."""
+    """The model of a shared queue ``gpu.<model>`` or ``gpu.<model>@<version>`` (the
+    served name, version included), None for other queues and device queues."""
     if not queue.startswith(QUEUE_PREFIX) or DEVICE_SEPARATOR in queue:
         return None
     return queue[len(QUEUE_PREFIX):]

@@ -18,6 +18,7 @@ costs no real time.
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Callable
 
 from inference_worker.engines.base import Capacity, Engine, EngineError, Sequence, StepResult
@@ -26,11 +27,19 @@ from inference_worker.engines.base import Capacity, Engine, EngineError, Sequenc
 class FixedCostEngine(Engine):
     def __init__(self, *, max_inputs: int = 50, call_s: float = 0.2, per_token_s: float = 0.0,
                  context_window: int = 4096, sleep: Callable[[float], None] = time.sleep,
-                 fail_if: Callable[[Sequence], bool] | None = None,
+                 fail_if: Callable[[Sequence], bool] | None = None, fail_rate: float = 0.0,
                  model_name: str = "fixed-cost"):
         """``fail_if``: inject device failures for tests; a call containing a
         sequence it matches raises (after taking its time, as a real failed
-        call would), failing the whole call like a poisoned input on a GPU."""
+        call would), failing the whole call like a poisoned input on a GPU.
+        ``fail_rate`` (settable in a spec, e.g. a canary version that fails 30%):
+        that share of requests fails, chosen by a hash of the request id, so a
+        request fails every time it is tried and the scheduler's split isolates it."""
+        if not 0 <= fail_rate <= 1:
+            raise ValueError("fail_rate must be between 0 and 1")
+        if fail_rate and fail_if is None:
+            def fail_if(seq, threshold=int(fail_rate * 10_000)):
+                return zlib.crc32(seq.id.encode()) % 10_000 < threshold
         if max_inputs < 1 or call_s < 0 or per_token_s < 0 or context_window < 2:
             raise ValueError("invalid FixedCostEngine settings")
         self.max_inputs = max_inputs
@@ -43,6 +52,12 @@ class FixedCostEngine(Engine):
         self.calls = 0
         self.batch_sizes: list[int] = []
         self.busy_s = 0.0
+
+    @classmethod
+    def checkpoint_options(cls, directory: str, files: list[str]) -> dict:
+        """A fixed-cost device loads no weights: a checkpoint is fetched and
+        verified like any other (the readiness gate), then unused."""
+        return {}
 
     @property
     def capacity(self) -> Capacity:

@@ -1,0 +1,88 @@
+"""Canary rollouts without workers: the decision, bad input, the conflict of two
+operators, and waiting for a ready worker that never comes."""
+
+import datetime
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from inference_client.control import documents
+from inference_client.control import rollout as ro
+from inference_client.models import ControlEvent, ModelVersion, Rollout
+from inference_client.services import choose_version
+from inference_protocol import config
+
+THRESHOLDS = {"max_error_rate_delta": 0.05, "max_p99_ratio": 1.5, "min_requests": 10}
+
+
+@pytest.mark.any_profile
+@pytest.mark.parametrize("canary, stable, verdict, words", [
+    (ro.Figures(100, 30, 50), ro.Figures(900, 0, 50), "rollback", "error rate 30.0% vs stable 0.0%"),
+    (ro.Figures(100, 1, 200), ro.Figures(900, 0, 50), "rollback", "p99 200 ms vs stable 50 ms"),
+    (ro.Figures(0, 0, 0), ro.Figures(900, 0, 50), "rollback", "served no request"),
+    (ro.Figures(100, 2, 60), ro.Figures(900, 9, 50), "continue", "within thresholds"),
+])
+def test_should_roll_back_on_a_regression_beyond_the_thresholds(canary, stable, verdict, words):
+    assert ro.decide(canary, stable, THRESHOLDS)[0] == verdict
+    assert words in ro.decide(canary, stable, THRESHOLDS)[1]
+
+
+@pytest.mark.any_profile
+def test_should_split_traffic_by_weight_among_ready_versions_only():
+    weights = {"v1": 90, "v2": 10}
+    picks = [choose_version(weights, frozenset({"v1", "v2"})) for _ in range(2000)]
+    assert 100 < picks.count("v2") < 300
+    assert {choose_version(weights, frozenset({"v1"})) for _ in range(50)} == {"v1"}
+    assert choose_version(weights, frozenset()) is None
+    assert choose_version({"v1": 0}, frozenset({"v1"})) is None
+
+
+def _versions(*names):
+    for name in names:
+        ModelVersion.objects.create(model="fixed-cost", version=name, manifest={}, total_size=1,
+                                    manifest_sha256="0" * 64, created_by="t",
+                                    created_at=datetime.datetime.now(datetime.UTC))
+
+
+@pytest.fixture
+def served(db, settings, django_capture_on_commit_callbacks):
+    _versions("v1", "v2")
+    content = documents.content_with(config.bootstrap_content(settings), [
+        'models.fixed-cost.versions={"v1": 100}', "rollout.ready_timeout_s=0.6"])
+    with django_capture_on_commit_callbacks(execute=True):
+        documents.config_publish(content=content, actor="ops")
+
+
+def test_should_refuse_bad_rollouts_with_a_clear_code(served):
+    cases = [(dict(model="nope", version="v2", steps=[10, 100]), "model_not_found"),
+             (dict(model="fixed-cost", version="v9", steps=[10, 100]), "version_not_published"),
+             (dict(model="fixed-cost", version="v2", steps=[50, 10]), "invalid_steps"),
+             (dict(model="fixed-cost", version="v2", steps=[10, 50]), "invalid_steps"),
+             (dict(model="fixed-cost", version="v1", steps=[100]), "no_stable_version")]
+    for kwargs, code in cases:
+        with pytest.raises(ro.RolloutError) as err:
+            ro.rollout_start(actor="ops", **kwargs)
+        assert err.value.code == code, kwargs
+
+
+def test_should_let_one_of_two_operators_start_a_rollout_of_a_model(served):
+    first = ro.rollout_start(model="fixed-cost", version="v2", steps=[10, 100], actor="alice")
+    with pytest.raises(ro.RolloutError) as err:
+        ro.rollout_start(model="fixed-cost", version="v2", steps=[50, 100], actor="bob")
+    assert err.value.code == "conflict"
+    assert f"rollout {first.pk}" in str(err.value) and "alice" in str(err.value)
+
+
+def test_should_wait_for_a_ready_worker_and_give_up_without_moving_traffic(served,
+                                                                          django_capture_on_commit_callbacks):
+    before = documents.latest_document().number
+    with pytest.raises(CommandError, match="rollout failed"):
+        call_command("deploy", "--model", "fixed-cost", "--version", "v2", "--steps", "10,100")
+    rollout = Rollout.objects.get()
+    assert rollout.state == Rollout.State.FAILED and "no worker was ready" in rollout.reason
+    assert documents.latest_document().number == before  # no step was published
+    assert ControlEvent.objects.filter(action="rollout_failed",
+                                       target__startswith=f"rollout:{rollout.pk}:").exists()
+    # it is not active any more: a new rollout may start
+    assert ro.rollout_start(model="fixed-cost", version="v2", steps=[100], actor="ops").pk != rollout.pk

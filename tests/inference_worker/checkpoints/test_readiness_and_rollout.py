@@ -1,0 +1,141 @@
+"""The readiness gate and a canary rollout on the live stack: real workers that
+fetch and verify model-version checkpoints from the swarm, a uvicorn gateway,
+config documents over Redis.
+
+- A worker whose checkpoint does not verify never reports ready, and no request
+  reaches its version, though the document gives it half the traffic.
+- A rollout to a version whose engine fails 30% of requests rolls back after one
+  window, and paid traffic's errors stay within the canary's share.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import threading
+import uuid
+
+import httpx
+import pytest
+from django.conf import settings
+
+from config.celery import app as celery_app
+from core.blobstore import get_blob_store
+from inference_client.control import documents
+from inference_client.control import rollout as ro
+from inference_client.models import ControlEvent, UsageRecord
+from inference_protocol import config
+from inference_protocol.backend import live_workers
+from inference_protocol.checkpoints import manifest_key
+from inference_protocol.heartbeat import FAILED, read_nodes
+from tests.inference_client.conftest import make_key, uvicorn_server
+from tests.inference_worker.workers import celery_worker, delete_queues
+from tests.polling import wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.needs_services]
+ENGINE = {"engine": "fixed_cost", "max_inputs": 16, "call_s": 0.01}
+
+
+@pytest.fixture
+def stack_env(monkeypatch, origin, tmp_path):
+    for name, value in {"S3_ENDPOINT_URL": origin.url, "MODEL_CACHE_DIR": str(tmp_path / "cache"),
+                        "SWARM_LISTEN": "127.0.0.1:0", "SWARM_ADVERTISE_HOST": "127.0.0.1",
+                        "CONFIG_POLL_S": "0.5"}.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def model(transactional_db, publish):
+    name = f"ro-{uuid.uuid4().hex[:8]}"
+    for version in ("v1", "v2"):
+        publish({"weights.bin": 50_000}, model=name, version=version)
+    yield name
+    delete_queues([f"gpu.{name}@v1", f"gpu.{name}@v2"])
+    config.state().reset()
+
+
+def publish_models(name: str, versions: dict, **rollout) -> None:
+    content = config.bootstrap_content(settings)
+    content["models"] = {name: {**ENGINE, "versions": versions}}
+    content["rollout"].update(rollout)
+    documents.config_publish(content=content, actor="tests")
+
+
+def ask(base: str, key: str, name: str) -> int:
+    body = {"model": name, "messages": [{"role": "user", "content": uuid.uuid4().hex}], "max_tokens": 4,
+            "temperature": 1.0}
+    return httpx.post(f"{base}/v1/chat/completions", json=body, timeout=30,
+                      headers={"Authorization": f"Bearer {key}"}).status_code
+
+
+def messages_in(queue: str) -> int:
+    with celery_app.connection_for_write() as conn:
+        return conn.default_channel.queue_declare(queue, passive=True).message_count
+
+
+def test_should_route_nothing_to_a_version_whose_checkpoint_does_not_verify(model, stack_env,
+                                                                             django_db_blocker):
+    manifest = json.loads(get_blob_store().get(manifest_key(model, "v2")))
+    store = get_blob_store()
+    real = manifest["files"][0]["sha256"]
+    manifest["files"][0]["sha256"] = "1" * 64  # the bytes no longer match what the manifest says
+    store.put(manifest_key(model, "v2"), json.dumps(manifest).encode())
+    store.copy(f"sha256/{real}", "sha256/" + "1" * 64)
+    publish_models(model, {"v1": 50, "v2": 50})
+    _, key = make_key("paid")
+    with celery_worker({}, [f"gpu.{model}@v1"], concurrency=16, name="good"), \
+            celery_worker({}, [f"gpu.{model}@v2"], concurrency=16, name="corrupt"):
+        wait_for(lambda: live_workers(f"{model}@v1"), timeout=60, what="v1 ready")
+        label = f"{model}@v2"
+        entry = wait_for(lambda: next((n["checkpoints"][label] for n in read_nodes()
+                                       if n["checkpoints"].get(label, {}).get("state") == FAILED), None),
+                         timeout=60, what="v2's fetch to fail")
+        assert "does not match" in entry["reason"]
+        with uvicorn_server(django_db_blocker) as base:
+            statuses = [ask(base, key, model) for _ in range(30)]
+            assert statuses == [200] * 30
+            wait_for(lambda: UsageRecord.objects.filter(model=model).count() == 30, timeout=10,
+                     what="the usage records")
+        assert set(UsageRecord.objects.filter(model=model).values_list("version", flat=True)) == {"v1"}
+        assert live_workers(f"{model}@v2") == [] and messages_in(f"gpu.{model}@v2") == 0
+
+
+def test_should_roll_back_a_canary_that_fails_30_percent_within_one_window(model, stack_env,
+                                                                           django_db_blocker):
+    window_s = 3.0
+    publish_models(model, {"v1": 100, "v2": {"weight": 0, "fail_rate": 0.3}},
+                   window_s=window_s, min_requests=3, ready_timeout_s=60)
+    _, key = make_key("paid")
+    with celery_worker({}, [f"gpu.{model}@v1"], concurrency=16, name="stable"), \
+            celery_worker({}, [f"gpu.{model}@v2"], concurrency=16, name="canary"):
+        wait_for(lambda: live_workers(f"{model}@v1") and live_workers(f"{model}@v2"), timeout=60,
+                 what="both versions ready")
+        with uvicorn_server(django_db_blocker) as base:
+            stop, statuses = threading.Event(), []
+
+            def traffic():
+                while not stop.is_set():
+                    statuses.append(ask(base, key, model))
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                for _ in range(8):
+                    pool.submit(traffic)
+                try:
+                    rollout = ro.rollout_start(model=model, version="v2", steps=[10, 50, 100], actor="tests")
+                    rollout = ro.rollout_run(rollout)
+                finally:
+                    stop.set()
+    assert rollout.state == "rolled_back", rollout.reason
+    assert "error rate" in rollout.reason
+    events = list(ControlEvent.objects.filter(target__startswith=f"rollout:{rollout.pk}:").order_by("id"))
+    steps = [e for e in events if e.action == "rollout_step"]
+    rolled_back = next(e for e in events if e.action == "rollout_rolled_back")
+    assert [e.detail["percent"] for e in steps] == [10]  # judged on the first step's window: 50% never came
+    # one window (extended only while the canary had fewer than min_requests on this shared machine)
+    windows = 1 + rolled_back.detail["figures"]["extensions"]
+    assert (rolled_back.created_at - steps[0].created_at).total_seconds() < windows * window_s + 2
+    assert rolled_back.detail["figures"]["canary"]["error_rate"] > 0.1
+    after = config.ConfigSnapshot.of(0, None, documents.current_content())
+    assert after.versions(model) == {"v1": 100, "v2": 0}  # the content from before the rollout
+    # paid traffic's errors during the rollout: at most about the canary's share (10%) x 30%
+    errors = sum(1 for s in statuses if s != 200)
+    assert statuses and errors / len(statuses) <= 0.10, (errors, len(statuses))
