@@ -50,6 +50,10 @@ class Completion:
     headers: dict = dataclasses.field(default_factory=dict)
     include_usage: bool = False
     keep_on_disconnect: bool = False    # Idempotency-Key: a retry will want the result
+    kind: str = "chat"                  # "chat" (chat.completion) or "text" (text_completion)
+    n: int = 1
+    logprobs: bool = False              # render the logprobs the events carry
+    echo: str | None = None             # /v1/completions echo: the prompt before the text
     started: float = dataclasses.field(default_factory=time.monotonic)
     first_token_at: float | None = None
 

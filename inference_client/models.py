@@ -30,6 +30,8 @@ class UsageRecord(models.Model):
     cache_hit = models.CharField(max_length=10, blank=True, default="")  # "", exact, semantic
     status = models.CharField(max_length=10, choices=Status.choices)
     error_code = models.CharField(max_length=64, blank=True, default="")
+    # The caller's own end user, as sent in the request's `user` field.
+    end_user = models.CharField(max_length=256, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

@@ -31,21 +31,63 @@ def usage(result: dict) -> dict:
             "total_tokens": result["prompt_tokens"] + result["completion_tokens"]}
 
 
+def choices_of(result: dict) -> list[dict]:
+    """Every choice of a result (``choices`` when n > 1, else the one text)."""
+    if "choices" in result:
+        return result["choices"]
+    one = {"index": 0, "text": result["text"], "finish_reason": result["finish_reason"]}
+    if "logprobs" in result:
+        one["logprobs"] = result["logprobs"]
+    return [one]
+
+
+def legacy_logprobs(entries: list[dict], offset: int = 0) -> dict:
+    """/v1/completions' logprobs object from OpenAI's per-token entries."""
+    tokens, offsets, at = [], [], offset
+    for entry in entries:
+        tokens.append(entry["token"])
+        offsets.append(at)
+        at += len(entry["token"])
+    return {"tokens": tokens, "token_logprobs": [e["logprob"] for e in entries],
+            "top_logprobs": [{t["token"]: t["logprob"] for t in e.get("top_logprobs", [])} for e in entries],
+            "text_offset": offsets}
+
+
 def completion_body(c: Completion, result: dict) -> dict:
+    if c.kind == "text":
+        choices = []
+        for ch in choices_of(result):
+            text = (c.echo or "") + ch["text"]
+            logprobs = legacy_logprobs(ch["logprobs"], len(c.echo or "")) if c.logprobs else None
+            choices.append({"index": ch["index"], "text": text, "logprobs": logprobs,
+                            "finish_reason": ch["finish_reason"]})
+        return {"id": c.id, "object": "text_completion", "created": c.created, "model": c.model,
+                "system_fingerprint": None, "choices": choices, "usage": usage(result)}
     return {
         "id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
         "system_fingerprint": None,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": result["text"], "refusal": None},
-                     "logprobs": None, "finish_reason": result["finish_reason"]}],
+        "choices": [{"index": ch["index"],
+                     "message": {"role": "assistant", "content": ch["text"], "refusal": None},
+                     "logprobs": {"content": ch["logprobs"], "refusal": None} if c.logprobs else None,
+                     "finish_reason": ch["finish_reason"]} for ch in choices_of(result)],
         "usage": usage(result),
     }
 
 
-def _chunk(c: Completion, delta: dict, finish_reason: str | None = None, **extra) -> bytes:
-    body = {"id": c.id, "object": "chat.completion.chunk", "created": c.created, "model": c.model,
-            "system_fingerprint": None,
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
-            **extra}
+def _chunk(c: Completion, delta: dict, finish_reason: str | None = None, *, index: int = 0,
+           logprobs: list | None = None, **extra) -> bytes:
+    if c.kind == "text":
+        choice = {"index": index, "text": delta.get("content", ""),
+                  "logprobs": legacy_logprobs(logprobs) if c.logprobs and logprobs else None,
+                  "finish_reason": finish_reason}
+        body = {"id": c.id, "object": "text_completion", "created": c.created, "model": c.model,
+                "system_fingerprint": None, "choices": [choice], **extra}
+    else:
+        choice = {"index": index, "delta": delta,
+                  "logprobs": {"content": logprobs, "refusal": None} if c.logprobs and logprobs else None,
+                  "finish_reason": finish_reason}
+        body = {"id": c.id, "object": "chat.completion.chunk", "created": c.created, "model": c.model,
+                "system_fingerprint": None, "choices": [choice], **extra}
     if c.include_usage and "usage" not in extra:
         body["usage"] = None
     return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
@@ -53,18 +95,27 @@ def _chunk(c: Completion, delta: dict, finish_reason: str | None = None, **extra
 
 async def sse(c: Completion) -> AsyncIterator[bytes]:
     """Server-sent events: a role chunk, content chunks, a finish chunk, an
-    optional usage chunk, then `data: [DONE]`. A generation error after the
-    headers went out is an `error` event (the SDKs raise it)."""
+    optional usage chunk, then `data: [DONE]` (per choice index when n > 1). A
+    generation error after the headers went out is an `error` event (the SDKs
+    raise it)."""
     try:
-        yield _chunk(c, {"role": "assistant", "content": ""})
+        for index in range(c.n):
+            if c.kind == "text":
+                if c.echo:
+                    yield _chunk(c, {"content": c.echo}, index=index)
+            else:
+                yield _chunk(c, {"role": "assistant", "content": ""}, index=index)
         async for event in c.events():
             if event["type"] == "token":
-                yield _chunk(c, {"content": event["text"]})
+                yield _chunk(c, {"content": event["text"]}, index=event.get("index", 0),
+                             logprobs=event.get("logprobs"))
             elif event["type"] == "done":
                 result = event["result"]
-                yield _chunk(c, {}, result["finish_reason"])
+                for ch in choices_of(result):
+                    yield _chunk(c, {}, ch["finish_reason"], index=ch["index"])
                 if c.include_usage:
-                    body = {"id": c.id, "object": "chat.completion.chunk", "created": c.created,
+                    body = {"id": c.id, "object": "text_completion" if c.kind == "text" else
+                            "chat.completion.chunk", "created": c.created,
                             "model": c.model, "choices": [], "usage": usage(result)}
                     yield b"data: " + json.dumps(body).encode() + b"\n\n"
             else:

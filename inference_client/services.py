@@ -130,7 +130,7 @@ async def _semantic_opted_in(principal: Principal, params: ChatParams) -> bool:
 
 async def completion_create(*, api_key_or_user, model: str, messages: list[dict], params: ChatParams,
                             stream: bool = False, idempotency_key: str | None = None,
-                            fingerprint: str | None = None) -> Completion:
+                            fingerprint: str | None = None, kind: str = "chat") -> Completion:
     """Admit and start a completion (or attach to / replay an earlier one).
     Raises ApiError (404 model, 429/503 refusals, 422 idempotency mismatch)."""
     principal = Principal.of(api_key_or_user)
@@ -145,8 +145,11 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
                        f"'{missing[0]}'.", code="unsupported_parameter", status_code=400, field=missing[0])
     request_id, created = uuid.uuid4().hex, int(time.time())
     use_redis = redis_enabled()
-    new = dict(id=f"chatcmpl-{request_id}", request_id=request_id, model=model, created=created,
-               include_usage=params.include_usage, keep_on_disconnect=bool(idempotency_key))
+    shape = dict(kind=kind, n=params.n, logprobs=params.logprobs is not None,
+                 echo=messages[-1]["content"] if params.echo else None)
+    prefix = "cmpl" if kind == "text" else "chatcmpl"
+    new = dict(id=f"{prefix}-{request_id}", request_id=request_id, model=model, created=created,
+               include_usage=params.include_usage, keep_on_disconnect=bool(idempotency_key), **shape)
 
     if idempotency_key and use_redis:
         fingerprint = fingerprint or body_fingerprint(
@@ -156,10 +159,10 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
                                              created=created)
         if existing is not None:  # a retry: the first request's generation, no new charge
             rid = existing["request_id"]
-            completion = Completion(id=f"chatcmpl-{rid}", request_id=rid, model=model,
+            completion = Completion(id=f"{prefix}-{rid}", request_id=rid, model=model,
                                     created=existing["created"], attached=True,
                                     include_usage=params.include_usage,
-                                    headers={"Idempotent-Replayed": "true"})
+                                    headers={"Idempotent-Replayed": "true"}, **shape)
             return completion.start(read_events(rid, timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S))
     try:
         return await _start(principal, model, messages, params, new, use_redis, snapshot)
@@ -171,7 +174,8 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
 
 async def _start(principal, model, messages, params, new: dict, use_redis: bool, snapshot) -> Completion:
     request_id = new["request_id"]
-    cacheable = use_redis and settings.PROMPT_CACHE_ENABLED and params.temperature == 0
+    cacheable = (use_redis and settings.PROMPT_CACHE_ENABLED and params.temperature == 0
+                 and params.cacheable)
     ctx = {"principal": principal, "params": params, "messages": messages, "model": model,
            "snapshot": snapshot}
     hit, kind = None, ""
@@ -201,7 +205,7 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
         spawn(_record(completion, ctx, done, estimate=0))
         return completion
 
-    estimate = estimate_prompt_tokens(messages) + params.max_tokens
+    estimate = estimate_prompt_tokens(messages) + params.n * params.max_tokens
     ctx["estimate"] = estimate
     headers, device, served = {}, None, model
     weights = snapshot.versions(model)
@@ -233,7 +237,8 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
         temperature=params.temperature, top_p=params.top_p, stop=list(params.stop),
         # Always seeded: a redelivered task must replay the same text.
         seed=params.seed if params.seed is not None else secrets.randbits(31),
-        response_format=params.response_format,
+        response_format=params.response_format, n=params.n, logprobs=params.logprobs,
+        raw_prompt=params.raw_prompt,
         priority="paid" if principal.tier == "paid" else "free",
         timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S)
     try:
@@ -281,7 +286,7 @@ async def _record(completion: Completion, ctx: dict, terminal: dict, *, estimate
         completion_tokens=result["completion_tokens"] if result else 0,
         latency_ms=int(latency * 1000),
         ttft_ms=int(completion.ttft_s * 1000) if completion.ttft_s is not None else None,
-        cache_hit=completion.cache_hit, status=status, error_code=code)
+        cache_hit=completion.cache_hit, status=status, error_code=code, end_user=ctx["params"].user)
     if redis_enabled():
         actual = result["prompt_tokens"] + result["completion_tokens"] if result else 0
         delta = estimate - actual if estimate else 0

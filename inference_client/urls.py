@@ -4,6 +4,7 @@ from inference_client import pages, prompt_runs, views
 
 urlpatterns = [
     path("chat/completions", views.chat_completions, name="v1-chat-completions"),
+    path("completions", views.completions, name="v1-completions"),
     path("models", views.ModelListApi.as_view(), name="v1-models"),
     path("models/<str:model>", views.ModelDetailApi.as_view(), name="v1-model-detail"),
     path("usage", views.UsageApi.as_view(), name="v1-usage"),

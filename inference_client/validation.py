@@ -18,15 +18,15 @@ from inference_protocol import validation as protocol
 
 # What /v1/chat/completions implements.
 IMPLEMENTED = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop",
-               "seed", "stream", "stream_options", "n", "semantic_cache", "response_format"}
+               "seed", "stream", "stream_options", "n", "semantic_cache", "response_format", "logprobs",
+               "top_logprobs", "user"}
 # OpenAI parameters we do not implement, each with the values that mean "leave it
 # as it is" (what an SDK or a client library sends for an unset option). Any other
 # value is refused with a 400 naming the parameter: never accepted and ignored.
 NOT_IMPLEMENTED: dict[str, tuple] = {
     "frequency_penalty": (0, 0.0), "presence_penalty": (0, 0.0), "logit_bias": ({},),
-    "logprobs": (False,), "top_logprobs": (0,),
     "tools": ([],), "tool_choice": ("none",), "parallel_tool_calls": (),
-    "user": (), "metadata": ({},), "store": (False,), "service_tier": ("auto", "default"),
+    "metadata": ({},), "store": (False,), "service_tier": ("auto", "default"),
     "modalities": (["text"],), "reasoning_effort": (), "prediction": (), "audio": (),
     "functions": ([],), "function_call": ("none",), "web_search_options": (),
 }
@@ -43,18 +43,38 @@ class ChatParams:
     include_usage: bool = False
     semantic_cache: bool | None = None   # None: the key's preference
     response_format: dict | None = None  # a constraint (inference_protocol.structured), None: text
+    n: int = 1
+    logprobs: int | None = None          # alternatives per token (0: only the chosen one); None: off
+    user: str = ""                       # the caller's end user (kept in usage records)
+    raw_prompt: bool = False             # /v1/completions
+    echo: bool = False                   # /v1/completions: the prompt before the text
 
     def fingerprint(self) -> dict:
         """What changes a generation's output (for cache keys)."""
         out = {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
                "stop": self.stop, "seed": self.seed}
-        if self.response_format is not None:
-            out["response_format"] = self.response_format
+        for name in ("response_format", "logprobs"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.n != 1:
+            out["n"] = self.n
+        if self.raw_prompt:
+            out["raw_prompt"] = True
         return out
 
     def features(self) -> set[str]:
         """The optional features (inference_protocol.features) this request needs."""
-        return {"response_format"} if self.response_format is not None else set()
+        wanted = {"response_format"} if self.response_format is not None else set()
+        if self.logprobs is not None:
+            wanted.add("logprobs")
+        if self.raw_prompt:
+            wanted.add("completions")
+        return wanted
+
+    @property
+    def cacheable(self) -> bool:
+        """Whether a cached text can answer it (one choice, no logprobs)."""
+        return self.n == 1 and self.logprobs is None
 
 
 @dataclasses.dataclass
@@ -132,32 +152,58 @@ def check_not_implemented(body: dict, table: dict[str, tuple] = NOT_IMPLEMENTED)
                   "unsupported_parameter")
 
 
-def check_chat_request(body: dict) -> ChatRequest:
-    unknown = sorted(set(body) - KNOWN)
-    if unknown:
-        raise bad(f"Unrecognized request argument supplied: {unknown[0]}", unknown[0],
-                  "unknown_parameter")
-    check_not_implemented(body)
+def _int_in(value, name: str, low: int, high: int) -> int:
+    if type(value) is not int:
+        raise bad(f"Invalid type for '{name}': expected an integer.", name, "invalid_type")
+    if value < low:
+        raise bad(f"Invalid '{name}': integer below minimum value. Expected a value >= {low}, but got "
+                  f"{value} instead.", name, "integer_below_min_value")
+    if value > high:
+        raise bad(f"Invalid '{name}': integer above maximum value. Expected a value <= {high}, but got "
+                  f"{value} instead.", name, "integer_above_max_value")
+    return value
+
+
+def check_common(body: dict, params: ChatParams) -> None:
+    """``n`` and ``user``, the same on both endpoints."""
+    if body.get("n") is not None:
+        params.n = _int_in(body["n"], "n", 1, settings.INFERENCE_MAX_N)
+    user = body.get("user")
+    if user is not None:
+        if not isinstance(user, str) or len(user) > 256:
+            raise bad("'user' must be a string of at most 256 characters.", "user", "invalid_type")
+        try:
+            params.user = protocol.check_text(user, field="user")
+        except protocol.InvalidInput as exc:
+            raise bad(str(exc), exc.field, exc.kind) from None
+
+
+def _check_model(body: dict) -> str:
     model = body.get("model")
     if model is None:
         raise bad("You must provide a model parameter.", "model", "missing_required_parameter")
     if not isinstance(model, str) or not model:
         raise bad("'model' must be a non-empty string.", "model", "invalid_type")
-    if "messages" not in body:
-        raise bad("Missing required parameter: 'messages'.", "messages", "missing_required_parameter")
-    messages = check_messages(body["messages"])
+    return model
 
+
+def _check_stream(body: dict) -> bool:
     stream = body.get("stream", False)
     if stream is None:
         stream = False
     if not isinstance(stream, bool):
         raise bad(f"Invalid type for 'stream': expected a boolean, but got {type(stream).__name__}.",
                   "stream", "invalid_type")
+    return stream
+
+
+def _check_params(body: dict, stream: bool, *, default_max_tokens: int) -> ChatParams:
+    """The sampling parameters and options both endpoints share."""
     name = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
     stop = body.get("stop")
     try:
         max_tokens = body.get(name)
-        max_tokens = settings.INFERENCE_DEFAULT_MAX_TOKENS if max_tokens is None \
+        max_tokens = default_max_tokens if max_tokens is None \
             else protocol.check_max_tokens(max_tokens, field=name)
         params = ChatParams(max_tokens=max_tokens)
         if body.get("temperature") is not None:
@@ -168,13 +214,9 @@ def check_chat_request(body: dict) -> ChatRequest:
             params.stop = protocol.check_stop([stop] if isinstance(stop, str) else stop)
         if body.get("seed") is not None:
             params.seed = protocol.check_seed(body["seed"])
-        if body.get("response_format") is not None:
-            params.response_format = structured.check_response_format(body["response_format"])
     except protocol.InvalidInput as exc:
         raise bad(str(exc), exc.field, exc.kind) from None
-    n = body.get("n")
-    if n is not None and (type(n) is not int or n != 1):
-        raise bad("Only n=1 is supported.", "n")
+    check_common(body, params)
     options = body.get("stream_options")
     if options is not None:
         if not isinstance(options, dict) or not isinstance(options.get("include_usage", False), bool):
@@ -188,4 +230,83 @@ def check_chat_request(body: dict) -> ChatRequest:
         raise bad("Invalid type for 'semantic_cache': expected a boolean.", "semantic_cache",
                   "invalid_type")
     params.semantic_cache = semantic
+    return params
+
+
+def _check_known(body: dict, known: set[str], table: dict[str, tuple]) -> None:
+    unknown = sorted(set(body) - known)
+    if unknown:
+        raise bad(f"Unrecognized request argument supplied: {unknown[0]}", unknown[0],
+                  "unknown_parameter")
+    check_not_implemented(body, table)
+
+
+def check_chat_request(body: dict) -> ChatRequest:
+    _check_known(body, KNOWN, NOT_IMPLEMENTED)
+    model = _check_model(body)
+    if "messages" not in body:
+        raise bad("Missing required parameter: 'messages'.", "messages", "missing_required_parameter")
+    messages = check_messages(body["messages"])
+    stream = _check_stream(body)
+    params = _check_params(body, stream, default_max_tokens=settings.INFERENCE_DEFAULT_MAX_TOKENS)
+    if body.get("response_format") is not None:
+        try:
+            params.response_format = structured.check_response_format(body["response_format"])
+        except protocol.InvalidInput as exc:
+            raise bad(str(exc), exc.field, exc.kind) from None
+    if body.get("logprobs") is not None:
+        if not isinstance(body["logprobs"], bool):
+            raise bad("Invalid type for 'logprobs': expected a boolean.", "logprobs", "invalid_type")
+        top = body.get("top_logprobs")
+        if top is not None and not body["logprobs"]:
+            raise bad("'top_logprobs' needs 'logprobs': true.", "top_logprobs")
+        if body["logprobs"]:
+            params.logprobs = _int_in(top or 0, "top_logprobs", 0, settings.INFERENCE_MAX_TOP_LOGPROBS)
+    elif body.get("top_logprobs") is not None:
+        raise bad("'top_logprobs' needs 'logprobs': true.", "top_logprobs")
     return ChatRequest(model=model, messages=messages, params=params, stream=stream)
+
+
+# /v1/completions (the legacy prompt form).
+TEXT_IMPLEMENTED = {"model", "prompt", "max_tokens", "temperature", "top_p", "stop", "seed", "stream",
+                    "stream_options", "n", "logprobs", "echo", "user", "semantic_cache"}
+TEXT_NOT_IMPLEMENTED: dict[str, tuple] = {
+    "suffix": ("",), "best_of": (1,), "frequency_penalty": (0, 0.0), "presence_penalty": (0, 0.0),
+    "logit_bias": ({},)}
+# OpenAI's legacy default.
+TEXT_DEFAULT_MAX_TOKENS = 16
+TEXT_MAX_LOGPROBS = 5
+
+
+def check_text_request(body: dict) -> ChatRequest:
+    """A /v1/completions body as a request whose one message is the raw prompt."""
+    _check_known(body, TEXT_IMPLEMENTED | set(TEXT_NOT_IMPLEMENTED), TEXT_NOT_IMPLEMENTED)
+    model = _check_model(body)
+    if "prompt" not in body:
+        raise bad("Missing required parameter: 'prompt'.", "prompt", "missing_required_parameter")
+    prompt = body["prompt"]
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if isinstance(prompt, list):
+        raise bad("'prompt' must be one string (a list of prompts or of token ids is not supported; "
+                  "send one request per prompt).", "prompt", "unsupported_parameter")
+    if not isinstance(prompt, str) or not prompt:
+        raise bad("'prompt' must be a non-empty string.", "prompt", "invalid_type")
+    try:
+        protocol.check_text(prompt, field="prompt")
+    except protocol.InvalidInput as exc:
+        raise bad(str(exc), exc.field, exc.kind) from None
+    stream = _check_stream(body)
+    params = _check_params(body, stream, default_max_tokens=TEXT_DEFAULT_MAX_TOKENS)
+    params.raw_prompt = True
+    if body.get("logprobs") is not None:
+        params.logprobs = _int_in(body["logprobs"], "logprobs", 0, TEXT_MAX_LOGPROBS)
+    echo = body.get("echo")
+    if echo is not None and not isinstance(echo, bool):
+        raise bad("Invalid type for 'echo': expected a boolean.", "echo", "invalid_type")
+    if echo and params.logprobs is not None:
+        raise bad("'echo' with 'logprobs' would need the prompt's log probabilities, which this "
+                  "server does not compute.", "echo", "unsupported_parameter")
+    params.echo = bool(echo)
+    return ChatRequest(model=model, messages=[{"role": "user", "content": prompt}], params=params,
+                       stream=stream)

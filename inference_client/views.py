@@ -27,7 +27,7 @@ from inference_client.idempotency import body_fingerprint, check_idempotency_key
 from inference_client.rendering import completion_body, error_status, sse
 from inference_client.services import completion_create
 from inference_client.threads import run_db
-from inference_client.validation import check_body_size, check_chat_request, parse_json
+from inference_client.validation import check_body_size, check_chat_request, check_text_request, parse_json
 from inference_protocol import config
 
 
@@ -80,20 +80,30 @@ def _count(model: str | None, status: int) -> None:
 
 @csrf_exempt
 async def chat_completions(request):
+    return await _generate(request, check_chat_request, kind="chat", path="/v1/chat/completions")
+
+
+@csrf_exempt
+async def completions(request):
+    """The legacy prompt form (raw text, no chat template)."""
+    return await _generate(request, check_text_request, kind="text", path="/v1/completions")
+
+
+async def _generate(request, check, *, kind: str, path: str):
     if request.method != "POST":
-        return json_error("method_not_allowed", "Use POST for /v1/chat/completions.", 405)
+        return json_error("method_not_allowed", f"Use POST for {path}.", 405)
     model = None
     try:
         api_key = await authenticate_caller(request)
         check_body_size(int(request.META.get("CONTENT_LENGTH") or 0))
         body = parse_json(request.read())  # read(): our own size limit, not Django's form limit
-        chat = check_chat_request(body)
+        chat = check(body)
         model = chat.model
         idempotency_key = check_idempotency_key(request.headers.get("Idempotency-Key"))
         completion = await completion_create(
             api_key_or_user=api_key, model=chat.model, messages=chat.messages, params=chat.params,
-            stream=chat.stream, idempotency_key=idempotency_key,
-            fingerprint=body_fingerprint(body) if idempotency_key else None)
+            stream=chat.stream, idempotency_key=idempotency_key, kind=kind,
+            fingerprint=body_fingerprint({**body, "_endpoint": kind}) if idempotency_key else None)
     except ApiError as exc:
         _count(model, exc.status_code)
         return error_response(exc)

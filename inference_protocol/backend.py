@@ -83,7 +83,8 @@ class _EventReader:
     or a timeout error."""
 
     def __init__(self, timeout_s: float | None):
-        self.cursor, self.delivered, self.finished = "0", 0, False
+        self.cursor, self.finished = "0", False
+        self.delivered: dict[int, int] = {}   # choice index -> characters delivered
         self.deadline = None if timeout_s is None else time.monotonic() + timeout_s
         self.timeout_s = timeout_s
 
@@ -106,11 +107,18 @@ class _EventReader:
             if event["type"] != "token":
                 self.finished = True
                 return [*out, event]
-            start = self.delivered - event["offset"]
-            if start < len(event["text"]):
+            index = event.get("index", 0)
+            delivered = self.delivered.get(index, 0)
+            start = delivered - event["offset"]
+            if start < len(event["text"]) or (start == 0 and event.get("logprobs")):
                 text = event["text"][max(start, 0):]
-                self.delivered += len(text)
-                out.append({"type": "token", "text": text})
+                self.delivered[index] = delivered + len(text)
+                token = {"type": "token", "text": text}
+                if "index" in event:
+                    token["index"] = index
+                if start <= 0 and "logprobs" in event:  # a replayed event's logprobs were sent
+                    token["logprobs"] = event["logprobs"]
+                out.append(token)
         return out
 
 

@@ -8,10 +8,11 @@ declares the same set (``Engine.features``) and refuses it again at submit.
 from __future__ import annotations
 
 ENGINE_FEATURES: dict[str, frozenset[str]] = {
-    "llamacpp": frozenset({"response_format"}),
+    "llamacpp": frozenset({"response_format", "logprobs", "completions"}),
     "transformers": frozenset(),
     "upstream": frozenset(),
-    "fixed_cost": frozenset(),
+    # Its output is the reversed input, of a raw prompt as of a chat's last message.
+    "fixed_cost": frozenset({"completions"}),
 }
 
 

@@ -17,6 +17,9 @@ class GenerationRequest:
     seed: int | None = None
     priority: str = "free"
     response_format: dict | None = None  # a constraint (inference_protocol.structured)
+    n: int = 1                           # choices, each its own sequence (seeds seed, seed+1, ...)
+    logprobs: int | None = None          # top alternatives per token with its log probability
+    raw_prompt: bool = False             # /v1/completions: messages[-1] is raw text
     timeout_s: float | None = None     # the client's patience, measured from queueing
 
     def to_dict(self) -> dict:

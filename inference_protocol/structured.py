@@ -12,7 +12,8 @@ every candidate token against the grammar stacks at each step (6-11 ms per
 token on the same vocabulary, 10-19x; bench/grammar.py).
 
 A constraint travels to the worker as plain JSON:
-``{"type": "json_object"}`` or ``{"type": "json_schema", "name": ..., "schema": {...}}``.
+``{"type": "json_object"}``, ``{"type": "json_schema", "name": ..., "schema": {...}}``, or
+``{"type": "lark", "grammar": ...}`` (tool calls, inference_protocol.tools).
 """
 
 from __future__ import annotations
@@ -104,5 +105,7 @@ def grammar_for(constraint: dict) -> str:
     """The llguidance grammar (a JSON string) of a constraint."""
     from llguidance import LLMatcher
 
+    if constraint["type"] == "lark":  # tool calls (inference_protocol.tools)
+        return LLMatcher.grammar_from_lark(constraint["grammar"])
     schema = {"type": "object"} if constraint["type"] == "json_object" else constraint["schema"]
     return LLMatcher.grammar_from_json_schema(schema, defaults=JSON_OPTIONS)

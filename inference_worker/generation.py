@@ -13,6 +13,7 @@ import weakref
 
 from inference_protocol.events import EventLog
 from inference_protocol.generation import GenerationRequest
+from inference_protocol.validation import SEED_MAX
 from inference_worker.engines.base import SamplingParams, Sequence
 from inference_worker.heartbeat import WORKER_ID
 from inference_worker.runtime import get_scheduler
@@ -20,10 +21,28 @@ from inference_worker.runtime import get_scheduler
 logger = logging.getLogger(__name__)
 
 
-def sampling_params(request: GenerationRequest) -> SamplingParams:
+def sampling_params(request: GenerationRequest, index: int = 0) -> SamplingParams:
+    seed = request.seed
+    if seed is not None and index:  # each of n choices draws its own way, reproducibly
+        seed = (seed + index) % (SEED_MAX + 1)
     return SamplingParams(max_tokens=request.max_tokens, temperature=request.temperature,
-                          top_p=request.top_p, stop=tuple(request.stop), seed=request.seed,
-                          constraint=request.response_format)
+                          top_p=request.top_p, stop=tuple(request.stop), seed=seed,
+                          constraint=request.response_format, logprobs=request.logprobs,
+                          raw_prompt=request.raw_prompt)
+
+
+class _Group:
+    """The handles of one request's n choices: cancelled together, waited together."""
+
+    def __init__(self):
+        self.handles = []
+
+    def cancel(self, reason: str) -> None:
+        for handle in self.handles:
+            handle.cancel(reason)
+
+    def result(self, timeout: float):
+        return [handle.result(timeout=timeout) for handle in self.handles]
 
 
 # Cancel notices arrive through the log's watcher within milliseconds; the
@@ -79,26 +98,49 @@ def _usage(seq: Sequence, result) -> tuple[int, int]:
 
 
 def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 1) -> dict:
-    """Generate, streaming token events to ``log``; returns the terminal event."""
+    """Generate, streaming token events to ``log``; returns the terminal event.
+
+    ``request.n`` choices run as n sequences submitted together (they join the
+    same steps); their token events carry ``index`` and an offset each, and the
+    done event lists them under ``choices``."""
     finished, cancelled = log.state(request.request_id)
     if finished is not None:
         return finished  # redelivered after it completed: one result, not two
     _watch(log)
+    n = max(1, request.n)
+    offsets = [0] * n
 
-    offset = 0
+    def on_token_for(index: int, seq: Sequence):
+        sent = 0
 
-    def on_token(delta: str) -> None:
-        nonlocal offset
-        log.append(request.request_id, {"type": "token", "attempt": attempt, "offset": offset,
-                                        "text": delta})
-        offset += len(delta)
+        def on_token(delta: str) -> None:
+            nonlocal sent
+            event = {"type": "token", "attempt": attempt, "offset": offsets[index], "text": delta}
+            if n > 1:
+                event["index"] = index
+            logprobs = seq.meta.get("logprobs")
+            if logprobs is not None:
+                event["logprobs"], sent = logprobs[sent:], len(logprobs)
+            log.append(request.request_id, event)
+            offsets[index] += len(delta)
+        return on_token
 
+    group, seqs = _Group(), []
     try:
         scheduler = get_scheduler(request.model)
-        seq = Sequence(id=request.request_id, messages=request.messages, params=sampling_params(request))
-        handle = scheduler.submit(seq, request.priority, timeout=request.timeout_s, on_token=on_token)
-        result = _wait(handle, log, request.request_id, cancelled)
+        try:
+            for index in range(n):
+                seq = Sequence(id=request.request_id if n == 1 else f"{request.request_id}/{index}",
+                               messages=request.messages, params=sampling_params(request, index))
+                group.handles.append(scheduler.submit(seq, request.priority, timeout=request.timeout_s,
+                                                      on_token=on_token_for(index, seq)))
+                seqs.append(seq)
+        except BaseException:
+            group.cancel("a sibling choice was refused")
+            raise
+        results = _wait(group, log, request.request_id, cancelled)
     except Exception as exc:  # whatever failed, the client gets a terminal event, not a timeout
+        group.cancel("the request failed")
         code, message = getattr(exc, "code", None), str(exc)
         if not isinstance(code, str):  # not a request-level error: a bug or an engine crash
             logger.exception("request %s failed unexpectedly", request.request_id)
@@ -106,11 +148,23 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
         event = {"type": "error", "code": code, "message": message,
                  "retry_after": getattr(exc, "retry_after", None)}
     else:
-        prompt_tokens, completion_tokens = _usage(seq, result)
+        choices, completion_tokens = [], 0
+        for index, (seq, result) in enumerate(zip(seqs, results, strict=True)):
+            prompt_tokens, used = _usage(seq, result)
+            completion_tokens += used
+            choice = {"index": index, "text": result.text, "finish_reason": result.finish_reason}
+            if request.logprobs is not None:
+                choice["logprobs"] = seq.meta.get("logprobs", [])
+            choices.append(choice)
+        first = results[0]
         event = {"type": "done", "result": {
-            "text": result.text, "finish_reason": result.finish_reason,
+            "text": first.text, "finish_reason": first.finish_reason,
             "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "queued_s": result.queued_s, "latency_s": result.latency_s, "device": WORKER_ID}}
+            "queued_s": first.queued_s, "latency_s": max(r.latency_s for r in results), "device": WORKER_ID}}
+        if n > 1:
+            event["result"]["choices"] = choices
+        if request.logprobs is not None:
+            event["result"]["logprobs"] = choices[0]["logprobs"]
     if not log.finish(request.request_id, event):
         logger.info("request %s finished twice; keeping the first result", request.request_id)
         return log.final(request.request_id)

@@ -27,3 +27,7 @@ DEFAULT_MODEL = env_str("DEFAULT_MODEL", "smollm2")
 INFERENCE_TEMPERATURE_MAX = env_float("INFERENCE_TEMPERATURE_MAX", 2.0)
 INFERENCE_MAX_TOKENS_LIMIT = env_int("INFERENCE_MAX_TOKENS_LIMIT", 32768)
 INFERENCE_MAX_STOP_SEQUENCES = env_int("INFERENCE_MAX_STOP_SEQUENCES", 4)
+# The most choices one request may ask for (`n`): each is a sequence of its own on the device.
+INFERENCE_MAX_N = env_int("INFERENCE_MAX_N", 8)
+# The most alternatives per token `top_logprobs` may ask for (OpenAI's limit: 20).
+INFERENCE_MAX_TOP_LOGPROBS = env_int("INFERENCE_MAX_TOP_LOGPROBS", 20)

@@ -49,6 +49,10 @@ class SamplingParams:
     seed: int | None = None
     # A grammar the output must match (inference_protocol.structured), or None.
     constraint: dict | None = None
+    # Log probabilities of each output token with this many alternatives (None: off).
+    logprobs: int | None = None
+    # The prompt is raw text (/v1/completions): no chat template.
+    raw_prompt: bool = False
 
     def __post_init__(self):
         # The gateway's rules and limits (one checker); an engine never sees a bad value.
@@ -108,7 +112,7 @@ class Capacity:
 
 
 # What a request may ask of an engine beyond plain sampling (inference_protocol.features).
-FEATURE_OF_PARAM = {"constraint": "response_format"}
+FEATURE_OF_PARAM = {"constraint": "response_format", "logprobs": "logprobs", "raw_prompt": "completions"}
 
 
 class Engine(abc.ABC):
@@ -122,7 +126,7 @@ class Engine(abc.ABC):
     def check_supported(self, params: SamplingParams) -> None:
         """Refuse a request for a feature this engine does not implement (never ignore it)."""
         for attr, feature in FEATURE_OF_PARAM.items():
-            if getattr(params, attr) is not None and feature not in self.features:
+            if getattr(params, attr) not in (None, False) and feature not in self.features:
                 raise EngineError(f"{type(self).__name__} does not implement '{feature}'",
                                   code="unsupported_parameter")
 

@@ -25,6 +25,8 @@ from inference_worker.engines.base import Capacity, Engine, EngineError, Sequenc
 
 
 class FixedCostEngine(Engine):
+    features = frozenset({"completions"})  # a raw prompt is reversed like a chat's last message
+
     def __init__(self, *, max_inputs: int = 50, call_s: float = 0.2, per_token_s: float = 0.0,
                  context_window: int = 4096, sleep: Callable[[float], None] = time.sleep,
                  fail_if: Callable[[Sequence], bool] | None = None, fail_rate: float = 0.0,

@@ -65,7 +65,7 @@ class LlamaCppEngine(Engine):
       verbose      let llama.cpp log at info level (process-wide).
     """
 
-    features = frozenset({"response_format"})
+    features = frozenset({"response_format", "logprobs", "completions"})
 
     @classmethod
     def checkpoint_options(cls, directory, files):
@@ -139,7 +139,12 @@ class LlamaCppEngine(Engine):
         )
 
     def prepare(self, seq: Sequence) -> None:
-        tokens = self._model.prompt_tokens(seq.messages)
+        if seq.params.raw_prompt:  # /v1/completions: the text as it is, no chat template
+            tokens = self._model.tokenize(seq.messages[-1]["content"], parse_special=False)
+            if not tokens:
+                raise EngineError("the prompt is empty", code="empty_input")
+        else:
+            tokens = self._model.prompt_tokens(seq.messages)
         check_prompt_fits(tokens, self.context_window)
         seq.prompt_tokens = tokens
         if seq.params.constraint is not None and "constraint" not in seq.meta:
@@ -205,7 +210,7 @@ class LlamaCppEngine(Engine):
         results = []
         for (seq, st, feed, start, _is_new), row in zip(plan, logits, strict=True):
             st.n_past = start + len(feed)
-            results.append(self._advance(seq.id, st, row))
+            results.append(self._advance(seq, st, row))
         return results
 
     def _decode(self, plan) -> list[np.ndarray]:
@@ -249,10 +254,14 @@ class LlamaCppEngine(Engine):
         flush()
         return out
 
-    def _advance(self, seq_id: str, st: _SeqState, logits: np.ndarray) -> StepResult:
+    def _advance(self, seq: Sequence, st: _SeqState, logits: np.ndarray) -> StepResult:
+        seq_id = seq.id
+        raw = logits
         if st.constraint is not None:
             logits = st.constraint.apply(logits)
         tok = st.sampler(logits)
+        if seq.params.logprobs is not None and not self._model.is_end_of_generation(tok):
+            seq.meta.setdefault("logprobs", []).append(self._logprob(raw, tok, seq.params.logprobs))
         if st.constraint is not None:
             st.constraint.consume(tok)
         st.generated += 1
@@ -277,6 +286,22 @@ class LlamaCppEngine(Engine):
         else:
             st.pending = tok
         return res
+
+    def _entry(self, token: int, logprob: float) -> dict:
+        data = self._model.piece(token)
+        return {"token": data.decode("utf-8", errors="replace"), "bytes": list(data),
+                "logprob": float(logprob)}
+
+    def _logprob(self, logits: np.ndarray, token: int, top: int) -> dict:
+        """OpenAI's logprobs entry of ``token``: the model's own distribution
+        (before temperature, top_p or a grammar), with the ``top`` likeliest."""
+        z = logits.astype(np.float64)
+        z -= z.max()
+        logp = z - np.log(np.exp(z).sum())
+        entry = self._entry(token, logp[token])
+        best = np.argpartition(-logp, top)[:top] if top else []
+        entry["top_logprobs"] = [self._entry(int(t), logp[t]) for t in sorted(best, key=lambda t: -logp[t])]
+        return entry
 
     def _free_slot(self, st: _SeqState) -> None:
         if st.slot >= 0:

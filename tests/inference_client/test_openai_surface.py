@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from core.errors import ApiError
-from inference_client.validation import NOT_IMPLEMENTED, check_chat_request
+from inference_client.validation import NOT_IMPLEMENTED, check_chat_request, check_text_request
 from tests.factories import UserFactory
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -109,3 +109,74 @@ def test_should_return_json_that_validates_against_the_schema_through_the_sdk(sm
         client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
                                        response_format={"type": "json_object"})
     assert (e.value.code, e.value.param) == ("unsupported_parameter", "response_format")
+
+
+@pytest.mark.parametrize(("body", "param", "code"), [
+    ({"n": 0}, "n", "integer_below_min_value"),
+    ({"n": 9}, "n", "integer_above_max_value"),
+    ({"n": True}, "n", "invalid_type"),
+    ({"logprobs": 1}, "logprobs", "invalid_type"),
+    ({"top_logprobs": 2}, "top_logprobs", "invalid_value"),
+    ({"logprobs": True, "top_logprobs": 21}, "top_logprobs", "integer_above_max_value"),
+    ({"user": 5}, "user", "invalid_type"),
+    ({"max_completion_tokens": 0}, "max_completion_tokens", "integer_below_min_value"),
+])
+def test_chat_options_out_of_range_are_a_400_naming_them(body, param, code):
+    with pytest.raises(ApiError) as e:
+        check_chat_request({**CHAT, **body})
+    assert (e.value.status_code, e.value.field, e.value.get_codes()) == (400, param, code)
+
+
+@pytest.mark.parametrize(("body", "param", "code"), [
+    ({}, "prompt", "missing_required_parameter"),
+    ({"prompt": ["a", "b"]}, "prompt", "unsupported_parameter"),
+    ({"prompt": [1, 2]}, "prompt", "unsupported_parameter"),
+    ({"prompt": "a", "suffix": "z"}, "suffix", "unsupported_parameter"),
+    ({"prompt": "a", "best_of": 3}, "best_of", "unsupported_parameter"),
+    ({"prompt": "a", "logprobs": 6}, "logprobs", "integer_above_max_value"),
+    ({"prompt": "a", "echo": True, "logprobs": 1}, "echo", "unsupported_parameter"),
+    ({"prompt": "a", "messages": []}, "messages", "unknown_parameter"),
+])
+def test_a_bad_completions_body_is_a_400_naming_the_field(body, param, code):
+    with pytest.raises(ApiError) as e:
+        check_text_request({"model": "m", **body})
+    assert (e.value.status_code, e.value.field, e.value.get_codes()) == (400, param, code)
+
+
+@pytest.mark.needs_services
+def test_should_serve_n_choices_logprobs_and_legacy_completions_through_the_sdk(smol):
+    from inference_client.models import UsageRecord
+    from tests.inference_client.conftest import MODEL, SMOL, make_key, usage_settled
+
+    _, raw = make_key("paid")
+    client = _sdk(smol, raw)
+    reply = client.chat.completions.create(
+        model=SMOL, messages=[{"role": "user", "content": "Name a colour."}], n=2, logprobs=True,
+        top_logprobs=2, max_completion_tokens=4, temperature=1.0, seed=3, user="end-user-7")
+    assert [c.index for c in reply.choices] == [0, 1]
+    for choice in reply.choices:
+        tokens = choice.logprobs.content
+        assert "".join(t.token for t in tokens) == choice.message.content
+        assert all(len(t.top_logprobs) == 2 and t.logprob <= 0 for t in tokens)
+    assert reply.usage.completion_tokens == sum(len(c.logprobs.content) for c in reply.choices)
+
+    text = client.completions.create(model=SMOL, prompt="The capital of France is", max_tokens=4,
+                                     temperature=0, echo=True, stop=["\n"])
+    assert text.object == "text_completion"
+    assert text.choices[0].text.startswith("The capital of France is Paris")
+    lp = client.completions.create(model=SMOL, prompt="1, 2, 3,", max_tokens=3, temperature=0, logprobs=2)
+    assert lp.choices[0].logprobs.tokens and len(lp.choices[0].logprobs.top_logprobs[0]) == 2
+
+    streamed = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "abc"}],
+                                              n=2, stream=True)
+    texts = {0: "", 1: ""}
+    for chunk in streamed:
+        for choice in chunk.choices:
+            texts[choice.index] += choice.delta.content or ""
+    assert texts == {0: "cba", 1: "cba"}
+    with pytest.raises(openai.BadRequestError) as e:  # the fixed-cost engine has no distribution
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
+                                       logprobs=True)
+    assert (e.value.code, e.value.param) == ("unsupported_parameter", "logprobs")
+    usage_settled()
+    assert UsageRecord.objects.filter(end_user="end-user-7").count() == 1

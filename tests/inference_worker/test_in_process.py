@@ -60,3 +60,18 @@ def test_in_process_schedulers_are_the_live_workers(settings):
     settings.INFERENCE_MODELS = {model: {"engine": "fixed_cost", "max_inputs": 5}}
     (record,) = InProcessBackend().live_workers(model)  # asking loads it, as a first request would
     assert record["max_batch_size"] == 5 and record["free_slots"] == 5
+
+
+def test_should_run_n_choices_of_one_request_as_sequences_of_one_batch(settings):
+    model = f"inproc-{uuid.uuid4().hex[:6]}"
+    settings.INFERENCE_MODELS = {model: {"engine": "fixed_cost", "max_inputs": 8, "call_s": 0.05}}
+    backend = InProcessBackend(MemoryEventLog())
+    request = GenerationRequest(request_id=uuid.uuid4().hex, model=model, n=3, seed=5,
+                                messages=[{"role": "user", "content": "abc"}], max_tokens=8)
+    backend.submit(request)
+    events = list(backend.events(request.request_id, timeout_s=10))
+    assert sorted(e["index"] for e in events[:-1]) == [0, 1, 2]
+    result = events[-1]["result"]
+    assert [(c["index"], c["text"]) for c in result["choices"]] == [(0, "cba"), (1, "cba"), (2, "cba")]
+    assert result["completion_tokens"] == 9 and result["prompt_tokens"] == 3
+    assert get_scheduler(model).stats().engine_calls == 1  # the three ran in one device call

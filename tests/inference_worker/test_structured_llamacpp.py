@@ -74,3 +74,26 @@ def test_an_engine_without_constrained_decoding_refuses_it():
     with pytest.raises(EngineError) as e:
         FixedCostEngine().check_supported(SamplingParams(constraint={"type": "json_object"}))
     assert e.value.code == "unsupported_parameter"
+
+
+def test_logprobs_come_from_the_models_own_distribution(engine):
+    seq = Sequence(id="lp", messages=[{"role": "user", "content": "Name a fruit."}],
+                   params=SamplingParams(max_tokens=6, temperature=0.0, logprobs=3))
+    (_tokens, text, _finish), = run(engine, {0: [seq]}).values()
+    entries = seq.meta["logprobs"]
+    assert "".join(e["token"] for e in entries) == text and len(entries) == 6
+    for e in entries:
+        top = [t["logprob"] for t in e["top_logprobs"]]
+        assert len(top) == 3 and top == sorted(top, reverse=True)
+        assert e["logprob"] == top[0] <= 0  # greedy: the likeliest token
+        assert sum(2.718281828 ** lp for lp in top) <= 1.0 + 1e-9
+
+
+def test_a_raw_prompt_is_continued_without_the_chat_template(engine):
+    raw = Sequence(id="raw", messages=[{"role": "user", "content": "The capital of France is"}],
+                   params=SamplingParams(max_tokens=3, temperature=0.0, raw_prompt=True))
+    chat = Sequence(id="chat", messages=[{"role": "user", "content": "The capital of France is"}],
+                    params=SamplingParams(max_tokens=3, temperature=0.0))
+    out = run(engine, {0: [raw, chat]})
+    assert len(raw.prompt_tokens) < len(chat.prompt_tokens) // 2  # no template around it
+    assert "Paris" in out["raw"][1]
