@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inference_client', '0003_config_documents'),
+        ('inference_client', '0004_rollouts'),
     ]
 
     operations = [
