@@ -17,6 +17,15 @@ Built in:
 | `json_schema` | 1 | `schema` (required, a JSON Schema) | 1 when the output parses and validates |
 | `numeric` | 1 | `tolerance` (absolute), `relative` (fraction) | 1 when its first number is close |
 | `similarity` | 1 | `threshold` (default 0.8) | difflib's ratio to the expected; passes at the threshold |
+| `judge` | 1 | `prompt`, `version` (a saved prompt version), `threshold` (default 0.5) | the judge's score |
+
+**LLM-as-judge.** A judge is a saved prompt version, so it is versioned, diffed and
+shared like any prompt. It must have a response schema whose properties include
+`score` (a number, 0..1) and `reason` (a string); its model's engine must implement
+structured output (`response_format`), so the reply is constrained to the schema.
+Its template may use `{{output}}`, `{{expected}}` and the row's variables; the run
+renders it for every scored cell and runs it at batch priority like the cells
+themselves. A reply that does not parse or validate scores 0 with the reason.
 
 Custom evaluators: register a function by name
 
@@ -65,6 +74,8 @@ class Evaluator:
     needs_expected: bool = False
     check: Callable[[dict], None] | None = None
     args: tuple[str, ...] = ()
+    # "judge": scored by a generation the run makes (playground.evals.runs), not by `fn`.
+    kind: str = "function"
 
 
 _REGISTRY: dict[str, Evaluator] = {}
@@ -157,6 +168,8 @@ def score_output(specs: list[dict], *, output: str, expected: str | None, variab
     scores = {}
     for spec in specs:
         evaluator = _REGISTRY.get(spec["name"])
+        if evaluator is not None and evaluator.kind == "judge":
+            continue  # the run scores it with a generation
         if evaluator is None:
             scores[spec["key"]] = Score(0.0, False, f"evaluator {spec['name']!r} is not registered").as_dict()
             continue
@@ -313,3 +326,37 @@ def similarity(output, *, expected, variables, args):
     threshold = float(args.get("threshold", 0.8))
     ok = ratio >= threshold
     return Score(ratio, ok, "" if ok else f"similarity {ratio:.2f} < {threshold:g}")
+
+
+def _check_judge(args):
+    for name in ("prompt", "version"):
+        if not isinstance(args.get(name), str) or not args[name]:
+            raise _bad_arg("judge", f"judge needs {name} (the judge prompt's {name} id).")
+    value = args.get("threshold", 0.5)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise _bad_arg("judge", "threshold must be a number from 0 to 1.")
+
+
+_REGISTRY["judge"] = Evaluator(
+    name="judge", version=1, fn=lambda *a, **k: Score(0.0, False, "scored by the run"), kind="judge",
+    doc="LLM-as-judge: a saved prompt version with a response schema {score, reason} scores each output.",
+    check=_check_judge, args=("prompt", "version", "threshold"))
+
+
+def judge_score(text: str, *, schema: dict, threshold: float) -> Score:
+    """A judge's reply as a score: JSON valid against the judge's schema, `score` clamped to 0..1."""
+    import jsonschema
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return Score(0.0, False, f"the judge's reply is not JSON: {exc}")
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is not None:
+        return Score(0.0, False, f"the judge's reply does not fit its schema: {error.message}")
+    score = value.get("score") if isinstance(value, dict) else None
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        return Score(0.0, False, "the judge's reply has no numeric score")
+    score = min(1.0, max(0.0, float(score)))
+    return Score(score, score >= threshold, str(value.get("reason", ""))[:2000])

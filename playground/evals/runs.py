@@ -41,15 +41,20 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import ApiError
+from inference_protocol import structured
 from inference_protocol.backend import Backend, get_backend
+from inference_protocol.catalog import UnknownModel, model_names, model_spec
+from inference_protocol.features import unsupported
 from inference_protocol.generation import GenerationRequest
 from inference_protocol.validation import InvalidInput, check_max_tokens, check_sampling, check_stop
 
 from .. import selectors as prompt_selectors
 from ..bodies import body_text
+from ..models import PromptVersion
 from ..permissions import access_prompt
 from ..runs import version_params, version_render
-from .evaluators import check_evaluators, score_output
+from ..templating import template_variables
+from .evaluators import Score, check_evaluators, judge_score, score_output
 from .models import DatasetVersion, EvalColumn, EvalResult, EvalRun, RunStatus
 from .permissions import access_dataset
 
@@ -115,12 +120,48 @@ def _check_columns(user, columns) -> list[dict]:
                                    version_id=spec["version"])
             version = prompt_selectors.version_get(prompt=prompt, version_id=spec["version"])
         model = spec.get("model") or version.model_name
-        if not isinstance(model, str) or model not in settings.INFERENCE_MODELS:
-            raise _column_error(i, f"Unknown model {model!r}; known models: "
-                                f"{', '.join(sorted(settings.INFERENCE_MODELS))}.", "unknown_model", "model")
         params = {**version_params(version), **_check_column_params(i, spec.get("params"))}
+        _check_model(model, params, f"columns[{i}].model")
         out.append({"version": version, "model": model, "params": params})
     return out
+
+
+def _check_model(model, params: dict, field: str) -> None:
+    """The model exists and its engine implements what the version asks (a
+    response schema needs structured output): refused, never ignored."""
+    try:
+        spec = model_spec(model) if isinstance(model, str) else None
+    except UnknownModel:
+        spec = None
+    if spec is None:
+        raise ApiError(f"Unknown model {model!r}; known models: {', '.join(sorted(model_names()))}.",
+                       code="unknown_model", field=field)
+    missing = unsupported(spec, {"response_format"} if params.get("response_format") else set())
+    if missing:
+        raise ApiError(f"The model {model!r} does not implement {missing[0]} (the version's response "
+                       "schema needs it).", code="unsupported_parameter", field=field)
+
+
+def _check_judges(user, specs: list[dict]) -> None:
+    """Each judge names a prompt version the user may view, with a response
+    schema that has score and reason, on a model that constrains to it."""
+    for spec in specs:
+        if spec["name"] != "judge":
+            continue
+        field = f"evaluators.{spec['key']}"
+        prompt = access_prompt(user=user, prompt_id=spec["args"]["prompt"], need="view",
+                               version_id=spec["args"]["version"])
+        version = prompt_selectors.version_get(prompt=prompt, version_id=spec["args"]["version"])
+        schema = version.response_schema
+        if schema is None:
+            raise ApiError("A judge prompt needs a response schema with a score (number) and a reason "
+                           "(string): save the judge version with one.", code="judge_without_schema",
+                           field=field)
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        if not {"score", "reason"} <= set(properties):
+            raise ApiError("The judge's response schema must have the properties score and reason.",
+                           code="judge_schema_invalid", field=field)
+        _check_model(version.model_name, version_params(version), field)
 
 
 def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, name: str = "") -> EvalRun:
@@ -143,6 +184,7 @@ def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, na
     if not isinstance(name, str) or len(name) > 200:
         raise ApiError("name is at most 200 characters.", code="invalid_name", field="name")
     specs = check_evaluators(evaluators)
+    _check_judges(user, specs)
     checked = _check_columns(user, columns)
     with transaction.atomic():
         run = EvalRun.objects.create(owner=user, dataset_version=version, name=name, evaluators=specs,
@@ -252,6 +294,34 @@ class _Column:
         self.column = column
         self.version = column.prompt_version
         self.body = body_text(self.version)
+        self.response_format = _constraint(column.params)
+
+
+class _Judge:
+    def __init__(self, spec: dict):
+        self.key = spec["key"]
+        self.threshold = float(spec["args"].get("threshold", 0.5))
+        self.version = PromptVersion.objects.select_related("payload_blob").get(pk=spec["args"]["version"])
+        self.body = body_text(self.version)
+        self.params = version_params(self.version)
+        self.response_format = _constraint(self.params)
+        self.uses = set(template_variables(self.version.system, self.body)) | set(self.version.variables)
+
+
+def _constraint(params: dict) -> dict | None:
+    if not params.get("response_format"):
+        return None
+    return structured.check_response_format(params["response_format"])
+
+
+def _request(request_id: str, *, model: str, messages: list, params: dict,
+             response_format) -> GenerationRequest:
+    return GenerationRequest(
+        request_id=request_id, model=model, messages=messages,
+        max_tokens=check_max_tokens(params.get("max_tokens", settings.INFERENCE_DEFAULT_MAX_TOKENS)),
+        temperature=params.get("temperature", 1.0), top_p=params.get("top_p", 1.0),
+        stop=list(params.get("stop") or []), seed=int(request_id[:8], 16) & 0x7FFFFFFF, priority="batch",
+        response_format=response_format, timeout_s=settings.EVAL_CELL_TIMEOUT_S)
 
 
 def evalrun_drive(run_id, *, backend: Backend | None = None, owner: str | None = None) -> str:
@@ -263,6 +333,7 @@ def evalrun_drive(run_id, *, backend: Backend | None = None, owner: str | None =
         return "busy"
     run = EvalRun.objects.get(pk=run_id)
     columns = [_Column(c) for c in run.columns.select_related("prompt_version__payload_blob")]
+    judges = [_Judge(spec) for spec in run.evaluators if spec["name"] == "judge"]
     done = set(EvalResult.objects.filter(run=run).values_list("column_id", "row_id"))
     rows = list(run.dataset_version.rows.order_by("index").values("id", "index", "variables", "expected"))
     pending = [(row, col) for row in rows for col in columns if (col.column.pk, row["id"]) not in done]
@@ -270,7 +341,7 @@ def evalrun_drive(run_id, *, backend: Backend | None = None, owner: str | None =
     for start in range(0, len(pending), window):
         if EvalRun.objects.filter(pk=run_id, cancel_requested=True).exists():
             return _finish(run_id, owner, RunStatus.CANCELLED)
-        cells = _execute(run, pending[start:start + window], backend)
+        cells = _execute(run, pending[start:start + window], backend, judges)
         if cells is None:  # cancelled mid-window: what was in flight is dropped
             return _finish(run_id, owner, RunStatus.CANCELLED)
         EvalResult.objects.bulk_create(cells, ignore_conflicts=True)
@@ -308,7 +379,8 @@ def _wait_for_workers(models: set[str], backend: Backend, run_id) -> set[str]:
     return missing
 
 
-def _execute(run: EvalRun, cells: list, backend: Backend) -> list[EvalResult] | None:
+def _execute(run: EvalRun, cells: list, backend: Backend,
+             judges: list | None = None) -> list[EvalResult] | None:
     out: list[EvalResult] = []
     submitted: list[tuple[dict, _Column, str]] = []
     missing = _wait_for_workers({col.column.model_name for _, col in cells}, backend, run.pk)
@@ -325,45 +397,91 @@ def _execute(run: EvalRun, cells: list, backend: Backend) -> list[EvalResult] | 
             out.append(_failure(run, row, col, exc.get_codes(), str(exc.detail)))
             continue
         request_id = cell_request_id(run.pk, column.pk, row["id"])
-        params = column.params
         try:
-            max_tokens = check_max_tokens(params.get("max_tokens", settings.INFERENCE_DEFAULT_MAX_TOKENS))
+            request = _request(request_id, model=column.model_name, messages=messages, params=column.params,
+                               response_format=col.response_format)
+            backend.submit(request)
         except InvalidInput as exc:
             out.append(_failure(run, row, col, "invalid_request", str(exc)))
             continue
-        request = GenerationRequest(
-            request_id=request_id, model=column.model_name, messages=messages, max_tokens=max_tokens,
-            temperature=params.get("temperature", 1.0), top_p=params.get("top_p", 1.0),
-            stop=list(params.get("stop") or []), seed=int(request_id[:8], 16) & 0x7FFFFFFF, priority="batch",
-            timeout_s=settings.EVAL_CELL_TIMEOUT_S)
-        try:
-            backend.submit(request)
         except Exception as exc:  # the broker is away: this cell fails, a resume may retry the run
             out.append(_failure(run, row, col, "queue_unavailable", f"{type(exc).__name__}: {exc}"))
             continue
         submitted.append((row, col, request_id))
+    events = _wait_all(run, [rid for _, _, rid in submitted], backend)
+    if events is None:
+        return None
+    done = []
+    for (row, col, _), event in zip(submitted, events, strict=True):
+        if event["type"] == "done":
+            done.append((row, col, event["result"]))
+        else:
+            out.append(_failure(run, row, col, event.get("code") or "generation_failed",
+                                event.get("message") or "the generation failed"))
+    judged = _judge_all(run, done, backend, judges or [])
+    if judged is None:
+        return None
+    for (row, col, result), extra in zip(done, judged, strict=True):
+        out.append(_scored(run, row, col, result, extra))
+    return out
+
+
+def _wait_all(run: EvalRun, request_ids: list[str], backend: Backend) -> list[dict] | None:
+    """The terminal event of each request (None: the run was cancelled meanwhile)."""
     deadline = time.monotonic() + settings.EVAL_CELL_TIMEOUT_S + 5
-    for index, (row, col, request_id) in enumerate(submitted):
+    events = []
+    for index, request_id in enumerate(request_ids):
         while True:
             remaining = deadline - time.monotonic()
             event = backend.result(request_id, timeout_s=max(0.05, min(2.0, remaining)))
             if event.get("code") != "timeout" or event["type"] != "error" or remaining <= 2.0:
                 break
             if EvalRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
-                for _, _, rid in submitted[index:]:
+                for rid in request_ids[index:]:
                     backend.cancel(rid)
                 return None
-        if event["type"] == "done":
-            out.append(_scored(run, row, col, event["result"]))
-        else:
-            out.append(_failure(run, row, col, event.get("code") or "generation_failed",
-                                event.get("message") or "the generation failed"))
-    return out
+        events.append(event)
+    return events
 
 
-def _scored(run: EvalRun, row: dict, col: _Column, result: dict) -> EvalResult:
+def _judge_all(run: EvalRun, done: list, backend: Backend, judges: list) -> list[dict] | None:
+    """Each judge's score of each done cell ({key: score dict} per cell)."""
+    scores: list[dict] = [{} for _ in done]
+    for judge in judges:
+        pending = []
+        for index, (row, col, result) in enumerate(done):
+            values = {**row["variables"], "output": result.get("text", ""), "expected": row["expected"] or ""}
+            try:
+                _, messages = version_render(version=judge.version, body=judge.body,
+                                             variables={k: v for k, v in values.items() if k in judge.uses})
+                request_id = uuid.uuid5(CELL_NAMESPACE, f"{cell_request_id(run.pk, col.column.pk, row['id'])}"
+                                                        f"/judge/{judge.key}").hex
+                backend.submit(_request(request_id, model=judge.version.model_name, messages=messages,
+                                        params=judge.params, response_format=judge.response_format))
+            except (ApiError, InvalidInput) as exc:
+                message = str(exc.detail) if isinstance(exc, ApiError) else str(exc)
+                score = Score(0.0, False, f"the judge could not render: {message}")
+                scores[index][judge.key] = score.as_dict()
+                continue
+            pending.append((index, request_id))
+        events = _wait_all(run, [rid for _, rid in pending], backend)
+        if events is None:
+            return None
+        for (index, _), event in zip(pending, events, strict=True):
+            if event["type"] == "done":
+                score = judge_score(event["result"].get("text", ""), schema=judge.version.response_schema,
+                                    threshold=judge.threshold)
+            else:
+                reason = f"the judge failed: {event.get('code')}: {event.get('message', '')}"
+                score = Score(0.0, False, reason)
+            scores[index][judge.key] = score.as_dict()
+    return scores
+
+
+def _scored(run: EvalRun, row: dict, col: _Column, result: dict, judged: dict) -> EvalResult:
     output = result.get("text", "")
     scores = score_output(run.evaluators, output=output, expected=row["expected"], variables=row["variables"])
+    scores = {spec["key"]: (judged.get(spec["key"]) or scores.get(spec["key"])) for spec in run.evaluators}
     latency = result.get("latency_s")
     return EvalResult(run=run, column=col.column, row_id=row["id"], row_index=row["index"], output=output,
                       scores=scores, passed=all(s["passed"] for s in scores.values()),
