@@ -1,6 +1,7 @@
 from django.urls import path
 
 from inference_client import pages, prompt_runs, views
+from inference_client.control import pages as control_pages
 
 urlpatterns = [
     path("chat/completions", views.chat_completions, name="v1-chat-completions"),
@@ -19,4 +20,8 @@ prompt_run_urls = [
     path(f"{L}/run", prompt_runs.label_run, name="api-label-run"),
 ]
 
-pages_urls = [path("settings/api-keys/", pages.api_keys, name="api-keys")]
+pages_urls = [
+    path("settings/api-keys/", pages.api_keys, name="api-keys"),
+    path("control/", control_pages.control_page, name="control"),
+    path("control/action", control_pages.control_action, name="control-action"),
+]

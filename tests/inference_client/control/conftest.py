@@ -1,6 +1,10 @@
+import datetime
+
 import pytest
 from django.conf import settings
 
+from inference_client.control import documents
+from inference_client.models import ModelVersion
 from inference_protocol import config
 
 
@@ -18,3 +22,19 @@ def _back_to_document_zero():
     _forget_documents()
     yield
     _forget_documents()
+
+
+def _versions(*names):
+    for name in names:
+        ModelVersion.objects.create(model="fixed-cost", version=name, manifest={}, total_size=1,
+                                    manifest_sha256="0" * 64, created_by="t",
+                                    created_at=datetime.datetime.now(datetime.UTC))
+
+
+@pytest.fixture
+def served(db, settings, django_capture_on_commit_callbacks):
+    _versions("v1", "v2")
+    content = documents.content_with(config.bootstrap_content(settings), [
+        'models.fixed-cost.versions={"v1": 100}', "rollout.ready_timeout_s=0.6"])
+    with django_capture_on_commit_callbacks(execute=True):
+        documents.config_publish(content=content, actor="ops")

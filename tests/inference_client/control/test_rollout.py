@@ -1,7 +1,6 @@
 """Canary rollouts without workers: the decision, bad input, the conflict of two
 operators, and waiting for a ready worker that never comes."""
 
-import datetime
 
 import pytest
 from django.core.management import call_command
@@ -9,9 +8,8 @@ from django.core.management.base import CommandError
 
 from inference_client.control import documents
 from inference_client.control import rollout as ro
-from inference_client.models import ControlEvent, ModelVersion, Rollout
+from inference_client.models import ControlEvent, Rollout
 from inference_client.services import choose_version
-from inference_protocol import config
 
 THRESHOLDS = {"max_error_rate_delta": 0.05, "max_p99_ratio": 1.5, "min_requests": 10}
 
@@ -36,22 +34,6 @@ def test_should_split_traffic_by_weight_among_ready_versions_only():
     assert {choose_version(weights, frozenset({"v1"})) for _ in range(50)} == {"v1"}
     assert choose_version(weights, frozenset()) is None
     assert choose_version({"v1": 0}, frozenset({"v1"})) is None
-
-
-def _versions(*names):
-    for name in names:
-        ModelVersion.objects.create(model="fixed-cost", version=name, manifest={}, total_size=1,
-                                    manifest_sha256="0" * 64, created_by="t",
-                                    created_at=datetime.datetime.now(datetime.UTC))
-
-
-@pytest.fixture
-def served(db, settings, django_capture_on_commit_callbacks):
-    _versions("v1", "v2")
-    content = documents.content_with(config.bootstrap_content(settings), [
-        'models.fixed-cost.versions={"v1": 100}', "rollout.ready_timeout_s=0.6"])
-    with django_capture_on_commit_callbacks(execute=True):
-        documents.config_publish(content=content, actor="ops")
 
 
 def test_should_refuse_bad_rollouts_with_a_clear_code(served):
