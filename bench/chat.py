@@ -107,7 +107,7 @@ def _users(count: int) -> list[tuple[int, str]]:
     return out
 
 
-async def _open(url_a: str, url_b: str, mode: str, origin: str, handshakes: asyncio.Semaphore):
+async def _open(url_a: str, url_b: str, head: int, mode: str, origin: str, handshakes: asyncio.Semaphore):
     """Both sockets of a pair, connected (and the receiver live) before the clock starts."""
     from websockets.asyncio.client import connect
 
@@ -115,88 +115,156 @@ async def _open(url_a: str, url_b: str, mode: str, origin: str, handshakes: asyn
         a = await connect(url_a, origin=origin, max_queue=None, open_timeout=120)
         b = await connect(url_b, origin=origin, max_queue=None, open_timeout=120)
         if mode == "chat":
-            await b.send(json.dumps({"type": "hello", "since": await _head(b)}))
+            await b.send(json.dumps({"type": "hello", "since": head}))
+            await _synced(b)
     return a, b
 
 
-async def _exchange(a, b, peer_b: int, mode: str, messages: int, window: int, latencies: list[float]) -> int:
-    async def receive():
-        got = 0
-        while got < messages:
-            try:
-                timeout = STALL_SECONDS if mode == "chat" else RELAY_GIVE_UP_SECONDS
-                frame = json.loads(await asyncio.wait_for(b.recv(), timeout))
-            except TimeoutError:
-                if mode == "relay":
-                    return got  # lost in the channel layer for good: counted as lost
-                # As a real client does: a heartbeat catches up from the inbox.
-                await b.send(json.dumps({"type": "heartbeat"}))
-                continue
-            if mode == "chat" and frame.get("type") != "message":
-                continue
-            latencies.append(time.perf_counter() - float(frame["body"]))
-            got += 1
-            if mode == "chat" and got % 20 == 0:
-                await b.send(json.dumps({"type": "ack", "upto": frame["inbox_seq"]}))
-        return got
-
-    async def send():
-        credit = asyncio.Semaphore(window)
-        acker = asyncio.create_task(_count_acks(a, credit))
-        for i in range(messages):
-            await credit.acquire()
-            frame = {"type": "send", "to": peer_b, "client_msg_id": f"{time.time_ns()}-{i}",
-                     "body": repr(time.perf_counter())}
-            await a.send(json.dumps(frame))
-        return acker
-
-    receiver = asyncio.create_task(receive())
-    acker = await send()
-    got = await receiver
-    acker.cancel()
+async def _receive(b, mode: str, expected, latencies: list[float]) -> int:
+    """Counts the pair's deliveries until `expected()` (None while the sender
+    still sends) is reached; a chat receiver that hears nothing heartbeats."""
+    got = 0
+    while expected() is None or got < expected():
+        try:
+            timeout = STALL_SECONDS if mode == "chat" else RELAY_GIVE_UP_SECONDS
+            frame = json.loads(await asyncio.wait_for(b.recv(), timeout))
+        except TimeoutError:
+            if mode == "relay":
+                return got  # lost in the channel layer for good: counted as lost
+            # As a real client does: a heartbeat catches up from the inbox.
+            await b.send(json.dumps({"type": "heartbeat"}))
+            continue
+        if mode == "chat" and frame.get("type") != "message":
+            continue
+        latencies.append(time.perf_counter() - float(frame["body"]))
+        got += 1
+        if mode == "chat" and got % 20 == 0:
+            await b.send(json.dumps({"type": "ack", "upto": frame["inbox_seq"]}))
     return got
 
 
-async def _head(ws) -> int:
-    """The receiver's inbox head: start live, not from old bench runs."""
-    await ws.send(json.dumps({"type": "hello", "since": 0}))
-    head = 0
-    while True:
-        frame = json.loads(await ws.recv())
-        if frame["type"] == "synced":
-            return frame["inbox_seq"] or head
-        head = frame.get("inbox_seq") or head
+def _frame(peer_b: int, i: int, stamp: float) -> str:
+    return json.dumps({"type": "send", "to": peer_b, "client_msg_id": f"{time.time_ns()}-{i}",
+                       "body": repr(stamp)})
 
 
-async def _count_acks(ws, credit: asyncio.Semaphore) -> None:
+async def _closed(a, b, peer_b: int, mode: str, load, latencies: list[float]) -> tuple[int, int]:
+    """--window sends in flight; a send leaves the window when the server acks it."""
+    messages, window = load
+    credit = asyncio.Semaphore(window)
+    acker = asyncio.create_task(_count_acks(a, credit))
+    receiver = asyncio.create_task(_receive(b, mode, lambda: messages, latencies))
+    for i in range(messages):
+        await credit.acquire()
+        await a.send(_frame(peer_b, i, time.perf_counter()))
+    got = await receiver
+    acker.cancel()
+    return messages, got
+
+
+async def _open_loop(a, b, peer_b: int, mode: str, load, latencies: list[float]) -> tuple[int, int]:
+    """Poisson arrivals at a fixed rate per sender for `duration` seconds, whatever
+    the server does (no window). Latency counts from the scheduled send time, so
+    a send delayed by a slow server counts its wait too."""
+    import random
+
+    rate, duration, seed = load
+    rng = random.Random(seed)
+    sent = None
+    acker = asyncio.create_task(_count_acks(a, None))
+    receiver = asyncio.create_task(_receive(b, mode, lambda: sent, latencies))
+    start = time.perf_counter()
+    due, i = start + rng.expovariate(rate), 0
+    while due - start < duration:
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        await a.send(_frame(peer_b, i, due))
+        i += 1
+        due += rng.expovariate(rate)
+    sent = i
+    got = await receiver
+    acker.cancel()
+    return sent, got
+
+
+async def _synced(ws) -> None:
+    while json.loads(await ws.recv())["type"] != "synced":
+        pass
+
+
+async def _count_acks(ws, credit: asyncio.Semaphore | None) -> None:
     while True:
         frame = json.loads(await ws.recv())
-        if frame["type"] in ("sent", "error"):
+        if frame["type"] in ("sent", "error") and credit is not None:
             credit.release()
 
 
-async def run_mode(base: str, users, pairs: int, mode: str, messages: int, window: int) -> dict:
+async def _client(base: str, pairs, heads, mode: str, load, barrier) -> dict:
     ws = base.replace("http", "ws")
     latencies: list[float] = []
     handshakes = asyncio.Semaphore(HANDSHAKES_IN_FLIGHT)
     opening = []
-    for i in range(pairs):
-        (a_id, a_key), (b_id, b_key) = users[2 * i], users[2 * i + 1]
+    for ((a_id, a_key), (b_id, b_key)), head in zip(pairs, heads, strict=True):
         if mode == "chat":
             url_a, url_b = f"{ws}/ws/chat/?api_key={a_key}", f"{ws}/ws/chat/?api_key={b_key}"
         else:
             url_a, url_b = f"{ws}/ws/bench-relay/?me={a_id}", f"{ws}/ws/bench-relay/?me={b_id}"
-        opening.append(_open(url_a, url_b, mode, base, handshakes))
+        opening.append(_open(url_a, url_b, head, mode, base, handshakes))
     sockets = await asyncio.gather(*opening)
+    await asyncio.to_thread(barrier.wait)  # every client process starts its clock together
     started = time.perf_counter()
-    delivered = sum(await asyncio.gather(*[
-        _exchange(a, b, users[2 * i + 1][0], mode, messages, window, latencies)
-        for i, (a, b) in enumerate(sockets)]))
-    elapsed = time.perf_counter() - started
+    drive = _open_loop if load[0] == "open" else _closed
+    counts = await asyncio.gather(*[
+        drive(a, b, pairs[i][1][0], mode, (*load[1:], i) if load[0] == "open" else load[1:], latencies)
+        for i, (a, b) in enumerate(sockets)])
+    ended = time.perf_counter()
     await asyncio.gather(*[ws.close() for pair in sockets for ws in pair])
-    latencies.sort()
+    return {"started": started, "ended": ended, "sent": sum(c[0] for c in counts),
+            "delivered": sum(c[1] for c in counts), "latencies": latencies}
+
+
+def _client_process(base, pairs, heads, mode, load, barrier, results) -> None:
+    results.put(asyncio.run(_client(base, pairs, heads, mode, load, barrier)))
+
+
+def _inbox_heads(user_ids: list[int]) -> list[int]:
+    """Each receiver starts live at its inbox head, not from old bench runs."""
+    from chat.models import ChatProfile
+
+    heads = dict(ChatProfile.objects.filter(user_id__in=user_ids).values_list("user_id", "inbox_seq"))
+    return [heads.get(uid, 0) for uid in user_ids]
+
+
+def run_mode(base: str, users, pairs: int, mode: str, load: tuple, clients: int) -> dict:
+    """One round: `pairs` pairs split over `clients` processes (one process cannot
+    drive 2,000 sockets here). load: ("closed", messages, window) or
+    ("open", msg/s per sender, seconds)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    clients = max(1, min(clients, pairs))
+    barrier, results = ctx.Barrier(clients), ctx.Queue()
+    all_pairs = [(users[2 * i], users[2 * i + 1]) for i in range(pairs)]
+    heads = _inbox_heads([b[0] for _, b in all_pairs])
+    procs = [ctx.Process(target=_client_process,
+                         args=(base, all_pairs[c::clients], heads[c::clients], mode, load, barrier, results))
+             for c in range(clients)]
+    for proc in procs:
+        proc.start()
+    parts = [results.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    latencies = sorted(x for part in parts for x in part["latencies"])
+    elapsed = max(p["ended"] for p in parts) - min(p["started"] for p in parts)
+    delivered, sent = sum(p["delivered"] for p in parts), sum(p["sent"] for p in parts)
     return {"rate": delivered / elapsed, "p50": statistics.median(latencies) * 1000,
-            "p99": latencies[int(len(latencies) * 0.99) - 1] * 1000, "lost": pairs * messages - delivered}
+            "p99": latencies[max(0, int(len(latencies) * 0.99) - 1)] * 1000, "lost": sent - delivered}
+
+
+def _row(n: int, mode: str, r: dict, extra: str = "") -> None:
+    print(f"{n:>5} {mode:>12} {r['rate']:>8.0f} {r['p50']:>8.1f} {r['p99']:>8.1f} {r['lost']:>6}   {extra}",
+          flush=True)
 
 
 def main() -> None:
@@ -206,7 +274,14 @@ def main() -> None:
     parser.add_argument("--big", action="store_true", help="also N=1000")
     parser.add_argument("--messages", type=int, default=20, help="messages per pair")
     parser.add_argument("--window", type=int, default=5, help="sends in flight per sender")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="relay/chat rounds per N, alternating (the machine's noise hits both)")
+    parser.add_argument("--clients", type=int, default=2, help="client processes")
+    parser.add_argument("--open-load", type=float, default=0.5,
+                        help="then an open-loop round at this share of chat's measured rate (0: none)")
+    parser.add_argument("--open-seconds", type=float, default=8.0, help="length of the open-loop round")
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    parser.add_argument("--chat-only", action="store_true", help="no relay rounds (for profiling chat)")
     args = parser.parse_args()
     if not (os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL")):
         sys.exit("bench/chat.py needs DATABASE_URL (PostgreSQL, migrated) and REDIS_URL")
@@ -221,17 +296,31 @@ def main() -> None:
     cmd = ["-m", "uvicorn", "bench.chat:application", "--port", str(port), "--lifespan", "off",
            "--log-level", "warning", "--ws", "websockets", "--backlog", "4096",
            "--workers", str(args.workers)]
-    print(f"{'N':>5} {'mode':>6} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'lost':>6}   chat/relay")
+    print(f"{args.clients} client processes, {args.workers} server process(es); closed loop: "
+          f"{args.messages} messages per pair, window {args.window}")
+    print(f"{'N':>5} {'mode':>12} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'lost':>6}   chat/relay")
+    closed = ("closed", args.messages, args.window)
     with running_server(cmd, env, port) as server:
-        base = server.base
         for n in sizes:
-            relay = asyncio.run(run_mode(base, users, n, "relay", args.messages, args.window))
-            chat = asyncio.run(run_mode(base, users, n, "chat", args.messages, args.window))
-            for mode, r in (("relay", relay), ("chat", chat)):
-                print(f"{n:>5} {mode:>6} {r['rate']:>8.0f} {r['p50']:>8.1f} {r['p99']:>8.1f} {r['lost']:>6}",
-                      end="")
-                print(f"   {chat['rate'] / relay['rate']:.2f}x rate" if mode == "chat" else "")
-            sys.stdout.flush()
+            ratios, chat_rates = [], []
+            for _ in range(args.rounds):
+                if not args.chat_only:
+                    relay = run_mode(server.base, users, n, "relay", closed, args.clients)
+                    _row(n, "relay", relay)
+                chat = run_mode(server.base, users, n, "chat", closed, args.clients)
+                chat_rates.append(chat["rate"])
+                if not args.chat_only:
+                    ratios.append(chat["rate"] / relay["rate"])
+                _row(n, "chat", chat, f"{ratios[-1]:.2f}x rate" if ratios else "")
+            if args.rounds > 1 and ratios:
+                print(f"{n:>5} {'median':>12} {'':>8} {'':>8} {'':>8} {'':>6}   "
+                      f"{statistics.median(ratios):.2f}x rate")
+            if args.open_load:
+                offered = args.open_load * statistics.median(chat_rates)
+                opened = ("open", offered / n, args.open_seconds)
+                for mode in ("chat",) if args.chat_only else ("relay", "chat"):
+                    _row(n, f"{mode} open", run_mode(server.base, users, n, mode, opened, args.clients),
+                         f"offered {offered:.0f} msg/s (Poisson)")
 
 
 if __name__ == "__main__":

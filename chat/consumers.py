@@ -7,6 +7,7 @@ Frames are JSON objects with a `type`; each on_<type> handler documents its fram
 import asyncio
 import json
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async as db
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
@@ -47,6 +48,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
                               "max_message_bytes": settings.CHAT_MAX_MESSAGE_BYTES})
         await self._poll_presence()
         self.poller = asyncio.create_task(self._presence_loop())
+
+    async def dispatch(self, message):
+        # Channels' own dispatch first hops to its one sync thread to close stale
+        # database connections, for every frame and every event: under load each
+        # message queues for that thread. Not needed here: the ORM calls below run
+        # through database_sync_to_async, which does that on its own thread around
+        # each call, and the send path uses core.adb's pool.
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def disconnect(self, code):
         if not hasattr(self, "user"):
