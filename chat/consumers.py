@@ -4,7 +4,6 @@ read receipts and presence. Thin: every rule lives in services/selectors.
 Frames are JSON objects with a `type`; each on_<type> handler documents its frame.
 """
 
-import asyncio
 import json
 
 from channels.consumer import get_handler_name
@@ -17,6 +16,7 @@ from core.errors import ApiError
 
 from . import events, realtime, selectors, services
 from .events import user_group
+from .hub import hub
 
 
 def _int(value, field: str, *, optional: bool = False) -> int | None:
@@ -46,8 +46,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self.send_json({"type": "welcome", "user": user.pk, "username": user.username,
                               "heartbeat_seconds": settings.CHAT_HEARTBEAT_SECONDS,
                               "max_message_bytes": settings.CHAT_MAX_MESSAGE_BYTES})
-        await self._poll_presence()
-        self.poller = asyncio.create_task(self._presence_loop())
+        await self.presence_update(await realtime.state().online(sorted(self.contacts)))
+        hub().join(self)  # from now on its tick renews our group and polls presence
 
     async def dispatch(self, message):
         # Channels' own dispatch first hops to its one sync thread to close stale
@@ -63,8 +63,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code):
         if not hasattr(self, "user"):
             return
-        if hasattr(self, "poller"):
-            self.poller.cancel()
+        hub().leave(self)
         await self.channel_layer.group_discard(user_group(self.user.pk), self.channel_name)
         if await realtime.state().leave(self.user.pk, self.channel_name):
             await self._announce(online=False)
@@ -186,7 +185,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def chat_contacts(self, event):
         await self._load_contacts()
-        await self._poll_presence()
+        await self.presence_update(await realtime.state().online(sorted(self.contacts)))
 
     # --- internals -----------------------------------------------------------
 
@@ -227,20 +226,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             self.known_online[uid] = online
             await self.send_json({"type": "presence", "user": uid, "online": online})
 
-    async def _poll_presence(self) -> None:
-        """Finds contacts that vanished (TTL ran out) and ones now hidden by a block."""
+    async def presence_update(self, online: dict[int, bool]) -> None:
+        """Presence read for (at least) our contacts: finds contacts that vanished
+        (TTL ran out) and ones now hidden by a block. Called by the hub's tick."""
         for uid in [u for u in self.known_online if u not in self.contacts]:
             if self.known_online.pop(uid):
                 await self.send_json({"type": "presence", "user": uid, "online": False})
-        for uid, online in (await realtime.state().online(sorted(self.contacts))).items():
-            await self._set_presence(uid, online)
-
-    async def _presence_loop(self) -> None:
-        while True:
-            await asyncio.sleep(settings.CHAT_PRESENCE_POLL_SECONDS)
-            try:
-                await self._poll_presence()
-            except Exception:  # noqa: BLE001 - keep polling through a Redis blip
-                import logging
-
-                logging.getLogger(__name__).warning("presence poll failed", exc_info=True)
+        for uid in sorted(self.contacts):
+            await self._set_presence(uid, online.get(uid, False))

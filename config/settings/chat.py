@@ -20,8 +20,10 @@ CHAT_SEND_BURST = env_int("CHAT_SEND_BURST", 30)
 # CHAT_PRESENCE_TTL_SECONDS counts as gone. Keep the TTL at 2-3 heartbeats.
 CHAT_HEARTBEAT_SECONDS = env_int("CHAT_HEARTBEAT_SECONDS", 10)
 CHAT_PRESENCE_TTL_SECONDS = env_int("CHAT_PRESENCE_TTL_SECONDS", 30)
-# How often each connection re-reads its contacts' presence keys, so that a contact
-# that vanished without closing shows offline at most this long after its TTL ran out.
+# How often each server process (chat/hub.py) re-reads its sockets' contacts' presence
+# keys, so that a contact that vanished without closing shows offline at most this long
+# after its TTL ran out; the same tick renews the sockets' group memberships, which the
+# channel layer drops after CHANNEL_LAYER_GROUP_EXPIRY (config/settings/channels.py).
 CHAT_PRESENCE_POLL_SECONDS = env_float("CHAT_PRESENCE_POLL_SECONDS", 5.0)
 # last_seen_at is written to the database at most this often per user (and on disconnect).
 CHAT_LAST_SEEN_RESOLUTION_SECONDS = env_int("CHAT_LAST_SEEN_RESOLUTION_SECONDS", 60)

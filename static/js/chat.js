@@ -157,7 +157,13 @@ function onMessage(m) {
 const handlers = {
   welcome(f) {
     clearInterval(state.heartbeat);
-    state.heartbeat = setInterval(() => send({ type: "heartbeat" }), f.heartbeat_seconds * 1000);
+    const ws = state.ws, every = f.heartbeat_seconds * 1000;
+    state.heartbeat = setInterval(() => {
+      // A stalled connection (no frame, not even heartbeat_ok, for 2.5 beats) never
+      // closes by itself: drop it and reconnect; the cursor and resends cover the rest.
+      if (Date.now() - state.lastFrame > 2.5 * every) { ws.onclose(); ws.onclose = null; ws.close(); return; }
+      send({ type: "heartbeat" });
+    }, every);
     // No cursor yet: the server sends whatever was never acked.
     send(state.cursor ? { type: "hello", since: state.cursor } : { type: "hello" });
     // Resend what never got its `sent`: same client ids, so no duplicates.
@@ -214,7 +220,8 @@ function connect() {
   const proto = location.protocol === "https:" ? "wss" : "ws";
   const ws = new WebSocket(`${proto}://${location.host}/ws/chat/`);
   state.ws = ws;
-  ws.onmessage = (e) => { const f = JSON.parse(e.data); handlers[f.type]?.(f); };
+  state.lastFrame = Date.now();
+  ws.onmessage = (e) => { state.lastFrame = Date.now(); const f = JSON.parse(e.data); handlers[f.type]?.(f); };
   ws.onclose = () => {
     clearInterval(state.heartbeat);
     $("chat-status").textContent = "Offline: reconnecting…";

@@ -68,6 +68,10 @@ class LiveServer:
             self._stack.close()
 
 
+class Stalled(Exception):
+    pass
+
+
 class ChatClient:
     """Sends its outbox in order (a window in flight), resends everything unacked
     after a reconnect with the same client ids, resumes with its inbox cursor, and
@@ -76,8 +80,9 @@ class ChatClient:
     server delivered."""
 
     def __init__(self, server: LiveServer, raw_key: str, peer_id: int, outbox: list[str], *,
-                 name: str, window: int = 20):
+                 name: str, window: int = 20, port: int | None = None):
         self.server, self.raw_key, self.peer_id = server, raw_key, peer_id
+        self.port = port or server.port  # another port: through a proxy
         self.name, self.window = name, window
         self.unacked = deque((f"{name}-{i}", body) for i, body in enumerate(outbox))
         self.sent: dict[str, int] = {}  # client_msg_id -> seq from the server's ack
@@ -87,6 +92,7 @@ class ChatClient:
         self.ws = None
         self.connections = 0
         self.expected = 0
+        self.stalls = 0  # connections given up on: no frame for 2.5 heartbeats
 
     def done(self) -> bool:
         return not self.unacked and len(self.received) >= self.expected
@@ -95,8 +101,13 @@ class ChatClient:
         while not stop.is_set():
             try:
                 await self._session(stop)
-            except (ConnectionClosed, OSError, InvalidStatus, TimeoutError):
+            except (ConnectionClosed, OSError, InvalidStatus, TimeoutError, Stalled):
                 await asyncio.sleep(0.05 + random.random() * 0.1)
+
+    def local_port(self) -> int | None:
+        """This side's port of the current connection (the proxy's peer port)."""
+        ws = self.ws
+        return ws.transport.get_extra_info("sockname")[1] if ws is not None else None
 
     def drop(self) -> bool:
         """Cut the TCP connection abruptly (no close frame), as a network drop does."""
@@ -106,8 +117,9 @@ class ChatClient:
         return True
 
     async def _session(self, stop: asyncio.Event) -> None:
-        url = f"{self.server.ws_url}?api_key={self.raw_key}"
-        async with connect(url, origin=self.server.base, open_timeout=5, max_queue=None) as ws:
+        url = f"ws://127.0.0.1:{self.port}/ws/chat/?api_key={self.raw_key}"
+        async with connect(url, origin=self.server.base, open_timeout=5, max_queue=None,
+                           close_timeout=1) as ws:
             self.ws = ws
             try:
                 await self._converse(ws, stop)
@@ -120,7 +132,14 @@ class ChatClient:
         in_flight = deque()
         unacked_recv = 0
         heartbeat_every, last_heartbeat = 10.0, time.monotonic()
+        last_frame = time.monotonic()
         while not stop.is_set():
+            if time.monotonic() - last_frame > 2.5 * heartbeat_every:
+                # Stalled (not even heartbeat_ok comes back) and it will not close by
+                # itself: give it up and reconnect, as the chat page does.
+                self.stalls += 1
+                ws.transport.abort()
+                raise Stalled
             if time.monotonic() - last_heartbeat >= heartbeat_every:
                 await ws.send(json.dumps({"type": "heartbeat"}))
                 last_heartbeat = time.monotonic()
@@ -137,6 +156,7 @@ class ChatClient:
                     await ws.send(json.dumps({"type": "ack", "upto": self.cursor}))
                     unacked_recv = 0
                 continue
+            last_frame = time.monotonic()
             kind = frame["type"]
             if kind == "welcome":
                 heartbeat_every = frame["heartbeat_seconds"]

@@ -1,0 +1,87 @@
+"""One housekeeping task per server process (per event loop) for all its chat sockets.
+
+Every CHAT_PRESENCE_POLL_SECONDS it
+- renews each socket's membership of its user's group. The channel layer drops a
+  membership not renewed within CHANNEL_LAYER_GROUP_EXPIRY, so the channels of a
+  server killed -9 (which never ran `disconnect`) leave their groups within that
+  time instead of channels_redis' default day, and messages stop going to them;
+- reads the presence of every contact of every socket in one round trip and hands
+  each socket its part (one poll per process, not one per socket).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from . import realtime
+from .events import user_group
+
+logger = logging.getLogger(__name__)
+_hubs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class Hub:
+    def __init__(self):
+        self.sockets: set = set()
+        self._task: asyncio.Task | None = None
+
+    def join(self, consumer) -> None:
+        self.sockets.add(consumer)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def leave(self, consumer) -> None:
+        self.sockets.discard(consumer)
+
+    async def _run(self) -> None:
+        while self.sockets:
+            await asyncio.sleep(settings.CHAT_PRESENCE_POLL_SECONDS)
+            try:
+                await self.tick()
+            except Exception:  # noqa: BLE001 - keep going through a Redis blip
+                logger.warning("chat housekeeping tick failed", exc_info=True)
+
+    async def tick(self) -> None:
+        sockets = [s for s in self.sockets if getattr(s, "user", None) is not None]
+        await renew_groups([(user_group(s.user.pk), s.channel_name) for s in sockets])
+        contacts = sorted({uid for s in sockets for uid in s.contacts})
+        online = await realtime.state().online(contacts)
+        for s in sockets:
+            if s in self.sockets:
+                await s.presence_update(online)
+
+
+def hub() -> Hub:
+    loop = asyncio.get_running_loop()
+    found = _hubs.get(loop)
+    if found is None:
+        found = _hubs[loop] = Hub()
+    return found
+
+
+async def renew_groups(memberships: list[tuple[str, str]]) -> None:
+    """group_add for many (group, channel) pairs: one pipeline on channels_redis."""
+    layer = get_channel_layer()
+    if layer is None or not memberships:
+        return
+    if not hasattr(layer, "_group_key"):  # the in-memory layer
+        for group, channel in memberships:
+            await layer.group_add(group, channel)
+        return
+    # channels_redis' group_add is ZADD {channel: now} + EXPIRE group_expiry on the
+    # group's key; the same here, batched per Redis host.
+    now, by_host = time.time(), {}
+    for group, channel in memberships:
+        by_host.setdefault(layer.consistent_hash(group), []).append((layer._group_key(group), channel))
+    for index, pairs in by_host.items():
+        async with layer.connection(index).pipeline(transaction=False) as pipe:
+            for key, channel in pairs:
+                pipe.zadd(key, {channel: now})
+                pipe.expire(key, layer.group_expiry)
+            await pipe.execute()
