@@ -13,6 +13,7 @@ from .serializers import (
     TeamMemberSerializer,
     TeamSerializer,
 )
+from .throttling import check_signup_allowed
 
 
 class SignupApi(APIView):
@@ -21,6 +22,7 @@ class SignupApi(APIView):
 
     @extend_schema(request=SignupSerializer, responses={201: None})
     def post(self, request):
+        check_signup_allowed(request)
         data = SignupSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         user = services.user_create(**data.validated_data)

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_http_methods
 from core.errors import ApiError
 
 from . import services
+from .throttling import check_signup_allowed
 
 
 def safe_next(request) -> str | None:
@@ -22,17 +23,21 @@ def safe_next(request) -> str | None:
 
 @require_http_methods(["GET", "POST"])
 def signup(request):
-    error = None
+    error, status, headers = None, 200, {}
     if request.method == "POST":
         try:
+            check_signup_allowed(request)
             user = services.user_create(username=request.POST.get("username", ""),
                                         password=request.POST.get("password", ""),
                                         email=request.POST.get("email", ""))
         except ApiError as exc:
             error = {"field": exc.field, "message": str(exc.detail)}
+            status, headers = exc.status_code, exc.headers
         else:
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             return redirect(safe_next(request) or "home")
-    return render(request, "accounts/signup.html",
-                  {"error": error, "username": request.POST.get("username", "")},
-                  status=400 if error else 200)
+    response = render(request, "accounts/signup.html",
+                      {"error": error, "username": request.POST.get("username", "")}, status=status)
+    for name, value in headers.items():  # Retry-After of a throttled signup
+        response[name] = value
+    return response

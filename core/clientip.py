@@ -44,3 +44,8 @@ def client_ip(meta) -> str:
             except ValueError:  # not an address: the proxy chain is broken; use the last proxy
                 return peer
     return hops[0] if hops else peer
+
+
+def request_client_ip(request) -> str:
+    """client_ip for a Django request (django-axes' AXES_CLIENT_IP_CALLABLE)."""
+    return client_ip(request.META)

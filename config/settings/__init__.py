@@ -5,6 +5,7 @@ local-memory cache, local file store, in-process inference worker. Each topic
 module documents its own variables.
 """
 
+from .auth import *  # noqa: F403
 from .base import *  # noqa: F403
 from .celery import *  # noqa: F403
 from .channels import *  # noqa: F403

@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "chat",
     "inference_client",
     "inference_worker",
+    "axes",  # login throttling (config/settings/auth.py)
 ]
 
 MIDDLEWARE = [
@@ -82,6 +83,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: turns django-axes' login lockouts into 429s (config/settings/auth.py).
+    "axes.middleware.AxesMiddleware",
 ]
 
 # The middleware of /v1 (core/asgi.py ApiHandler): async-native only. No CSRF
@@ -149,6 +152,10 @@ if REDIS_URL:
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# django-axes first: it refuses a locked-out login before any password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

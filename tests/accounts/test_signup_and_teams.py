@@ -78,3 +78,43 @@ def test_non_owner_cannot_manage_a_team(auth_client, api_client):
     response = api_client.post(f"/api/accounts/teams/{team['id']}/members", {"username": stranger.username},
                                format="json")
     assert response.status_code == 404
+
+
+def test_should_throttle_failed_logins_per_address_with_retry_after(settings):
+    from django.test import Client
+
+    settings.AXES_FAILURE_LIMIT = 3
+    user = UserFactory()
+    stuffer = Client(REMOTE_ADDR="203.0.113.7")
+    for i in range(3):  # the third failure is the last: it locks
+        wrong = {"username": user.username, "password": f"guess-{i}"}
+        assert stuffer.post("/login/", wrong).status_code == (429 if i == 2 else 200)
+    locked = stuffer.post("/login/", {"username": user.username, "password": PASSWORD})
+    assert locked.status_code == 429 and int(locked["Retry-After"]) > 0
+    assert b"Too many failed logins" in locked.content
+    # Other usernames from that address wait too (credential stuffing), other addresses do not.
+    other_user = UserFactory()
+    assert stuffer.post("/login/", {"username": other_user.username, "password": PASSWORD}).status_code == 429
+    elsewhere = Client(REMOTE_ADDR="198.51.100.9")
+    assert elsewhere.post("/login/", {"username": user.username, "password": PASSWORD}).status_code == 302
+
+
+def test_should_throttle_signups_per_address_with_retry_after(settings):
+    from rest_framework.test import APIClient
+
+    settings.SIGNUP_LIMIT = 2
+    good = "an-excellent-passphrase"
+    farm = APIClient(REMOTE_ADDR="203.0.113.8")
+    for name in ("farm1", "farm2"):
+        response = farm.post("/api/accounts/signup", {"username": name, "password": good}, format="json")
+        assert response.status_code == 201
+    refused = farm.post("/api/accounts/signup", {"username": "farm3", "password": "an-excellent-passphrase"},
+                        format="json")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert refused.json()["error"]["code"] == "too_many_signups"
+    page = farm.post("/signup/", {"username": "farm4", "password": "an-excellent-passphrase"})
+    assert page.status_code == 429 and b"Too many new accounts" in page.content
+    assert not get_user_model().objects.filter(username__in=["farm3", "farm4"]).exists()
+    elsewhere = APIClient(REMOTE_ADDR="198.51.100.9")
+    assert elsewhere.post("/api/accounts/signup", {"username": "someone", "password": good},
+                          format="json").status_code == 201
