@@ -1,6 +1,6 @@
 """Throttles on account creation and login, per client address (core/clientip.py).
 
-- Login: django-axes counts failed logins in the cache (Redis with services) per
+- Login: django-axes counts failed logins (in Redis, else the database) per
   username and address, and per address; past LOGIN_FAILURE_LIMIT the login
   page, the admin's and every `authenticate()` refuse for LOGIN_LOCKOUT_S with
   a 429 and Retry-After (`lockout_response`).
