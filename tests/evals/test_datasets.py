@@ -83,3 +83,20 @@ def test_should_refuse_an_empty_version_a_missing_base_and_an_unknown_row(user):
                                add=[{"variables": {"q": "y"}, "extra": 1}])
     assert (exc.value.get_codes(), exc.value.field) == ("unknown_parameter", "add[0].extra")
     assert dataset.versions.count() == 1
+
+
+@pytest.mark.needs_services
+def test_should_refuse_an_update_below_the_orm_on_postgresql(user):
+    from django.db import IntegrityError, connection, transaction
+
+    dataset = dataset_create(owner=user, name="qa")
+    version = dataset_version_create(dataset=dataset, author=user,
+                                     add=[{"variables": {"q": "x"}, "expected": "y"}])
+    for sql in ("UPDATE playground_datasetrow SET expected = 'changed'",
+                "UPDATE playground_datasetversion SET row_count = 5"):
+        with pytest.raises(IntegrityError, match="immutable"), transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(sql)
+    assert version.rows.get().expected == "y"
+    with connection.cursor() as cursor:  # the author pointer may be cleared
+        cursor.execute("UPDATE playground_datasetversion SET author_id = NULL")
