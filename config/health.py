@@ -1,4 +1,8 @@
-"""/healthz: one line per part the app depends on; 503 when any is down."""
+"""/healthz: one line per part the app depends on; 503 when any is down.
+
+Anyone (a load balancer) sees ok/error per part; what each part is and why it
+failed (hosts, ports, buckets) only a scraper with METRICS_TOKEN or staff
+(core/monitoring.py)."""
 
 import time
 import uuid
@@ -9,6 +13,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.http import JsonResponse
+
+from core.monitoring import monitoring_allowed
 
 
 def _database() -> str:
@@ -77,5 +83,7 @@ def healthz(request):
             healthy = False
             parts[name] = {"status": "error", "error": f"{exc.__class__.__name__}: {exc}"}
         parts[name]["ms"] = round((time.perf_counter() - started) * 1000, 1)
+    if not monitoring_allowed(request):
+        parts = {name: {"status": part["status"]} for name, part in parts.items()}
     return JsonResponse({"status": "ok" if healthy else "error", "parts": parts},
                         status=200 if healthy else 503)

@@ -21,6 +21,7 @@ from accounts.authentication import api_key_lookup
 from accounts.keycache import cached_key_lookup
 from core.bearer import MalformedBearer, bearer_token
 from core.errors import ApiError, json_error
+from core.monitoring import monitoring_allowed
 from inference_client import metrics as m
 from inference_client import selectors
 from inference_client.idempotency import body_fingerprint, check_idempotency_key
@@ -171,5 +172,8 @@ class UsageApi(APIView):
 
 
 def metrics_view(request):
+    if not monitoring_allowed(request):  # worker hosts, pids, models: for the operators only
+        return json_error("unauthorized", "Send 'Authorization: Bearer <METRICS_TOKEN>' "
+                          "(or sign in as staff).", 401, headers={"WWW-Authenticate": "Bearer"})
     body, content_type = m.render()
     return HttpResponse(body, content_type=content_type)

@@ -22,9 +22,10 @@ def _login(base: str, username: str, password: str) -> httpx.Client:
 
 def test_should_serve_healthz_and_login_on_the_embedded_default(tmp_path):
     port = free_port()
-    with running_server(["manage.py", "serve", "--port", str(port)], embedded_env(tmp_path), port) as server:
+    env = embedded_env(tmp_path, METRICS_TOKEN="scrape-token")
+    with running_server(["manage.py", "serve", "--port", str(port)], env, port) as server:
         base = server.base
-        health = httpx.get(base + "/healthz", timeout=10)
+        health = httpx.get(base + "/healthz", headers={"Authorization": "Bearer scrape-token"}, timeout=10)
         assert health.status_code == 200, health.text
         parts = health.json()["parts"]
         assert parts["database"]["detail"] == "sqlite"

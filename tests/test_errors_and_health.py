@@ -3,8 +3,9 @@ import pytest
 
 @pytest.mark.django_db
 @pytest.mark.needs_services  # the services' parts (the embedded ones: tests/test_embedded_default.py)
-def test_healthz_reports_every_part_ok(client):
-    response = client.get("/healthz")
+def test_healthz_reports_every_part_ok(client, settings):
+    settings.METRICS_TOKEN = "scrape-token"
+    response = client.get("/healthz", HTTP_AUTHORIZATION="Bearer scrape-token")
     body = response.json()
     assert response.status_code == 200, body
     assert set(body["parts"]) == {"database", "cache", "channel_layer", "broker", "object_store"}
@@ -24,8 +25,24 @@ def test_healthz_is_503_when_a_part_is_down(client, settings):
     finally:
         get_blob_store.cache_clear()
     assert response.status_code == 503
-    assert response.json()["parts"]["object_store"]["status"] == "error"
-    assert response.json()["parts"]["database"]["status"] == "ok"
+    assert response.json()["parts"]["object_store"] == {"status": "error"}  # no bucket or endpoint
+    assert response.json()["parts"]["database"] == {"status": "ok"}
+
+
+@pytest.mark.django_db
+def test_metrics_and_health_details_need_the_token_or_staff(client, settings):
+    from tests.factories import UserFactory
+
+    settings.METRICS_TOKEN = "scrape-token"
+    anonymous = client.get("/metrics")
+    assert anonymous.status_code == 401 and anonymous.json()["error"]["code"] == "unauthorized"
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    scraped = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-token")
+    assert scraped.status_code == 200 and b"# TYPE" in scraped.content
+    assert all(set(part) == {"status"} for part in client.get("/healthz").json()["parts"].values())
+    client.force_login(UserFactory(is_staff=True))
+    assert client.get("/metrics").status_code == 200
+    assert "detail" in client.get("/healthz").json()["parts"]["database"]
 
 
 @pytest.mark.parametrize("path", ["/api/nope", "/v1/nope/deeper", "/api/accounts/nope"])

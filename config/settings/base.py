@@ -32,6 +32,11 @@ CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if
 # and the audit log. Unset, the peer address is the client.
 TRUSTED_PROXIES = [p.strip() for p in env_str("TRUSTED_PROXIES").split(",") if p.strip()]
 
+# METRICS_TOKEN: the bearer token a scraper sends for /metrics and for the
+# details of /healthz (core/monitoring.py); staff sessions need none. Unset,
+# only staff read them.
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+
 # HTTPS. SECURE_HTTPS turns on the lot, and is on by default when DEBUG is off
 # (but for the embedded default, plain http on this machine): redirect http to
 # https, secure cookies, HSTS. Each setting can be changed on its own.

@@ -7,7 +7,7 @@ import openai
 import pytest
 
 from inference_client.models import UsageRecord
-from tests.inference_client.conftest import MODEL, chat, make_key
+from tests.inference_client.conftest import METRICS_HEADERS, MODEL, chat, make_key
 
 pytestmark = pytest.mark.needs_services  # the live gateway: uvicorn, a Celery worker, Redis
 
@@ -59,7 +59,7 @@ def test_should_record_usage_and_show_it_to_the_key_owner(live):
 def test_should_expose_prometheus_metrics(live):
     _, raw = make_key("paid")
     chat(live, raw, "metrics")
-    text = httpx.get(f"{live}/metrics").text
+    text = httpx.get(f"{live}/metrics", headers=METRICS_HEADERS).text
     assert f'inference_requests_total{{model="{MODEL}",status="200"}}' in text
     assert "promptyard:e2e_request_latency_seconds_bucket" in text
     assert "promptyard:time_to_first_token_seconds_bucket" in text

@@ -7,7 +7,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from inference_protocol.backend import live_workers
-from tests.inference_client.conftest import MODEL, make_key, uvicorn_server
+from tests.inference_client.conftest import METRICS_HEADERS, MODEL, make_key, uvicorn_server
 from tests.inference_worker.workers import celery_worker
 from tests.polling import wait_for
 
@@ -61,7 +61,7 @@ def test_should_move_the_serving_metrics_after_traffic(stack):
                            headers={"Authorization": f"Bearer {free}"}).status_code for _ in range(3)]
     assert 429 in statuses  # 2 requests per minute
 
-    s = _samples(httpx.get(f"{stack}/metrics", timeout=10).text)
+    s = _samples(httpx.get(f"{stack}/metrics", headers=METRICS_HEADERS, timeout=10).text)
     assert _value(s, "promptyard:e2e_request_latency_seconds_count", model_name=MODEL) >= 3
     assert _value(s, "promptyard:time_to_first_token_seconds_count", model_name=SMOL) >= 1
     assert _value(s, "promptyard:inter_token_latency_seconds_count", model_name=SMOL) >= 1
