@@ -54,6 +54,7 @@ class Completion:
     n: int = 1
     logprobs: bool = False              # render the logprobs the events carry
     echo: str | None = None             # /v1/completions echo: the prompt before the text
+    tools: bool = False                 # the reply may be tool calls (inference_protocol.tools)
     started: float = dataclasses.field(default_factory=time.monotonic)
     first_token_at: float | None = None
 

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 from core.errors import error_body
 from inference_client.completion import Completion, spawn
+from inference_protocol import tools
 
 # Terminal error codes of a generation -> (HTTP status, the param to name).
 ERROR_STATUS = {
@@ -66,12 +67,21 @@ def completion_body(c: Completion, result: dict) -> dict:
     return {
         "id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
         "system_fingerprint": None,
-        "choices": [{"index": ch["index"],
-                     "message": {"role": "assistant", "content": ch["text"], "refusal": None},
-                     "logprobs": {"content": ch["logprobs"], "refusal": None} if c.logprobs else None,
-                     "finish_reason": ch["finish_reason"]} for ch in choices_of(result)],
+        "choices": [_chat_choice(c, ch) for ch in choices_of(result)],
         "usage": usage(result),
     }
+
+
+def _chat_choice(c: Completion, ch: dict) -> dict:
+    message = {"role": "assistant", "content": ch["text"], "refusal": None}
+    finish = ch["finish_reason"]
+    calls = tools.parse_calls(ch["text"]) if c.tools else None
+    if calls:
+        message.update(content=None, tool_calls=calls)
+        finish = "tool_calls" if finish == "stop" else finish
+    return {"index": ch["index"], "message": message,
+            "logprobs": {"content": ch["logprobs"], "refusal": None} if c.logprobs else None,
+            "finish_reason": finish}
 
 
 def _chunk(c: Completion, delta: dict, finish_reason: str | None = None, *, index: int = 0,
@@ -105,14 +115,30 @@ async def sse(c: Completion) -> AsyncIterator[bytes]:
                     yield _chunk(c, {"content": c.echo}, index=index)
             else:
                 yield _chunk(c, {"role": "assistant", "content": ""}, index=index)
+        held, prose = {}, set()   # tools: choice index -> text that may be a call; choices that are not
         async for event in c.events():
             if event["type"] == "token":
-                yield _chunk(c, {"content": event["text"]}, index=event.get("index", 0),
-                             logprobs=event.get("logprobs"))
+                index = event.get("index", 0)
+                text = event["text"]
+                if c.tools and index not in prose:
+                    text = held.pop(index, "") + text
+                    if tools.CALL_MARK.startswith(text) or text.startswith(tools.CALL_MARK):
+                        held[index] = text  # a call (or maybe one): sent whole at the end
+                        continue
+                    prose.add(index)
+                yield _chunk(c, {"content": text}, index=index, logprobs=event.get("logprobs"))
             elif event["type"] == "done":
                 result = event["result"]
                 for ch in choices_of(result):
-                    yield _chunk(c, {}, ch["finish_reason"], index=ch["index"])
+                    finish = ch["finish_reason"]
+                    calls = tools.parse_calls(ch["text"]) if c.tools and ch["index"] in held else None
+                    if calls:
+                        delta = {"tool_calls": [{"index": k, **call} for k, call in enumerate(calls)]}
+                        yield _chunk(c, delta, index=ch["index"])
+                        finish = "tool_calls" if finish == "stop" else finish
+                    elif ch["index"] in held:  # held back, and prose after all
+                        yield _chunk(c, {"content": held[ch["index"]]}, index=ch["index"])
+                    yield _chunk(c, {}, finish, index=ch["index"])
                 if c.include_usage:
                     body = {"id": c.id, "object": "text_completion" if c.kind == "text" else
                             "chat.completion.chunk", "created": c.created,

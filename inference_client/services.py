@@ -145,7 +145,7 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
                        f"'{missing[0]}'.", code="unsupported_parameter", status_code=400, field=missing[0])
     request_id, created = uuid.uuid4().hex, int(time.time())
     use_redis = redis_enabled()
-    shape = dict(kind=kind, n=params.n, logprobs=params.logprobs is not None,
+    shape = dict(kind=kind, n=params.n, logprobs=params.logprobs is not None, tools=params.tools,
                  echo=messages[-1]["content"] if params.echo else None)
     prefix = "cmpl" if kind == "text" else "chatcmpl"
     new = dict(id=f"{prefix}-{request_id}", request_id=request_id, model=model, created=created,
@@ -237,7 +237,8 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
         temperature=params.temperature, top_p=params.top_p, stop=list(params.stop),
         # Always seeded: a redelivered task must replay the same text.
         seed=params.seed if params.seed is not None else secrets.randbits(31),
-        response_format=params.response_format, n=params.n, logprobs=params.logprobs,
+        response_format=params.response_format or params.tool_constraint, n=params.n,
+        logprobs=params.logprobs,
         raw_prompt=params.raw_prompt,
         priority="paid" if principal.tier == "paid" else "free",
         timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S)

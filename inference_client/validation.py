@@ -13,19 +13,18 @@ from django.conf import settings
 
 from core.errors import ApiError
 from core.jsonbody import JsonTooDeep, json_loads
-from inference_protocol import structured
+from inference_protocol import structured, tools
 from inference_protocol import validation as protocol
 
 # What /v1/chat/completions implements.
 IMPLEMENTED = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop",
                "seed", "stream", "stream_options", "n", "semantic_cache", "response_format", "logprobs",
-               "top_logprobs", "user"}
+               "top_logprobs", "user", "tools", "tool_choice", "parallel_tool_calls"}
 # OpenAI parameters we do not implement, each with the values that mean "leave it
 # as it is" (what an SDK or a client library sends for an unset option). Any other
 # value is refused with a 400 naming the parameter: never accepted and ignored.
 NOT_IMPLEMENTED: dict[str, tuple] = {
     "frequency_penalty": (0, 0.0), "presence_penalty": (0, 0.0), "logit_bias": ({},),
-    "tools": ([],), "tool_choice": ("none",), "parallel_tool_calls": (),
     "metadata": ({},), "store": (False,), "service_tier": ("auto", "default"),
     "modalities": (["text"],), "reasoning_effort": (), "prediction": (), "audio": (),
     "functions": ([],), "function_call": ("none",), "web_search_options": (),
@@ -47,13 +46,15 @@ class ChatParams:
     logprobs: int | None = None          # alternatives per token (0: only the chosen one); None: off
     user: str = ""                       # the caller's end user (kept in usage records)
     raw_prompt: bool = False             # /v1/completions
+    tool_constraint: dict | None = None  # the grammar of tool calls (inference_protocol.tools)
+    tools: bool = False                  # the reply may hold tool calls: render them as tool_calls
     echo: bool = False                   # /v1/completions: the prompt before the text
 
     def fingerprint(self) -> dict:
         """What changes a generation's output (for cache keys)."""
         out = {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
                "stop": self.stop, "seed": self.seed}
-        for name in ("response_format", "logprobs"):
+        for name in ("response_format", "logprobs", "tool_constraint"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.n != 1:
@@ -67,6 +68,8 @@ class ChatParams:
         wanted = {"response_format"} if self.response_format is not None else set()
         if self.logprobs is not None:
             wanted.add("logprobs")
+        if self.tool_constraint is not None:
+            wanted.add("tools")
         if self.raw_prompt:
             wanted.add("completions")
         return wanted
@@ -109,14 +112,42 @@ def parse_json(raw: bytes) -> dict:
     return body
 
 
+def _tool_turn(message: dict, i: int) -> dict:
+    """An assistant turn's tool_calls, or a tool message, as text turns (inference_protocol.tools)."""
+    where = f"messages[{i}]"
+    if message.get("role") == "tool":
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise bad(f"'{where}.tool_call_id' must be the id of the call this message answers.",
+                      f"{where}.tool_call_id", "missing_required_parameter")
+        return {"role": "tool", "content": message.get("content")}
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list) or not calls:
+        raise bad(f"'{where}.tool_calls' must be a non-empty array.", f"{where}.tool_calls", "invalid_type")
+    for j, call in enumerate(calls):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) \
+                or not isinstance(fn.get("arguments"), str):
+            raise bad(f"'{where}.tool_calls[{j}]' must be {{\"type\": \"function\", \"id\": ..., "
+                      "\"function\": {\"name\": ..., \"arguments\": \"<JSON text>\"}}.",
+                      f"{where}.tool_calls[{j}]", "invalid_type")
+    content = message.get("content") or ""
+    if not isinstance(content, str):
+        raise bad(f"'{where}.content' must be a string or null.", f"{where}.content", "invalid_type")
+    return {"role": "assistant", "content": content + tools.call_text(calls)}
+
+
 def _openai_messages(messages):
     """OpenAI's message forms that mean plain text (content parts of type text,
-    an assistant turn with null content) as the protocol's {"role", "content"}."""
+    an assistant turn with null content, tool calls and tool results) as the
+    protocol's {"role", "content"}."""
     if not isinstance(messages, list):
         return messages
     out = []
     for i, message in enumerate(messages):
         if isinstance(message, dict):
+            if message.get("role") == "tool" or message.get("tool_calls") is not None:
+                message = _tool_turn(message, i)
             content = message.get("content")
             if isinstance(content, list):  # content parts: text only
                 for j, part in enumerate(content):
@@ -264,7 +295,33 @@ def check_chat_request(body: dict) -> ChatRequest:
             params.logprobs = _int_in(top or 0, "top_logprobs", 0, settings.INFERENCE_MAX_TOP_LOGPROBS)
     elif body.get("top_logprobs") is not None:
         raise bad("'top_logprobs' needs 'logprobs': true.", "top_logprobs")
+    messages = _check_tools(body, params, messages)
     return ChatRequest(model=model, messages=messages, params=params, stream=stream)
+
+
+def _check_tools(body: dict, params: ChatParams, messages: list[dict]) -> list[dict]:
+    """tools / tool_choice / parallel_tool_calls: the tools prompt joins the
+    system message, and the reply's grammar is the calls' (inference_protocol.tools)."""
+    parallel = body.get("parallel_tool_calls")
+    if parallel is not None and not isinstance(parallel, bool):
+        raise bad("Invalid type for 'parallel_tool_calls': expected a boolean.", "parallel_tool_calls",
+                  "invalid_type")
+    try:
+        defined = tools.check_tools(body["tools"]) if body.get("tools") is not None else []
+        choice = tools.check_tool_choice(body.get("tool_choice"), defined)
+    except protocol.InvalidInput as exc:
+        raise bad(str(exc), exc.field, exc.kind) from None
+    if choice == "none" or not defined:
+        return messages
+    if params.response_format is not None:
+        raise bad("'response_format' cannot be combined with tools the model may call; use "
+                  "tool_choice 'none', or drop response_format.", "response_format", "unsupported_parameter")
+    params.tool_constraint = tools.tool_constraint(defined, choice, parallel=parallel is not False)
+    params.tools = True
+    prompt = tools.tools_prompt(defined, choice)
+    if messages[0]["role"] in ("system", "developer"):
+        return [{**messages[0], "content": f"{messages[0]['content']}\n\n{prompt}"}, *messages[1:]]
+    return [{"role": "system", "content": prompt}, *messages]
 
 
 # /v1/completions (the legacy prompt form).

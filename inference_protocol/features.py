@@ -8,7 +8,7 @@ declares the same set (``Engine.features``) and refuses it again at submit.
 from __future__ import annotations
 
 ENGINE_FEATURES: dict[str, frozenset[str]] = {
-    "llamacpp": frozenset({"response_format", "logprobs", "completions"}),
+    "llamacpp": frozenset({"response_format", "logprobs", "completions", "tools"}),
     "transformers": frozenset(),
     "upstream": frozenset(),
     # Its output is the reversed input, of a raw prompt as of a chat's last message.

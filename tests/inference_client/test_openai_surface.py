@@ -23,7 +23,7 @@ UNKNOWN = ["/v1/nothing", "/v1/files/file-1/nothing", "/v1/", "/api/nothing"]
 @pytest.mark.parametrize("value", [
     pytest.param(v, id=f"{name}={v!r}") for name, v in [
         ("frequency_penalty", 0.5), ("presence_penalty", -1), ("logit_bias", {"5": 10}),
-        ("parallel_tool_calls", False), ("metadata", {"a": "b"}), ("store", True),
+        ("metadata", {"a": "b"}), ("store", True),
         ("service_tier", "flex"), ("modalities", ["text", "audio"]), ("reasoning_effort", "low"),
         ("prediction", {"type": "content", "content": "x"}), ("audio", {"voice": "x"}),
         ("functions", [{"name": "f"}]), ("function_call", "auto"), ("web_search_options", {}),
@@ -180,3 +180,74 @@ def test_should_serve_n_choices_logprobs_and_legacy_completions_through_the_sdk(
     assert (e.value.code, e.value.param) == ("unsupported_parameter", "logprobs")
     usage_settled()
     assert UsageRecord.objects.filter(end_user="end-user-7").count() == 1
+
+
+WEATHER = {"type": "object", "additionalProperties": False, "required": ["city"],
+           "properties": {"city": {"type": "string", "maxLength": 16}, "unit": {"enum": ["C", "F"]}}}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
+                                           "parameters": WEATHER}}]
+
+
+@pytest.mark.parametrize(("body", "param"), [
+    ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "array"}}}]},
+     "tools[0].function.parameters"),
+    ({"tools": [{"type": "function", "function": {"name": "f", "parameters": [1]}}]},
+     "tools[0].function.parameters"),
+    ({"tools": [{"type": "function", "function": {"name": "bad name"}}]}, "tools[0].function.name"),
+    ({"tools": [{"type": "retrieval"}]}, "tools[0]"),
+    ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "nope"}}},
+     "tool_choice.function.name"),
+    ({"tool_choice": "required"}, "tool_choice"),
+    ({"tools": TOOLS, "response_format": {"type": "json_object"}}, "response_format"),
+    ({"messages": [{"role": "tool", "content": "18C"}]}, "messages[0].tool_call_id"),
+    ({"messages": [{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f"}}]},
+                   {"role": "user", "content": "x"}]}, "messages[0].tool_calls[0]"),
+])
+def test_bad_tools_are_a_400_naming_the_field(body, param):
+    with pytest.raises(ApiError) as e:
+        check_chat_request({**CHAT, **body})
+    assert (e.value.status_code, e.value.field) == (400, param)
+
+
+@pytest.mark.needs_services
+def test_should_round_trip_a_tool_call_with_the_sdk(smol):
+    from tests.inference_client.conftest import MODEL, SMOL, make_key
+
+    _, raw = make_key("paid")
+    client = _sdk(smol, raw)
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    reply = client.chat.completions.create(model=SMOL, messages=messages, tools=TOOLS, tool_choice="required",
+                                           max_tokens=40, temperature=0)
+    choice = reply.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content is None
+    (call,) = choice.message.tool_calls
+    assert call.function.name == "get_weather" and call.id.startswith("call_")
+    jsonschema.validate(json.loads(call.function.arguments), WEATHER)
+
+    follow = client.chat.completions.create(
+        model=SMOL, tools=TOOLS, tool_choice="none", max_tokens=6, temperature=0,
+        messages=[*messages, choice.message.model_dump(exclude_none=True),
+                  {"role": "tool", "tool_call_id": call.id, "content": "18 degrees and sunny"}])
+    assert follow.choices[0].finish_reason in ("stop", "length") and follow.choices[0].message.content
+
+    stream = client.chat.completions.create(
+        model=SMOL, messages=messages, tools=TOOLS, stream=True, max_tokens=40, temperature=0,
+        tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    calls, finish = [], None
+    for chunk in stream:
+        for c in chunk.choices:
+            calls += c.delta.tool_calls or []
+            finish = c.finish_reason or finish
+    assert finish == "tool_calls" and calls[0].function.name == "get_weather"
+    jsonschema.validate(json.loads(calls[0].function.arguments), WEATHER)
+
+    auto = client.chat.completions.create(model=SMOL, messages=messages, tools=TOOLS, max_tokens=40,
+                                          temperature=0)
+    message = auto.choices[0].message
+    if message.tool_calls:  # the model chose; either way the reply is well formed
+        jsonschema.validate(json.loads(message.tool_calls[0].function.arguments), WEATHER)
+    else:
+        assert message.content and not message.content.startswith("<")
+    with pytest.raises(openai.BadRequestError) as e:  # no grammar on the fixed-cost engine
+        client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
+    assert (e.value.code, e.value.param) == ("unsupported_parameter", "tools")

@@ -5,7 +5,7 @@ import json
 import jsonschema
 import pytest
 
-from inference_protocol import structured
+from inference_protocol import structured, tools
 from inference_worker.engines.base import EngineError, SamplingParams, Sequence
 from inference_worker.engines.fixed_cost import FixedCostEngine
 from inference_worker.engines.llamacpp import LlamaCppEngine
@@ -97,3 +97,22 @@ def test_a_raw_prompt_is_continued_without_the_chat_template(engine):
     out = run(engine, {0: [raw, chat]})
     assert len(raw.prompt_tokens) < len(chat.prompt_tokens) // 2  # no template around it
     assert "Paris" in out["raw"][1]
+
+
+WEATHER = {"type": "object", "additionalProperties": False, "required": ["city", "unit"],
+           "properties": {"city": {"type": "string", "maxLength": 16}, "unit": {"enum": ["C", "F"]}}}
+
+
+def test_a_forced_tool_call_has_arguments_that_validate_for_every_seed(engine):
+    defined = tools.check_tools([
+        {"type": "function", "function": {"name": "get_weather", "parameters": WEATHER}},
+        {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+                                                                            "properties": {}}}}])
+    constraint = tools.tool_constraint(defined, "get_weather", parallel=False)
+    prompt = tools.tools_prompt(defined, "get_weather") + "\n\nWhat is the weather in Paris?"
+    out = run(engine, {0: _seqs(constraint, prompt, max_tokens=40)})
+    for _tokens, text, finish in out.values():
+        assert finish == "stop", text
+        (call,) = tools.parse_calls(text)
+        assert call["function"]["name"] == "get_weather"
+        jsonschema.validate(json.loads(call["function"]["arguments"]), WEATHER)
