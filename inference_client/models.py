@@ -32,11 +32,17 @@ class UsageRecord(models.Model):
     error_code = models.CharField(max_length=64, blank=True, default="")
     # The caller's own end user, as sent in the request's `user` field.
     end_user = models.CharField(max_length=256, blank=True, default="")
+    # The saved prompt version the request ran, when known: runs by reference, and
+    # /v1 calls that name it (X-Prompt-Version, as the SDK sends): an A/B split's
+    # outcomes compare per version from here.
+    prompt_version = models.UUIDField(null=True, blank=True)
+    prompt_label = models.CharField(max_length=63, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["user", "-created_at"])]
+        indexes = [models.Index(fields=["user", "-created_at"]),
+                   models.Index(fields=["user", "prompt_version"])]
 
 
 class KeyPreference(models.Model):

@@ -39,13 +39,15 @@ async def _run(request, *, prompt_id, version_id=None, label=None):
                                 share_token=request.headers.get(SHARE_TOKEN_HEADER),
                                 client_addr=client_address(request))
         # The same checks as /v1: a saved version is held to the gateway's limits too.
-        chat = check_chat_request({**prepared.chat_body, "stream": prepared.stream})
+        end_user = {"user": prepared.user} if prepared.user is not None else {}
+        chat = check_chat_request({**prepared.chat_body, "stream": prepared.stream, **end_user})
         idempotency_key = check_idempotency_key(request.headers.get("Idempotency-Key"))
         fingerprint = body_fingerprint({**prepared.chat_body, "stream": prepared.stream,
                                         "version": str(prepared.version.pk)}) if idempotency_key else None
         completion = await completion_create(
             api_key_or_user=caller, model=chat.model, messages=chat.messages, params=chat.params,
-            stream=chat.stream, idempotency_key=idempotency_key, fingerprint=fingerprint)
+            stream=chat.stream, idempotency_key=idempotency_key, fingerprint=fingerprint,
+            prompt_ref={"version": str(prepared.version.pk), "label": prepared.label})
     except ApiError as exc:
         return error_response(exc)
     return await completion_response(completion, stream=chat.stream, model=chat.model, headers={

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Avg, Count, F, Q, Sum
 
 from core import redis as rds
 from core.redis import get_redis
@@ -43,6 +43,22 @@ def usage_summary(*, user, model: str | None = None, since: datetime | None = No
         completion_tokens=Sum("completion_tokens"), cache_hits=Count("id", filter=~Q(cache_hit="")),
         errors=Count("id", filter=~Q(status=UsageRecord.Status.OK)))
     return {k: v or 0 for k, v in totals.items()}
+
+
+def usage_by_prompt_version(*, user, label: str | None = None) -> list[dict]:
+    """Outcomes per saved prompt version (an A/B split's comparison): requests,
+    errors, tokens and mean latency of the user's records that name a version."""
+    rows = UsageRecord.objects.filter(user=user, prompt_version__isnull=False)
+    if label:
+        rows = rows.filter(prompt_label=label)
+    rows = (rows.order_by().values("prompt_version", "prompt_label")
+            .annotate(requests=Count("id"), errors=Count("id", filter=~Q(status=UsageRecord.Status.OK)),
+                      completion_tokens=Sum("completion_tokens"), mean_latency_ms=Avg("latency_ms")))
+    return [{"prompt_version": str(r["prompt_version"]), "prompt_label": r["prompt_label"] or None,
+             "requests": r["requests"], "errors": r["errors"],
+             "completion_tokens": r["completion_tokens"] or 0,
+             "mean_latency_ms": round(r["mean_latency_ms"] or 0, 1)}
+            for r in sorted(rows, key=lambda r: (str(r["prompt_version"]), r["prompt_label"]))]
 
 
 def usage_by_key(*, user, since: datetime) -> dict[int, dict]:

@@ -130,7 +130,8 @@ async def _semantic_opted_in(principal: Principal, params: ChatParams) -> bool:
 
 async def completion_create(*, api_key_or_user, model: str, messages: list[dict], params: ChatParams,
                             stream: bool = False, idempotency_key: str | None = None,
-                            fingerprint: str | None = None, kind: str = "chat") -> Completion:
+                            fingerprint: str | None = None, kind: str = "chat",
+                            prompt_ref: dict | None = None) -> Completion:
     """Admit and start a completion (or attach to / replay an earlier one).
     Raises ApiError (404 model, 429/503 refusals, 422 idempotency mismatch)."""
     principal = Principal.of(api_key_or_user)
@@ -165,19 +166,20 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
                                     headers={"Idempotent-Replayed": "true"}, **shape)
             return completion.start(read_events(rid, timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S))
     try:
-        return await _start(principal, model, messages, params, new, use_redis, snapshot)
+        return await _start(principal, model, messages, params, new, use_redis, snapshot, prompt_ref)
     except BaseException:
         if idempotency_key and use_redis:
             await idempotency_release(scope=principal.scope, key=idempotency_key, request_id=request_id)
         raise
 
 
-async def _start(principal, model, messages, params, new: dict, use_redis: bool, snapshot) -> Completion:
+async def _start(principal, model, messages, params, new: dict, use_redis: bool, snapshot,
+                 prompt_ref: dict | None = None) -> Completion:
     request_id = new["request_id"]
     cacheable = (use_redis and settings.PROMPT_CACHE_ENABLED and params.temperature == 0
                  and params.cacheable)
     ctx = {"principal": principal, "params": params, "messages": messages, "model": model,
-           "snapshot": snapshot}
+           "snapshot": snapshot, "prompt_ref": prompt_ref or {}}
     hit, kind = None, ""
     if cacheable:
         fp = params.fingerprint()
@@ -287,7 +289,8 @@ async def _record(completion: Completion, ctx: dict, terminal: dict, *, estimate
         completion_tokens=result["completion_tokens"] if result else 0,
         latency_ms=int(latency * 1000),
         ttft_ms=int(completion.ttft_s * 1000) if completion.ttft_s is not None else None,
-        cache_hit=completion.cache_hit, status=status, error_code=code, end_user=ctx["params"].user)
+        cache_hit=completion.cache_hit, status=status, error_code=code, end_user=ctx["params"].user,
+        prompt_version=ctx["prompt_ref"].get("version"), prompt_label=ctx["prompt_ref"].get("label") or "")
     if redis_enabled():
         actual = result["prompt_tokens"] + result["completion_tokens"] if result else 0
         delta = estimate - actual if estimate else 0

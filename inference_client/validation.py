@@ -8,6 +8,8 @@ engines."""
 from __future__ import annotations
 
 import dataclasses
+import re
+import uuid
 
 from django.conf import settings
 
@@ -367,3 +369,27 @@ def check_text_request(body: dict) -> ChatRequest:
     params.echo = bool(echo)
     return ChatRequest(model=model, messages=[{"role": "user", "content": prompt}], params=params,
                        stream=stream)
+
+
+PROMPT_LABEL = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+
+
+def check_prompt_ref(headers) -> dict | None:
+    """X-Prompt-Version (a version id) and X-Prompt-Label: which saved prompt
+    version a /v1 call ran, recorded in its usage record (the SDK sends them; a
+    caller's own records only, so a claim is trusted, but must be well formed)."""
+    version, label = headers.get("X-Prompt-Version"), headers.get("X-Prompt-Label")
+    if version is None and label is None:
+        return None
+    if version is None:
+        raise ApiError("X-Prompt-Label needs X-Prompt-Version.", code="invalid_prompt_ref",
+                       field="X-Prompt-Version")
+    try:
+        version = str(uuid.UUID(version))
+    except ValueError:
+        raise ApiError("X-Prompt-Version must be a version id (a UUID).", code="invalid_prompt_ref",
+                       field="X-Prompt-Version") from None
+    if label is not None and not PROMPT_LABEL.match(label):
+        raise ApiError("X-Prompt-Label is not a label name.", code="invalid_prompt_ref",
+                       field="X-Prompt-Label")
+    return {"version": version, "label": label or ""}

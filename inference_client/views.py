@@ -28,7 +28,13 @@ from inference_client.idempotency import body_fingerprint, check_idempotency_key
 from inference_client.rendering import completion_body, error_status, sse
 from inference_client.services import completion_create
 from inference_client.threads import run_db
-from inference_client.validation import check_body_size, check_chat_request, check_text_request, parse_json
+from inference_client.validation import (
+    check_body_size,
+    check_chat_request,
+    check_prompt_ref,
+    check_text_request,
+    parse_json,
+)
 from inference_protocol import config
 
 
@@ -104,7 +110,8 @@ async def _generate(request, check, *, kind: str, path: str):
         completion = await completion_create(
             api_key_or_user=api_key, model=chat.model, messages=chat.messages, params=chat.params,
             stream=chat.stream, idempotency_key=idempotency_key, kind=kind,
-            fingerprint=body_fingerprint({**body, "_endpoint": kind}) if idempotency_key else None)
+            fingerprint=body_fingerprint({**body, "_endpoint": kind}) if idempotency_key else None,
+            prompt_ref=check_prompt_ref(request.headers))
     except ApiError as exc:
         _count(model, exc.status_code)
         return error_response(exc)
@@ -166,9 +173,17 @@ class UsageApi(APIView):
                  "tier": r.tier, "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
                  "latency_ms": r.latency_ms, "ttft_ms": r.ttft_ms, "cache_hit": r.cache_hit or None,
                  "status": r.status, "error_code": r.error_code or None,
+                 "prompt_version": str(r.prompt_version) if r.prompt_version else None,
+                 "prompt_label": r.prompt_label or None,
                  "created_at": r.created_at.isoformat()} for r in rows]
-        return Response({"object": "list", "summary": selectors.usage_summary(user=request.user, model=model),
-                         "data": data})
+        out = {"object": "list", "summary": selectors.usage_summary(user=request.user, model=model),
+               "data": data}
+        if request.query_params.get("group_by") == "prompt_version":
+            out["by_prompt_version"] = selectors.usage_by_prompt_version(
+                user=request.user, label=request.query_params.get("prompt_label") or None)
+        elif request.query_params.get("group_by"):
+            raise ApiError("group_by can only be 'prompt_version'.", code="invalid_value", field="group_by")
+        return Response(out)
 
 
 def metrics_view(request):

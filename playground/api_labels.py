@@ -16,9 +16,11 @@ from .serializers import (
     LabelMoveRequestSerializer,
     LabelMoveSerializer,
     LabelSerializer,
+    LabelSplitRequestSerializer,
     LabelStepRequestSerializer,
     VersionSerializer,
 )
+from .splits import check_user_key, split_pick
 
 LabelWithVersion = inline_serializer("LabelWithVersion", {
     "name": serializers.CharField(), "version": VersionSerializer()})
@@ -41,12 +43,24 @@ class LabelListApi(PromptScopedApi):
 
 
 class LabelDetailApi(PromptScopedApi):
-    @extend_schema(responses=LabelWithVersion, description="The version a label points at.")
+    @extend_schema(parameters=[OpenApiParameter("user", str, description=(
+        "A split label: pick the version this user key gets (deterministic); without it, the first"))],
+        responses=LabelWithVersion, description="The version a label points at; `split` lists a split "
+        "label's variants (weights and versions).")
     def get(self, request, prompt_id, name):
         prompt = request_access(request, prompt_id=prompt_id, need="view")
         label = selectors.label_get(prompt=prompt, name=name)
-        return Response({"name": label.name, "updated_at": label.updated_at,
-                         "version": VersionSerializer(label.version, context={"with_body": True}).data})
+        user = check_user_key(request.query_params.get("user"))
+        body = {"name": label.name, "updated_at": label.updated_at, "split": None}
+        version = label.version
+        if label.split:
+            versions = {str(v.pk): v for v in selectors.label_split_versions(label=label)}
+            body["split"] = [{"weight": v["weight"], "version": VersionSerializer(
+                versions[v["version"]], context={"with_body": True}).data} for v in label.split]
+            if user is not None:
+                version = versions[split_pick(label.split, prompt_id=prompt.pk, label=name, user=user)]
+        body["version"] = VersionSerializer(version, context={"with_body": True}).data
+        return Response(body)
 
     @extend_schema(parameters=[OpenApiParameter("expected", str, description=(
         "Remove only if the label holds this version (else 409 label_conflict)"))],
@@ -79,6 +93,20 @@ class LabelMoveApi(PromptScopedApi):
                    run_id=request.query_params.get("require_eval") or None)
         label = services.label_move(prompt=prompt, name=name, version_id=data.validated_data["version"],
                                     expected_version_id=data.validated_data["expected"], actor=request.user)
+        return Response(LabelSerializer(label).data)
+
+
+class LabelSplitApi(PromptScopedApi):
+    @extend_schema(request=LabelSplitRequestSerializer, responses={200: LabelSerializer},
+                   description="An A/B split: the label points at 2-10 versions with integer weights "
+                               "adding up to 100; runs and get_prompt pick one per `user` key. "
+                               "Compare-and-set on `expected` (the first variant when already split).")
+    def post(self, request, prompt_id, name):
+        prompt = request_access(request, prompt_id=prompt_id, need="edit")
+        data = LabelSplitRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        label = services.label_split(prompt=prompt, name=name, variants=data.validated_data["variants"],
+                                     expected_version_id=data.validated_data["expected"], actor=request.user)
         return Response(LabelSerializer(label).data)
 
 

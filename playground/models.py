@@ -142,6 +142,9 @@ class Label(models.Model):
     # CASCADE, not PROTECT: versions go only when their whole prompt is deleted,
     # and PROTECT would block that cascade.
     version = models.ForeignKey(PromptVersion, on_delete=models.CASCADE, related_name="labels")
+    # An A/B split (playground.splits): [{"version": id, "weight": int}, ...] adding up
+    # to 100, `version` being the first; None: the label points at `version` alone.
+    split = models.JSONField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -17,10 +17,11 @@ from . import selectors
 from .bodies import body_text
 from .models import PromptVersion
 from .permissions import access_prompt
+from .splits import check_user_key, split_pick
 from .templating import template_render
 
 # The only fields a run request may carry: the version decides everything else.
-RUN_FIELDS = {"variables", "stream"}
+RUN_FIELDS = {"variables", "stream", "user"}
 FROZEN_FIELDS = {"model", "messages", "temperature", "max_tokens", "max_completion_tokens", "top_p",
                  "stop", "seed", "system"}
 
@@ -68,6 +69,8 @@ class PreparedRun:
     version: PromptVersion
     chat_body: dict
     stream: bool
+    label: str | None = None
+    user: str | None = None  # the caller's end-user key (picks a split's variant)
 
 
 def check_run_request(data) -> tuple[dict, bool]:
@@ -96,13 +99,18 @@ def run_prepare(*, user, prompt_id, data, version_id=None, label: str | None = N
     """Check access (viewers may run), pick the version (by id, or the one
     `label` points at now) and build its chat request."""
     variables, stream = check_run_request(data)
+    split_user = check_user_key(data.get("user"))
     if label is not None:
         prompt = access_prompt(user=user, prompt_id=prompt_id, need="view", share_token=share_token,
                                client_addr=client_addr)
-        version = selectors.label_get(prompt=prompt, name=label).version
+        found = selectors.label_get(prompt=prompt, name=label)
+        version = found.version
+        if found.split:  # an A/B split: this user's variant (random by weight without a user key)
+            picked = split_pick(found.split, prompt_id=prompt.pk, label=label, user=split_user)
+            version = selectors.version_get(prompt=prompt, version_id=picked)
     else:
         prompt = access_prompt(user=user, prompt_id=prompt_id, need="view", share_token=share_token,
                                client_addr=client_addr, version_id=version_id)
         version = selectors.version_get(prompt=prompt, version_id=version_id)
     return PreparedRun(version=version, chat_body=version_chat_body(version=version, variables=variables),
-                       stream=stream)
+                       stream=stream, label=label, user=split_user)

@@ -77,3 +77,8 @@ def label_get(*, prompt: Prompt, name: str) -> Label:
 
 def label_history(*, prompt: Prompt, name: str) -> QuerySet[LabelMove]:
     return LabelMove.objects.filter(label__prompt=prompt, label__name=name).order_by("-id")
+
+
+def label_split_versions(*, label: Label) -> QuerySet[PromptVersion]:
+    return PromptVersion.objects.select_related("payload_blob").filter(
+        prompt_id=label.prompt_id, pk__in=[v["version"] for v in label.split or ()])

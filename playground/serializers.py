@@ -91,10 +91,18 @@ class RenderSerializer(serializers.Serializer):
 
 class LabelSerializer(serializers.ModelSerializer):
     version = serializers.UUIDField(source="version_id")
+    split = serializers.JSONField(read_only=True, help_text="[{version, weight}] of an A/B split, or null")
 
     class Meta:
         model = Label
-        fields = ["name", "version", "updated_at"]
+        fields = ["name", "version", "split", "updated_at"]
+
+
+class LabelSplitRequestSerializer(serializers.Serializer):
+    variants = serializers.JSONField(
+        help_text="[{\"version\": id, \"weight\": int}, ...], weights adding up to 100")
+    expected = serializers.UUIDField(allow_null=True, help_text=(
+        "The version the label holds now (its first variant when split; null: the label must not exist)"))
 
 
 class LabelMoveRequestSerializer(serializers.Serializer):

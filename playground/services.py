@@ -19,6 +19,7 @@ from core.errors import ApiError
 from .audit import audit_record
 from .bodies import body_cache, storage_fields
 from .models import LABEL_NAME_PATTERN, Label, LabelMove, MoveKind, Prompt, PromptVersion
+from .splits import check_variants
 from .uploads import upload_verify
 from .validation import check_params, check_utf8
 from .webhooks.services import webhook_emit
@@ -147,11 +148,11 @@ def label_move(*, prompt: Prompt, name: str, version_id, expected_version_id, ac
             except IntegrityError:  # created concurrently by someone else
                 now = Label.objects.filter(prompt=prompt, name=name).values_list("version_id", flat=True)
                 raise _conflict(name, now.first()) from None
-        elif current == target:
+        elif current == target and not label.split:
             return label  # already there: not a move
         else:
-            label.version_id = target
-            label.save(update_fields=["version", "updated_at"])
+            label.version_id, label.split = target, None  # a move ends any split
+            label.save(update_fields=["version", "split", "updated_at"])
         _record(label=label, kind=MoveKind.MOVE, from_id=current, to_id=target, actor=actor)
         _audit_label(prompt=prompt, name=name, kind=MoveKind.MOVE, from_id=current, to_id=target, actor=actor)
     return label
@@ -167,6 +168,57 @@ def label_delete(*, prompt: Prompt, name: str, actor, expected_version_id=None) 
         _audit_label(prompt=prompt, name=name, kind="delete", from_id=label.version_id, to_id=None,
                      actor=actor)
         label.delete()
+
+
+def label_split(*, prompt: Prompt, name: str, variants, expected_version_id, actor) -> Label:
+    """Point `name` at two or more versions with weights (an A/B split, see
+    playground.splits); compare-and-set on the version it holds now (its first
+    variant when split; None: the label must not exist yet). A later move, undo
+    or redo ends the split."""
+    _check_label_name(name)
+    variants = check_variants(variants)
+    ids = [v["version"] for v in variants]
+    found = {str(pk) for pk in PromptVersion.objects.filter(prompt=prompt, pk__in=[
+        i for i in ids if _is_uuid(i)]).values_list("pk", flat=True)}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise ApiError(f"Not versions of this prompt: {', '.join(missing)}.", code="version_not_found",
+                       field="variants", extra={"missing": missing})
+    primary = variants[0]["version"]
+    with transaction.atomic():
+        label = Label.objects.select_for_update().filter(prompt=prompt, name=name).first()
+        current = label.version_id if label else None
+        if str(current) != str(expected_version_id):
+            raise _conflict(name, current)
+        if label is None:
+            try:
+                with transaction.atomic():
+                    label = Label.objects.create(prompt=prompt, name=name, version_id=primary, split=variants)
+            except IntegrityError:
+                now = Label.objects.filter(prompt=prompt, name=name).values_list("version_id", flat=True)
+                raise _conflict(name, now.first()) from None
+        else:
+            label.version_id, label.split = primary, variants
+            label.save(update_fields=["version", "split", "updated_at"])
+        if str(current) != primary:
+            _record(label=label, kind=MoveKind.MOVE, from_id=current, to_id=primary, actor=actor)
+        audit_record(prompt_id=prompt.pk, actor=actor, action="label.split", target=f"label:{name}",
+                     detail={"from_version": str(current) if current else None, "variants": variants})
+        webhook_emit(prompt=prompt, event="label.moved", data={
+            "label": name, "kind": "split", "from_version": str(current) if current else None,
+            "to_version": primary, "variants": variants,
+            "actor": actor.get_username() if actor is not None and actor.is_authenticated else None})
+    return label
+
+
+def _is_uuid(value) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 def _stacks(label: Label) -> tuple[list[LabelMove], list[LabelMove]]:
@@ -208,8 +260,8 @@ def _step(*, prompt, name, actor, expected_version_id, kind) -> Label:
                            status_code=409, field="name")
         top = stack[-1]
         current = label.version_id
-        label.version_id = top.from_version_id
-        label.save(update_fields=["version", "updated_at"])
+        label.version_id, label.split = top.from_version_id, None
+        label.save(update_fields=["version", "split", "updated_at"])
         _record(label=label, kind=kind, from_id=current, to_id=top.from_version_id, actor=actor, reverts=top)
         _audit_label(prompt=prompt, name=name, kind=kind, from_id=current, to_id=top.from_version_id,
                      actor=actor)

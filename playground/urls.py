@@ -23,6 +23,7 @@ urlpatterns = [
     path("<uuid:prompt_id>/labels", api_labels.LabelListApi.as_view(), name="api-labels"),
     path(L, api_labels.LabelDetailApi.as_view(), name="api-label"),
     path(f"{L}/move", api_labels.LabelMoveApi.as_view(), name="api-label-move"),
+    path(f"{L}/split", api_labels.LabelSplitApi.as_view(), name="api-label-split"),
     path(f"{L}/undo", api_labels.LabelUndoApi.as_view(), name="api-label-undo"),
     path(f"{L}/redo", api_labels.LabelRedoApi.as_view(), name="api-label-redo"),
     path(f"{L}/history", api_labels.LabelHistoryApi.as_view(), name="api-label-history"),

@@ -181,3 +181,39 @@ async def test_should_behave_the_same_with_the_async_client(live, worker, clock)
         assert text == "v2 Ada"[::-1]
     # The ORM ran on asgiref's executor thread: close its connection before the flush.
     await sync_to_async(connections.close_all)()
+
+
+def test_should_keep_each_user_on_one_variant_of_a_split_and_record_it_in_usage(live, worker):
+    from inference_client.models import UsageRecord
+
+    key, raw, prompt, v1, v2 = _setup()
+    variants = [{"version": str(v1.pk), "weight": 50}, {"version": str(v2.pk), "weight": 50}]
+    services.label_split(prompt=prompt, name="production", expected_version_id=v1.pk, actor=key.user,
+                         variants=variants)
+    auth = {"Authorization": f"Bearer {raw}"}
+    base = f"{live}/api/prompts/{prompt.pk}/labels/production"
+    with Promptyard(live, raw) as py:
+        seen = {}
+        for user in [f"u{i}" for i in range(12)]:
+            mine = py.get_prompt(prompt.pk, user=user)
+            assert mine.id == httpx.get(base, params={"user": user}, headers=auth).json()["version"]["id"]
+            assert py.get_prompt(prompt.pk, user=user).id == mine.id  # the same on every call
+            assert mine.weight == 50 and mine.split == ((str(v1.pk), 50), (str(v2.pk), 50))
+            seen[user] = mine
+        assert {v.id for v in seen.values()} == {str(v1.pk), str(v2.pk)}
+        a = next(v for v in seen.values() if v.id == str(v2.pk))
+        assert a.run({"name": "Ada"})["choices"][0]["message"]["content"] == "v2 Ada"[::-1]
+    user = next(u for u, v in seen.items() if v.id == str(v1.pk))
+    ran = httpx.post(f"{base}/run", json={"variables": {"name": "Bo"}, "user": user}, headers=auth,
+                     timeout=30)
+    assert ran.status_code == 200 and ran.headers["x-prompt-version"] == str(v1.pk)
+    wait_for(lambda: UsageRecord.objects.filter(user=key.user).count() == 2, timeout=15, what="usage records")
+    records = UsageRecord.objects.filter(user=key.user).values_list("prompt_version", "prompt_label")
+    assert sorted(records) == sorted([(v1.pk, "production"), (v2.pk, "production")])
+    assert UsageRecord.objects.get(user=key.user, prompt_version=v1.pk).end_user == user
+    grouped = httpx.get(f"{live}/v1/usage", params={"group_by": "prompt_version"}, headers=auth).json()
+    assert {(g["prompt_version"], g["requests"]) for g in grouped["by_prompt_version"]} == {
+        (str(v1.pk), 1), (str(v2.pk), 1)}
+    bad = httpx.post(f"{live}/v1/chat/completions", headers={**auth, "X-Prompt-Version": "v1"},
+                     json={"model": MODEL, "messages": [{"role": "user", "content": "x"}]})
+    assert (bad.status_code, bad.json()["error"]["code"]) == (400, "invalid_prompt_ref")

@@ -19,8 +19,9 @@ from .errors import (
     RenderError,
     ServerUnavailable,
 )
+from .splits import split_pick
 
 __all__ = ["ApiError", "AsyncPromptyard", "AuthenticationError", "BoundedStalenessCache", "LabelNotFound",
            "NotFound", "PromptNotFound", "PromptVersion", "Promptyard", "PromptyardError", "RenderError",
-           "ServerUnavailable"]
+           "ServerUnavailable", "split_pick"]
 __version__ = "0.1.0"

@@ -24,6 +24,7 @@ from .errors import (
     PromptyardError,
     ServerUnavailable,
 )
+from .splits import split_pick
 from .template import render_texts
 
 Source = Literal["server", "cache", "stale", "fallback"]
@@ -55,6 +56,9 @@ class PromptVersion:
     response_schema: dict | None
     tools: list
     source: Source = "server"
+    # A split label: this variant's weight, and every variant's (version id, weight).
+    weight: int | None = None
+    split: tuple[tuple[str, int], ...] | None = None
     fetched_at: float | None = None  # wall-clock time (time.time()) of the fetch, None for a fallback
     error: str | None = None
     _client: Any = dataclasses.field(default=None, repr=False, compare=False)
@@ -76,8 +80,7 @@ class PromptVersion:
             {"role": "user", "content": out["body"]}]
         return {**out, "messages": messages}
 
-    def chat_body(self, variables: Mapping[str, object] | None = None, *, stream: bool = False,
-                  user: str | None = None) -> dict:
+    def chat_body(self, variables: Mapping[str, object] | None = None, *, stream: bool = False) -> dict:
         """The /v1/chat/completions body of a run of this version."""
         if not self.model:
             raise ApiError("This version names no model: give the fallback a 'model' to run it.",
@@ -85,23 +88,25 @@ class PromptVersion:
         body = {"model": self.model, "messages": self.render(variables)["messages"], **self.parameters}
         if stream:
             body["stream"] = True
-        if user is not None:
-            body["user"] = user
         return body
 
-    def run(self, variables: Mapping[str, object] | None = None, *, stream: bool = False,
-            user: str | None = None):
+    def run_headers(self) -> dict:
+        """Headers that put this version (and label) in the run's usage record."""
+        if self.id is None:
+            return {}
+        return {"X-Prompt-Version": self.id, "X-Prompt-Label": self.label}
+
+    def run(self, variables: Mapping[str, object] | None = None, *, stream: bool = False):
         """Run through /v1/chat/completions: the chat.completion object, or (stream=True)
-        an iterator of chat.completion.chunk objects."""
+        an iterator of chat.completion.chunk objects. The usage record names this version."""
         if not isinstance(self._client, Promptyard):
             raise TypeError("run() needs a version from Promptyard.get_prompt; use arun() for async")
-        return self._client.run(self, variables, stream=stream, user=user)
+        return self._client.run(self, variables, stream=stream)
 
-    async def arun(self, variables: Mapping[str, object] | None = None, *, stream: bool = False,
-                   user: str | None = None):
+    async def arun(self, variables: Mapping[str, object] | None = None, *, stream: bool = False):
         if not isinstance(self._client, AsyncPromptyard):
             raise TypeError("arun() needs a version from AsyncPromptyard.get_prompt")
-        return await self._client.run(self, variables, stream=stream, user=user)
+        return await self._client.run(self, variables, stream=stream)
 
 
 def _fallback_version(fallback, *, prompt: str, label: str, error: Exception, client) -> PromptVersion:
@@ -143,14 +148,49 @@ def _error_from(response: httpx.Response, *, what: str) -> PromptyardError:
     return ApiError(message, code=code, status=status)
 
 
-def _version_from(data: dict, body: str, *, prompt: str, label: str, client) -> PromptVersion:
-    v = data["version"]
+def _version_from(v: dict, body: str, *, prompt: str, label: str, client) -> PromptVersion:
     return PromptVersion(
         prompt_id=prompt, label=label, id=v["id"], number=v.get("number"), model=v.get("model"),
         system=v.get("system") or "", template=body, variables=dict(v.get("variables") or {}),
         parameters={k: v[k] for k in PARAMETER_FIELDS if v.get(k) not in (None, [])},
         response_schema=v.get("response_schema"), tools=list(v.get("tools") or []),
         source="server", fetched_at=time.time(), _client=client)
+
+
+@dataclasses.dataclass(frozen=True)
+class _LabelValue:
+    """What the cache holds for a label: its version, or a split's variants."""
+
+    primary: PromptVersion
+    variants: tuple[tuple[PromptVersion, int], ...] | None = None
+
+    @property
+    def id(self) -> str | None:  # the label's (first) version: what the cache tests compare
+        return self.primary.id
+
+
+def _choose(value: _LabelValue, user: str | None, *, source: Source) -> PromptVersion:
+    if not value.variants:
+        return dataclasses.replace(value.primary, source=source)
+    weights = [w for _, w in value.variants]
+    version, weight = value.variants[split_pick(weights, prompt_id=value.primary.prompt_id,
+                                                label=value.primary.label, user=user)]
+    return dataclasses.replace(version, source=source, weight=weight,
+                               split=tuple((v.id, w) for v, w in value.variants))
+
+
+def _label_value(data: dict, bodies: dict, *, prompt: str, label: str, client) -> _LabelValue:
+    def make(v):
+        return _version_from(v, bodies[v["id"]], prompt=prompt, label=label, client=client)
+
+    if not data.get("split"):
+        return _LabelValue(make(data["version"]))
+    variants = tuple((make(item["version"]), item["weight"]) for item in data["split"])
+    return _LabelValue(variants[0][0], variants)
+
+
+def _versions_of(data: dict) -> list[dict]:
+    return [item["version"] for item in data.get("split") or ()] or [data["version"]]
 
 
 # Outcomes of a fetch that the cache records (an answer) or counts (no answer).
@@ -184,21 +224,21 @@ class _Base:
             raise AuthenticationError("An API key is required (create one at /settings/api-keys/).",
                                       code="missing_api_key")
         self.base_url = base_url.rstrip("/")
-        self.cache: BoundedStalenessCache[PromptVersion] = BoundedStalenessCache(
+        self.cache: BoundedStalenessCache[_LabelValue] = BoundedStalenessCache(
             ttl=ttl, max_stale=max_stale, clock=clock)
         self.timeout = timeout
         self.run_timeout = run_timeout
         self._headers = {"Authorization": f"Bearer {api_key}", "User-Agent": "promptyard-python/0.1"}
 
-    def _serve(self, plan, key, fallback, prompt, label):
+    def _serve(self, plan, user):
         """The answer of a plan that needs no fetch, else None."""
         entry = plan.entry
         if plan.action == "fresh":
             if entry.gone is not None:
                 raise entry.gone
-            return dataclasses.replace(entry.value, source="cache")
+            return _choose(entry.value, user, source="cache")
         if plan.action == "stale":
-            return dataclasses.replace(entry.value, source="stale")
+            return _choose(entry.value, user, source="stale")
         return None
 
     def _unavailable(self, exc, fallback, prompt, label):
@@ -235,22 +275,24 @@ class Promptyard(_Base):
     def __exit__(self, *exc):
         self.close()
 
-    def get_prompt(self, prompt: str, label: str = "production", *, fallback=None) -> PromptVersion:
+    def get_prompt(self, prompt: str, label: str = "production", *, fallback=None,
+                   user: str | None = None) -> PromptVersion:
         """The version `label` points at, under the cache contract (module
         promptyard.cache). Raises LabelNotFound / PromptNotFound / AuthenticationError
         when the server says so, ServerUnavailable when it cannot answer and there is
         neither a copy within the bound nor a `fallback` (a template string, a mapping
         with 'template' and optional 'system', 'model', 'variables', 'parameters',
-        or a PromptVersion)."""
+        or a PromptVersion). A split label gives `user` its variant (the same one on
+        every call, as the server picks it; random by weight without a user key)."""
         key = (str(prompt), label)
         plan = self.cache.plan(key)
-        served = self._serve(plan, key, fallback, prompt, label)
+        served = self._serve(plan, user)
         if served is not None:
             if plan.start_refresh:
                 self._spawn(lambda: self._refresh(key))
             return served
         try:
-            return dataclasses.replace(self._fetch_and_record(key), source="server")
+            return _choose(self._fetch_and_record(key), user, source="server")
         except _NO_ANSWER as exc:
             return self._unavailable(exc, fallback, str(prompt), label)
 
@@ -262,7 +304,7 @@ class Promptyard(_Base):
         except Exception:
             self.cache.failed(key, refresh=True)
 
-    def _fetch_and_record(self, key, *, refresh: bool = False) -> PromptVersion:
+    def _fetch_and_record(self, key, *, refresh: bool = False) -> _LabelValue:
         at = self.cache.clock()
         try:
             version = self._fetch(*key)
@@ -287,29 +329,31 @@ class Promptyard(_Base):
             raise _error_from(response, what=f"GET {path}")
         return response
 
-    def _fetch(self, prompt: str, label: str) -> PromptVersion:
+    def _fetch(self, prompt: str, label: str) -> _LabelValue:
         data = _json(self._get(_label_path(prompt, label)))
-        body = data["version"].get("body")
-        if body is None:  # a large body: fetched from its own URL
-            body = self._get(data["version"]["body_url"]).text
-        return _version_from(data, body, prompt=prompt, label=label, client=self)
+        bodies = {}
+        for v in _versions_of(data):  # a large body is fetched from its own URL
+            bodies[v["id"]] = v["body"] if v.get("body") is not None else self._get(v["body_url"]).text
+        return _label_value(data, bodies, prompt=prompt, label=label, client=self)
 
     def run(self, version: PromptVersion, variables: Mapping[str, object] | None = None, *,
-            stream: bool = False, user: str | None = None):
-        body = version.chat_body(variables, stream=stream, user=user)
+            stream: bool = False):
+        body = version.chat_body(variables, stream=stream)
+        headers = version.run_headers()
         if not stream:
             try:
-                response = self._http.post("/v1/chat/completions", json=body, timeout=self.run_timeout)
+                response = self._http.post("/v1/chat/completions", json=body, headers=headers,
+                                           timeout=self.run_timeout)
             except httpx.TransportError as exc:
                 raise _transport_error(exc) from exc
             if response.status_code != 200:
                 raise _error_from(response, what="POST /v1/chat/completions")
             return _json(response)
-        return self._stream(body)
+        return self._stream(body, headers)
 
-    def _stream(self, body: dict) -> Iterator[dict]:
+    def _stream(self, body: dict, headers: dict) -> Iterator[dict]:
         try:
-            with self._http.stream("POST", "/v1/chat/completions", json=body,
+            with self._http.stream("POST", "/v1/chat/completions", json=body, headers=headers,
                                    timeout=self.run_timeout) as response:
                 if response.status_code != 200:
                     response.read()
@@ -343,10 +387,11 @@ class AsyncPromptyard(_Base):
     async def __aexit__(self, *exc):
         await self.aclose()
 
-    async def get_prompt(self, prompt: str, label: str = "production", *, fallback=None) -> PromptVersion:
+    async def get_prompt(self, prompt: str, label: str = "production", *, fallback=None,
+                         user: str | None = None) -> PromptVersion:
         key = (str(prompt), label)
         plan = self.cache.plan(key)
-        served = self._serve(plan, key, fallback, prompt, label)
+        served = self._serve(plan, user)
         if served is not None:
             if plan.start_refresh:
                 task = asyncio.get_running_loop().create_task(self._refresh(key))
@@ -354,7 +399,7 @@ class AsyncPromptyard(_Base):
                 task.add_done_callback(self._tasks.discard)
             return served
         try:
-            return dataclasses.replace(await self._fetch_and_record(key), source="server")
+            return _choose(await self._fetch_and_record(key), user, source="server")
         except _NO_ANSWER as exc:
             return self._unavailable(exc, fallback, str(prompt), label)
 
@@ -372,7 +417,7 @@ class AsyncPromptyard(_Base):
             self.cache.failed(key, refresh=True)
             raise
 
-    async def _fetch_and_record(self, key, *, refresh: bool = False) -> PromptVersion:
+    async def _fetch_and_record(self, key, *, refresh: bool = False) -> _LabelValue:
         at = self.cache.clock()
         try:
             version = await self._fetch(*key)
@@ -394,29 +439,32 @@ class AsyncPromptyard(_Base):
             raise _error_from(response, what=f"GET {path}")
         return response
 
-    async def _fetch(self, prompt: str, label: str) -> PromptVersion:
+    async def _fetch(self, prompt: str, label: str) -> _LabelValue:
         data = _json(await self._get(_label_path(prompt, label)))
-        body = data["version"].get("body")
-        if body is None:
-            body = (await self._get(data["version"]["body_url"])).text
-        return _version_from(data, body, prompt=prompt, label=label, client=self)
+        bodies = {}
+        for v in _versions_of(data):
+            body = v.get("body")
+            bodies[v["id"]] = body if body is not None else (await self._get(v["body_url"])).text
+        return _label_value(data, bodies, prompt=prompt, label=label, client=self)
 
     async def run(self, version: PromptVersion, variables: Mapping[str, object] | None = None, *,
-                  stream: bool = False, user: str | None = None):
-        body = version.chat_body(variables, stream=stream, user=user)
+                  stream: bool = False):
+        body = version.chat_body(variables, stream=stream)
+        headers = version.run_headers()
         if not stream:
             try:
-                response = await self._http.post("/v1/chat/completions", json=body, timeout=self.run_timeout)
+                response = await self._http.post("/v1/chat/completions", json=body, headers=headers,
+                                                 timeout=self.run_timeout)
             except httpx.TransportError as exc:
                 raise _transport_error(exc) from exc
             if response.status_code != 200:
                 raise _error_from(response, what="POST /v1/chat/completions")
             return _json(response)
-        return self._stream(body)
+        return self._stream(body, headers)
 
-    async def _stream(self, body: dict) -> AsyncIterator[dict]:
+    async def _stream(self, body: dict, headers: dict) -> AsyncIterator[dict]:
         try:
-            async with self._http.stream("POST", "/v1/chat/completions", json=body,
+            async with self._http.stream("POST", "/v1/chat/completions", json=body, headers=headers,
                                          timeout=self.run_timeout) as response:
                 if response.status_code != 200:
                     await response.aread()
