@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('playground', '0005_webhooks'),
+        ('playground', '0006_evals_immutable_triggers'),
     ]
 
     operations = [
