@@ -2,6 +2,8 @@
 a signed, expiring token in the URL authorises one PUT of exactly the
 declared size, or GETs of one object."""
 
+import time
+
 from django.conf import settings
 from django.core import signing
 from django.http import HttpResponse, StreamingHttpResponse
@@ -17,20 +19,25 @@ def blob_local(request, token):
     if not isinstance(store, LocalBlobStore):
         return json_error("not_found", "The local blob endpoint is off: an object store is configured.", 404)
     method = request.method
-    max_age = settings.PROMPT_UPLOAD_EXPIRES if method == "PUT" else settings.PRESIGN_GET_EXPIRES
+    # The grant's own signed deadline, within the longest lifetime of its kind.
+    max_age = settings.PROMPT_UPLOAD_EXPIRES if method == "PUT" else settings.PRESIGN_GET_MAX_EXPIRES
     try:
         grant = store.unsign(token, max_age=max_age)
     except signing.SignatureExpired:
         return json_error("url_expired", "This URL has expired.", 403)
     except signing.BadSignature:
         return json_error("url_invalid", "This URL is not valid.", 403)
+    if not isinstance(grant.get("d"), int) or time.time() > grant["d"]:
+        return json_error("url_expired", "This URL has expired.", 403)
     if grant["m"] != method:
         return json_error("method_not_allowed", f"This URL allows {grant['m']} only.", 405)
     if method == "PUT":
         return _put(request, store, grant["k"], grant["s"])
     if store.size(grant["k"]) is None:
         return json_error("not_found", "No such object.", 404)
-    return StreamingHttpResponse(store.iter_chunks(grant["k"]), content_type="application/octet-stream")
+    # A presigned URL is a short-lived capability: no cache keeps what it served.
+    return StreamingHttpResponse(store.iter_chunks(grant["k"]), content_type="application/octet-stream",
+                                 headers={"Cache-Control": "no-store"})
 
 
 def _put(request, store, key, size):

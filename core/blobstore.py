@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import functools
 import shutil
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -140,7 +141,7 @@ class S3BlobStore(BlobStore):
 
     def presign_get(self, key, *, expires):
         return self.client.generate_presigned_url(
-            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires
+            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=capped_get_expiry(expires)
         )
 
     def http_url(self, key, *, expires):
@@ -166,7 +167,12 @@ class S3BlobStore(BlobStore):
         try:
             self.client.head_bucket(Bucket=self.bucket)
         except ClientError:
-            self.client.create_bucket(Bucket=self.bucket)
+            try:
+                self.client.create_bucket(Bucket=self.bucket)
+            except ClientError as exc:
+                # Another process (a second `serve` started at the same time) made it first.
+                if exc.response["Error"]["Code"] not in {"BucketAlreadyExists", "BucketAlreadyOwnedByYou"}:
+                    raise
 
     def check(self):
         self.client.head_bucket(Bucket=self.bucket)
@@ -241,19 +247,21 @@ class LocalBlobStore(BlobStore):
     def ensure_bucket(self):
         self.root.mkdir(parents=True, exist_ok=True)
 
-    def sign(self, key: str, method: str, size: int | None = None) -> str:
-        return signing.dumps({"k": key, "m": method, "s": size}, salt=self.salt, compress=True)
+    def sign(self, key: str, method: str, size: int | None = None, *, expires: int) -> str:
+        """A grant of `method` on `key` until `expires` seconds from now (the deadline is signed)."""
+        return signing.dumps({"k": key, "m": method, "s": size, "d": int(time.time()) + expires},
+                             salt=self.salt, compress=True)
 
     def unsign(self, token: str, max_age: int) -> dict:
         return signing.loads(token, salt=self.salt, max_age=max_age)
 
     def presign_put(self, key, *, size, expires):
-        url = reverse("blob-local", args=[self.sign(key, "PUT", size)])
+        url = reverse("blob-local", args=[self.sign(key, "PUT", size, expires=expires)])
         return {"url": url, "method": "PUT", "headers": {"Content-Length": str(size)},
                 "expires_in": expires}
 
     def presign_get(self, key, *, expires):
-        return reverse("blob-local", args=[self.sign(key, "GET")])
+        return reverse("blob-local", args=[self.sign(key, "GET", expires=capped_get_expiry(expires))])
 
     def check(self):
         self.root.mkdir(parents=True, exist_ok=True)
@@ -263,6 +271,11 @@ class LocalBlobStore(BlobStore):
 
     def describe(self):
         return f"local {self.root}"
+
+
+def capped_get_expiry(expires: int) -> int:
+    """A GET URL outlives any revocation: never more than PRESIGN_GET_MAX_EXPIRES (60 s)."""
+    return max(0, min(int(expires), settings.PRESIGN_GET_MAX_EXPIRES))
 
 
 @functools.cache

@@ -151,8 +151,11 @@ class VersionBodyApi(PromptScopedApi):
             url = get_blob_store().presign_get(body_object_key(version), expires=expires)
             return Response({"url": url, "expires_in": expires, "size": version.body_size,
                              "sha256": version.body_sha256})
+        # A version never changes, but access to it may be revoked: only the owner's
+        # browser may keep it; anyone else's must ask again (and be refused) next time.
+        owner = request.user.is_authenticated and request.user.pk == prompt.owner_id
         headers = {"ETag": f'"{version.body_sha256}"', "Accept-Ranges": "bytes",
-                   "Cache-Control": "private, max-age=31536000, immutable"}
+                   "Cache-Control": "private, max-age=31536000, immutable" if owner else "no-store"}
         byte_range = _parse_range(request.headers.get("Range", ""), version.body_size)
         if byte_range:
             start, end = byte_range

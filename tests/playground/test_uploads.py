@@ -97,3 +97,33 @@ def test_upload_handle_is_bound_to_its_prompt(auth_client, prompt, user):
     response = create_version(auth_client, prompt, body_upload={
         "upload": target["upload"], "sha256": hashlib.sha256(data).hexdigest()})
     assert response.status_code == 400 and response.json()["error"]["code"] == "upload_invalid"
+
+
+def test_should_create_a_bucket_once_when_servers_race_for_it(settings):
+    """Two `serve` processes start at once against a new bucket: neither dies of BucketAlreadyExists."""
+    import threading
+    import uuid
+
+    from core.blobstore import S3BlobStore
+
+    settings.S3_BUCKET = f"race-{uuid.uuid4().hex[:12]}"
+    stores = [S3BlobStore() for _ in range(6)]
+    barrier, errors = threading.Barrier(len(stores)), []
+
+    def start(store):
+        barrier.wait()
+        try:
+            store.ensure_bucket()
+        except Exception as exc:  # what a second server would die of
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start, args=(s,)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert errors == []
+        stores[0].check()
+    finally:
+        stores[0].client.delete_bucket(Bucket=settings.S3_BUCKET)

@@ -180,3 +180,13 @@ def test_should_cap_presigned_body_urls_at_the_60_second_stale_window(world, set
     response = world.client("public_out").get(
         f"/api/prompts/{world.prompt.pk}/versions/{world.v2.pk}/body?presign=1")
     assert response.status_code == 200 and response.json()["expires_in"] == 60
+
+
+def test_should_let_only_the_owner_cache_a_body(world):
+    """Anyone else's copy would outlive a revocation in their browser's cache."""
+    url = f"/api/prompts/{world.prompt.pk}/versions/{world.v2.pk}/body"
+    assert "immutable" in world.client("owner").get(url)["Cache-Control"]
+    for principal in ("viewer", "team_viewer", "public_out"):
+        response = world.client(principal).get(url)
+        assert response.status_code == 200, principal
+        assert response["Cache-Control"] == "no-store", principal
