@@ -135,5 +135,17 @@ def test_should_import_run_two_versions_compare_and_gate_a_label(live_url, new_p
     assert curl.returncode == 22
     assert json.loads(curl.stdout)["error"]["code"] == "eval_regression"
     assert call(page, "GET", f"{base}/labels/production")["body"]["version"]["id"] == v1["id"]
+    # "Save as test case" from a playground run: a new dataset version with the row.
+    page.goto(f"{live_url}/prompts/{prompt['id']}/")
+    page.fill("[data-var=q]", "zz")
+    page.click("#run-btn")
+    expect(page.locator("#output")).to_have_text("!zz", timeout=15_000)
+    page.select_option("#case-dataset", dataset_id)
+    page.click("#case-save")
+    expect(page.locator("#case-status")).to_have_text("Saved as row 4 of version 2.")
+    saved = call(page, "GET", f"/api/datasets/{dataset_id}/versions", None)["body"]["results"][0]
+    rows = call(page, "GET", f"/api/datasets/{dataset_id}/versions/{saved['id']}/rows?start=3", None)["body"]
+    assert rows["rows"][0]["variables"] == {"q": "zz"} and rows["rows"][0]["expected"] == "!zz"
+
     # The one console error is the browser's note of the refused move (a 409 the page explains).
     assert [e for e in console_errors if "409 (Conflict)" not in e] == [] and len(console_errors) == 1

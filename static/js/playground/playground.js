@@ -7,6 +7,7 @@ import { HighlightedEditor, render, variablesIn } from "./editor.js";
 import { Params } from "./params.js";
 import { describeRunError, streamChat, tokensPerSecond } from "./stream.js";
 import { VariablesPanel } from "./variables.js";
+import { offerTestCase, setUpTestCases } from "../evals/save_case.js";
 
 const cfg = pageConfig();
 const $ = (id) => document.getElementById(id);
@@ -138,6 +139,7 @@ async function save() {
 
 // ---- Run --------------------------------------------------------------
 const out = $("output");
+setUpTestCases();
 function setStat(id, text) { $(id).textContent = text; }
 
 async function run() {
@@ -175,6 +177,7 @@ async function run() {
     setStat("stat-tps", tps ? `${tps.toFixed(1)} tok/s` : "–");
     if (stats.ttftMs === null) setStat("stat-ttft", "–");
     setStat("stat-finish", stats.finish ? `finish: ${stats.finish}` : "");
+    if (text.data) offerTestCase({ variables: values, output: text.data });
   } catch (err) {
     if (err.name === "AbortError") setStat("stat-finish", "stopped");
     else if (err.status === 429) rateLimited(err);
