@@ -8,16 +8,19 @@ from rest_framework.response import Response
 
 from core.errors import ApiError
 
-from . import selectors, services
+from . import protection, selectors, services
 from .api import PromptScopedApi, paginated
 from .evals.gate import gate_check
 from .permissions import request_access
 from .serializers import (
     LabelMoveRequestSerializer,
     LabelMoveSerializer,
+    LabelProtectRequestSerializer,
     LabelSerializer,
     LabelSplitRequestSerializer,
     LabelStepRequestSerializer,
+    PendingDecideRequestSerializer,
+    PendingMoveSerializer,
     VersionSerializer,
 )
 from .splits import check_user_key, split_pick
@@ -83,14 +86,22 @@ class LabelMoveApi(PromptScopedApi):
                        "run's first evaluator). A gated label refuses moves without one."))],
                    description="Compare-and-set: 409 label_conflict (with current_version) when the "
                                "label does not hold `expected`; 409 eval_* (with the run and the figures) "
-                               "when the gate refuses the move.")
+                               "when the gate refuses the move. A protected label that requires approval "
+                               "answers 202 with the pending move a second editor approves.")
     def post(self, request, prompt_id, name):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
         data = LabelMoveRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        run_id = request.query_params.get("require_eval") or None
         gate_check(prompt=prompt, name=name, user=request.user, candidate_id=data.validated_data["version"],
-                   baseline_id=data.validated_data["expected"],
-                   run_id=request.query_params.get("require_eval") or None)
+                   baseline_id=data.validated_data["expected"], run_id=run_id)
+        current = selectors.label_list(prompt=prompt).filter(name=name).first()
+        if current is not None and current.protected and current.require_approval:
+            pending = protection.label_move_request(
+                prompt=prompt, name=name, version_id=data.validated_data["version"],
+                expected_version_id=data.validated_data["expected"], actor=request.user,
+                eval_run=run_id or "")
+            return Response({"pending": PendingMoveSerializer(pending).data}, status=202)
         label = services.label_move(prompt=prompt, name=name, version_id=data.validated_data["version"],
                                     expected_version_id=data.validated_data["expected"], actor=request.user)
         return Response(LabelSerializer(label).data)
@@ -108,6 +119,58 @@ class LabelSplitApi(PromptScopedApi):
         label = services.label_split(prompt=prompt, name=name, variants=data.validated_data["variants"],
                                      expected_version_id=data.validated_data["expected"], actor=request.user)
         return Response(LabelSerializer(label).data)
+
+
+class LabelProtectApi(PromptScopedApi):
+    @extend_schema(request=LabelProtectRequestSerializer, responses={200: LabelSerializer},
+                   description="Owner only: protect a label (editors move it, the owner removes it) and "
+                               "optionally require a second editor's approval for every move.")
+    def post(self, request, prompt_id, name):
+        prompt = request_access(request, prompt_id=prompt_id, need="own")
+        data = LabelProtectRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        label = protection.label_protect(prompt=prompt, name=name, actor=request.user, **data.validated_data)
+        return Response(LabelSerializer(label).data)
+
+
+class PendingListApi(PromptScopedApi):
+    @extend_schema(responses=PendingMoveSerializer(many=True), description="Requested moves, newest first.")
+    def get(self, request, prompt_id, name):
+        prompt = request_access(request, prompt_id=prompt_id, need="view")
+        return paginated(request, self, protection.pending_list(prompt=prompt, name=name), ("-id",),
+                         lambda items: PendingMoveSerializer(items, many=True).data)
+
+
+def approval_gate(request, prompt, name):
+    """The evaluation gate, run again for an approval with the request's run."""
+    def check(pending):
+        gate_check(prompt=prompt, name=name, user=request.user, candidate_id=pending.to_version_id,
+                   baseline_id=pending.from_version_id, run_id=pending.eval_run or None)
+    return check
+
+
+class _PendingDecideApi(PromptScopedApi):
+    approve = False
+
+    @extend_schema(request=PendingDecideRequestSerializer, responses={200: PendingMoveSerializer},
+                   description="Editors other than the requester. An approval moves the label "
+                               "(compare-and-set from where the request found it: 409 if it moved since).")
+    def post(self, request, prompt_id, name, pending_id):
+        prompt = request_access(request, prompt_id=prompt_id, need="edit")
+        data = PendingDecideRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        pending = protection.pending_decide(
+            prompt=prompt, name=name, pending_id=pending_id, actor=request.user, approve=self.approve,
+            reason=data.validated_data["reason"], gate=approval_gate(request, prompt, name))
+        return Response(PendingMoveSerializer(pending).data)
+
+
+class PendingApproveApi(_PendingDecideApi):
+    approve = True
+
+
+class PendingRejectApi(_PendingDecideApi):
+    approve = False
 
 
 class _LabelStepApi(PromptScopedApi):

@@ -145,6 +145,10 @@ class Label(models.Model):
     # An A/B split (playground.splits): [{"version": id, "weight": int}, ...] adding up
     # to 100, `version` being the first; None: the label points at `version` alone.
     split = models.JSONField(null=True, blank=True)
+    # Protected: only editors move it, only the owner removes it or changes this;
+    # with require_approval, a move is a request that a second editor approves.
+    protected = models.BooleanField(default=False)
+    require_approval = models.BooleanField(default=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -176,6 +180,32 @@ class LabelMove(models.Model):
 
     class Meta:
         ordering = ["id"]
+
+
+class PendingStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+
+
+class PendingLabelMove(models.Model):
+    """A requested move of a label that needs a second editor's approval."""
+
+    label = models.ForeignKey(Label, on_delete=models.CASCADE, related_name="pending_moves")
+    from_version = models.ForeignKey(PromptVersion, null=True, on_delete=models.CASCADE, related_name="+")
+    to_version = models.ForeignKey(PromptVersion, on_delete=models.CASCADE, related_name="+")
+    eval_run = models.CharField(max_length=64, blank=True, default="")  # require_eval of the request
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                     related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(max_length=8, choices=PendingStatus.choices, default=PendingStatus.PENDING)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    reason = models.CharField(max_length=500, blank=True, default="")
+
+    class Meta:
+        ordering = ["-id"]
 
 
 # Sharing models live in their own module; importing them here registers them.

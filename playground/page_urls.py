@@ -8,4 +8,6 @@ urlpatterns = [
     path("", views.prompt_list, name="prompt-list"),
     path("<uuid:prompt_id>/", views.playground, name="prompt-playground"),
     path("<uuid:prompt_id>/history/", views.history, name="prompt-history"),
+    path("<uuid:prompt_id>/history/pending/<int:pending_id>/<str:decision>", views.pending_decide,
+         name="prompt-pending-decide"),
 ]

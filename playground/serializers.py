@@ -95,7 +95,36 @@ class LabelSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Label
-        fields = ["name", "version", "split", "updated_at"]
+        fields = ["name", "version", "split", "protected", "require_approval", "updated_at"]
+
+
+class LabelProtectRequestSerializer(serializers.Serializer):
+    protected = serializers.BooleanField()
+    require_approval = serializers.BooleanField(required=False, default=False)
+
+
+class PendingDecideRequestSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=500)
+
+
+class PendingMoveSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    label = serializers.CharField(source="label.name")
+    from_version = serializers.UUIDField(source="from_version_id", allow_null=True)
+    to_version = serializers.UUIDField(source="to_version_id")
+    eval_run = serializers.CharField()
+    status = serializers.CharField()
+    requested_by = serializers.SerializerMethodField()
+    decided_by = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    decided_at = serializers.DateTimeField(allow_null=True)
+    reason = serializers.CharField()
+
+    def get_requested_by(self, obj) -> str | None:
+        return obj.requested_by.username if obj.requested_by_id else None
+
+    def get_decided_by(self, obj) -> str | None:
+        return obj.decided_by.username if obj.decided_by_id else None
 
 
 class LabelSplitRequestSerializer(serializers.Serializer):

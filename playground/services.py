@@ -19,6 +19,7 @@ from core.errors import ApiError
 from .audit import audit_record
 from .bodies import body_cache, storage_fields
 from .models import LABEL_NAME_PATTERN, Label, LabelMove, MoveKind, Prompt, PromptVersion
+from .protection import check_label_unlocked
 from .splits import check_variants
 from .uploads import upload_verify
 from .validation import check_params, check_utf8
@@ -128,7 +129,8 @@ def _audit_label(*, prompt: Prompt, name: str, kind: str, from_id, to_id, actor)
         "actor": actor.get_username() if actor is not None and actor.is_authenticated else None})
 
 
-def label_move(*, prompt: Prompt, name: str, version_id, expected_version_id, actor) -> Label:
+def label_move(*, prompt: Prompt, name: str, version_id, expected_version_id, actor,
+               approved: bool = False) -> Label:
     """Compare-and-set: move `name` to `version_id` only if it now holds
     `expected_version_id` (None: only if the label does not exist yet)."""
     _check_label_name(name)
@@ -141,6 +143,7 @@ def label_move(*, prompt: Prompt, name: str, version_id, expected_version_id, ac
         current = label.version_id if label else None
         if str(current) != str(expected_version_id):
             raise _conflict(name, current)
+        check_label_unlocked(label, prompt=prompt, action="move", approved=approved)
         if label is None:
             try:
                 with transaction.atomic():
@@ -165,6 +168,7 @@ def label_delete(*, prompt: Prompt, name: str, actor, expected_version_id=None) 
         label = _locked_label(prompt, name)
         if expected_version_id is not None and str(label.version_id) != str(expected_version_id):
             raise _conflict(name, label.version_id)
+        check_label_unlocked(label, prompt=prompt, action="delete")
         _audit_label(prompt=prompt, name=name, kind="delete", from_id=label.version_id, to_id=None,
                      actor=actor)
         label.delete()
@@ -190,6 +194,7 @@ def label_split(*, prompt: Prompt, name: str, variants, expected_version_id, act
         current = label.version_id if label else None
         if str(current) != str(expected_version_id):
             raise _conflict(name, current)
+        check_label_unlocked(label, prompt=prompt, action="split")
         if label is None:
             try:
                 with transaction.atomic():
@@ -252,6 +257,7 @@ def _step(*, prompt, name, actor, expected_version_id, kind) -> Label:
         label = _locked_label(prompt, name)
         if expected_version_id is not None and str(label.version_id) != str(expected_version_id):
             raise _conflict(name, label.version_id)
+        check_label_unlocked(label, prompt=prompt, action=kind)
         undo, redo = _stacks(label)
         stack = undo if kind == MoveKind.UNDO else redo
         # Undoing the label's creation would leave it pointing nowhere.

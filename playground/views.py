@@ -87,8 +87,42 @@ def playground(request, prompt_id):
 @login_required
 def history(request, prompt_id):
     prompt = _access_or_404(request, prompt_id, "view")
+    from .protection import pending_list
+
     return render(request, "playground/history.html", {
         "prompt": prompt,
         "is_owner": prompt.access_role == Role.OWNER,
+        "can_edit": prompt.access_role >= Role.EDITOR,
+        "pending_moves": list(pending_list(prompt=prompt).select_related("from_version", "to_version")[:20]),
+        "protected_labels": list(selectors.label_list(prompt=prompt).filter(protected=True)),
         "config": _page_config(prompt, playgroundUrl=f"/prompts/{prompt.pk}/"),
     })
+
+
+@login_required
+@require_http_methods(["POST"])
+def pending_decide(request, prompt_id, pending_id, decision):
+    """The history page's approve / reject buttons (a form post, then back)."""
+    from django.contrib import messages
+
+    from .evals.gate import gate_check
+    from .protection import pending_decide as decide
+
+    prompt = _access_or_404(request, prompt_id, "view")
+    try:
+        if decision not in ("approve", "reject"):
+            raise ApiError("Unknown decision.", code="invalid_request")
+        if prompt.access_role < Role.EDITOR:
+            raise ApiError("Your access to this prompt is read-only.", code="forbidden", status_code=403)
+        name = request.POST.get("label", "")
+
+        def gate(p):
+            gate_check(prompt=prompt, name=name, user=request.user, candidate_id=p.to_version_id,
+                       baseline_id=p.from_version_id, run_id=p.eval_run or None)
+
+        decide(prompt=prompt, name=name, pending_id=pending_id, actor=request.user,
+               approve=decision == "approve", reason=request.POST.get("reason", ""), gate=gate)
+        messages.success(request, f"Move {decision}d.")
+    except ApiError as exc:
+        messages.error(request, str(exc.detail))
+    return redirect("prompt-history", prompt_id=prompt.pk)

@@ -89,6 +89,10 @@ async function labelAction(kind) {
   const body = kind === "move" ? { version: selected, expected: current } : { expected: current };
   try {
     const label = await api(url, { method: "POST", body });
+    if (label.pending) {  // a protected label: the move waits for a second editor (listed on reload)
+      status.textContent = `${name}: move to ${vname(label.pending.to_version)} requested; another editor approves it.`;
+      return;
+    }
     await refresh();
     status.textContent = `${name} → ${vname(label.version)} (${kind === "move" ? "moved" : kind + " done"})`;
     loadGate();
