@@ -1,7 +1,6 @@
-"""Websocket auth by API key (`?api_key=` or `Authorization: Bearer`), on top
-of Channels' session auth."""
-
-from urllib.parse import parse_qs
+"""Websocket auth by API key (`Authorization: Bearer`), on top of Channels'
+session auth. Browsers use their session; a key never goes in the URL (no
+`?api_key=`: URLs are written to access logs)."""
 
 from channels.db import database_sync_to_async
 from rest_framework.exceptions import AuthenticationFailed
@@ -27,8 +26,6 @@ class ApiKeyWebsocketMiddleware:
         for name, value in scope.get("headers", []):
             if name == b"authorization" and value.lower().startswith(b"bearer "):
                 raw = value[7:].decode("latin-1").strip()
-        if raw is None:
-            raw = parse_qs(scope.get("query_string", b"").decode()).get("api_key", [None])[0]
         if raw:
             user, key = await _user_for_key(raw)
             if user is not None:

@@ -107,13 +107,19 @@ def _users(count: int) -> list[tuple[int, str]]:
     return out
 
 
-async def _open(url_a: str, url_b: str, head: int, mode: str, origin: str, handshakes: asyncio.Semaphore):
+async def _open(url_a: str, url_b: str, head: int, mode: str, origin: str, handshakes: asyncio.Semaphore,
+                keys=(None, None)):
     """Both sockets of a pair, connected (and the receiver live) before the clock starts."""
     from websockets.asyncio.client import connect
 
+    def auth(key):
+        return {"Authorization": f"Bearer {key}"} if key else None
+
     async with handshakes:
-        a = await connect(url_a, origin=origin, max_queue=None, open_timeout=120)
-        b = await connect(url_b, origin=origin, max_queue=None, open_timeout=120)
+        a = await connect(url_a, origin=origin, max_queue=None, open_timeout=120,
+                          additional_headers=auth(keys[0]))
+        b = await connect(url_b, origin=origin, max_queue=None, open_timeout=120,
+                          additional_headers=auth(keys[1]))
         if mode == "chat":
             await b.send(json.dumps({"type": "hello", "since": head}))
             await _synced(b)
@@ -207,10 +213,11 @@ async def _client(base: str, pairs, heads, mode: str, load, barrier) -> dict:
     opening = []
     for ((a_id, a_key), (b_id, b_key)), head in zip(pairs, heads, strict=True):
         if mode == "chat":
-            url_a, url_b = f"{ws}/ws/chat/?api_key={a_key}", f"{ws}/ws/chat/?api_key={b_key}"
+            url_a, url_b, keys = f"{ws}/ws/chat/", f"{ws}/ws/chat/", (a_key, b_key)
         else:
             url_a, url_b = f"{ws}/ws/bench-relay/?me={a_id}", f"{ws}/ws/bench-relay/?me={b_id}"
-        opening.append(_open(url_a, url_b, head, mode, base, handshakes))
+            keys = (None, None)
+        opening.append(_open(url_a, url_b, head, mode, base, handshakes, keys))
     sockets = await asyncio.gather(*opening)
     await asyncio.to_thread(barrier.wait)  # every client process starts its clock together
     started = time.perf_counter()

@@ -10,8 +10,12 @@ from config.asgi import application
 ORIGIN = (b"origin", b"http://127.0.0.1")
 
 
+def bearer(raw_key: str) -> tuple[bytes, bytes]:
+    return (b"authorization", f"Bearer {raw_key}".encode())
+
+
 async def connect(raw_key: str, *, hello: dict | None = None) -> WebsocketCommunicator:
-    comm = WebsocketCommunicator(application, f"/ws/chat/?api_key={raw_key}", headers=[ORIGIN])
+    comm = WebsocketCommunicator(application, "/ws/chat/", headers=[ORIGIN, bearer(raw_key)])
     connected, _ = await comm.connect(timeout=10)
     assert connected
     welcome = await recv_type(comm, "welcome")

@@ -117,8 +117,9 @@ class ChatClient:
         return True
 
     async def _session(self, stop: asyncio.Event) -> None:
-        url = f"ws://127.0.0.1:{self.port}/ws/chat/?api_key={self.raw_key}"
+        url = f"ws://127.0.0.1:{self.port}/ws/chat/"
         async with connect(url, origin=self.server.base, open_timeout=5, max_queue=None,
+                           additional_headers={"Authorization": f"Bearer {self.raw_key}"},
                            close_timeout=1) as ws:
             self.ws = ws
             try:

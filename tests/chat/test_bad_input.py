@@ -101,11 +101,15 @@ async def test_should_refuse_an_unauthenticated_socket(pair):
     from channels.testing import WebsocketCommunicator
 
     from config.asgi import application
-    from tests.chat.helpers import ORIGIN
+    from tests.chat.helpers import ORIGIN, bearer
 
     comm = WebsocketCommunicator(application, "/ws/chat/", headers=[ORIGIN])
     connected, _ = await comm.connect(timeout=5)
     assert not connected
-    no_origin = WebsocketCommunicator(application, f"/ws/chat/?api_key={pair[0][1]}")
+    no_origin = WebsocketCommunicator(application, "/ws/chat/", headers=[bearer(pair[0][1])])
     connected, _ = await no_origin.connect(timeout=5)
+    assert not connected
+    # A key in the URL (written to access logs) authenticates nobody.
+    in_url = WebsocketCommunicator(application, f"/ws/chat/?api_key={pair[0][1]}", headers=[ORIGIN])
+    connected, _ = await in_url.connect(timeout=5)
     assert not connected

@@ -23,8 +23,8 @@ UNLIMITED = {"CHAT_SEND_RATE": "1000000", "CHAT_SEND_BURST": "1000000"}
 GROUP_EXPIRY = 3
 
 
-async def _welcomed(url: str, origin: str):
-    ws = await connect(url, origin=origin)
+async def _welcomed(url: str, origin: str, key: str):
+    ws = await connect(url, origin=origin, additional_headers={"Authorization": f"Bearer {key}"})
     while json.loads(await ws.recv())["type"] != "welcome":
         pass
     await ws.send(json.dumps({"type": "hello"}))
@@ -43,9 +43,9 @@ async def test_should_drop_a_killed_servers_channels_from_the_groups_within_the_
     group_key = get_channel_layer()._group_key(user_group(bob.pk))
     redis = get_aredis()
     with LiveServer(**env) as doomed, LiveServer(**env) as survivor:
-        bob_doomed = await _welcomed(f"{doomed.ws_url}?api_key={bkey}", doomed.base)
-        bob_live = await _welcomed(f"{survivor.ws_url}?api_key={bkey}", survivor.base)
-        alice_ws = await _welcomed(f"{survivor.ws_url}?api_key={akey}", survivor.base)
+        bob_doomed = await _welcomed(doomed.ws_url, doomed.base, bkey)
+        bob_live = await _welcomed(survivor.ws_url, survivor.base, bkey)
+        alice_ws = await _welcomed(survivor.ws_url, survivor.base, akey)
         assert await redis.zcard(group_key) == 2
         doomed.kill()  # -9: no disconnect, no group_discard
         killed, killed_wall, sent = time.monotonic(), time.time(), 0

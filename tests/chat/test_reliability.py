@@ -25,6 +25,10 @@ MIN_DROPS = 20
 UNLIMITED = {"CHAT_SEND_RATE": "1000000", "CHAT_SEND_BURST": "1000000"}
 
 
+def _auth(key: str) -> dict:
+    return {"Authorization": f"Bearer {key}"}
+
+
 @pytest.mark.asyncio
 @pytest.mark.timeout(60 + MESSAGES // 4)
 @pytest.mark.needs_services  # uvicorn processes sharing Redis
@@ -96,7 +100,7 @@ async def test_should_deliver_offline_messages_in_order_on_connect(pair):
     (alice, akey), (bob, bkey) = pair
     count = 300
     with LiveServer(**UNLIMITED) as server:
-        async with connect(f"{server.ws_url}?api_key={akey}", origin=server.base) as ws:
+        async with connect(server.ws_url, origin=server.base, additional_headers=_auth(akey)) as ws:
             for i in range(count - 50):
                 await ws.send(json.dumps({"type": "send", "to": bob.pk, "client_msg_id": f"o{i}",
                                           "body": f"offline {i}"}))
@@ -111,7 +115,7 @@ async def test_should_deliver_offline_messages_in_order_on_connect(pair):
                     "to": bob.pk, "client_msg_id": f"o{i}", "body": f"offline {i}"})
                 assert response.status_code == 201, response.text
 
-        async with connect(f"{server.ws_url}?api_key={bkey}", origin=server.base) as ws:
+        async with connect(server.ws_url, origin=server.base, additional_headers=_auth(bkey)) as ws:
             await ws.send(json.dumps({"type": "hello"}))
             got = []
             while True:
@@ -137,7 +141,7 @@ async def test_should_number_concurrent_sends_from_both_sides_without_gaps_or_du
     with LiveServer(**UNLIMITED) as server:
         async def ws_sender(key, to, tag):
             seqs = []
-            async with connect(f"{server.ws_url}?api_key={key}", origin=server.base) as ws:
+            async with connect(server.ws_url, origin=server.base, additional_headers=_auth(key)) as ws:
                 for i in range(per_socket):
                     await ws.send(json.dumps({"type": "send", "to": to, "client_msg_id": f"{tag}-{i}",
                                               "body": tag}))
