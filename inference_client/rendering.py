@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator
+
+import numpy as np
 
 from core.errors import error_body
 from inference_client.completion import Completion, spawn
@@ -52,6 +55,17 @@ def legacy_logprobs(entries: list[dict], offset: int = 0) -> dict:
     return {"tokens": tokens, "token_logprobs": [e["logprob"] for e in entries],
             "top_logprobs": [{t["token"]: t["logprob"] for t in e.get("top_logprobs", [])} for e in entries],
             "text_offset": offsets}
+
+
+def embeddings_body(c: Completion, result: dict, encoding_format: str) -> dict:
+    data = []
+    for ch in choices_of(result):
+        vector = ch["embedding"]
+        if encoding_format == "base64":  # little-endian float32, as OpenAI sends it
+            vector = base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode()
+        data.append({"object": "embedding", "index": ch["index"], "embedding": vector})
+    return {"object": "list", "data": data, "model": c.model,
+            "usage": {"prompt_tokens": result["prompt_tokens"], "total_tokens": result["prompt_tokens"]}}
 
 
 def completion_body(c: Completion, result: dict) -> dict:

@@ -140,6 +140,11 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
         spec = model_spec(model, snapshot)
     except UnknownModel as exc:
         raise ApiError(str(exc), code="model_not_found", status_code=404, field="model") from None
+    if (kind == "embed") == features.generates(spec):
+        what = "generates text; use /v1/chat/completions" if kind == "embed" else \
+            "computes embeddings only; use /v1/embeddings"
+        raise ApiError(f"The model '{model}' {what}.", code="model_not_supported", status_code=400,
+                       field="model")
     missing = features.unsupported(spec, params.features()) if params.features() else None
     if missing:
         raise ApiError(f"The model '{model}' (engine {spec.get('engine')}) does not implement "
@@ -239,7 +244,7 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
         temperature=params.temperature, top_p=params.top_p, stop=list(params.stop),
         # Always seeded: a redelivered task must replay the same text.
         seed=params.seed if params.seed is not None else secrets.randbits(31),
-        response_format=params.response_format or params.tool_constraint, n=params.n,
+        response_format=params.response_format or params.tool_constraint, n=params.n, inputs=params.inputs,
         logprobs=params.logprobs,
         raw_prompt=params.raw_prompt,
         priority="paid" if principal.tier == "paid" else "free",

@@ -6,6 +6,7 @@ from inference_client.control import pages as control_pages
 urlpatterns = [
     path("chat/completions", views.chat_completions, name="v1-chat-completions"),
     path("completions", views.completions, name="v1-completions"),
+    path("embeddings", views.embeddings, name="v1-embeddings"),
     path("models", views.ModelListApi.as_view(), name="v1-models"),
     path("models/<str:model>", views.ModelDetailApi.as_view(), name="v1-model-detail"),
     path("usage", views.UsageApi.as_view(), name="v1-usage"),

@@ -50,6 +50,7 @@ class ChatParams:
     raw_prompt: bool = False             # /v1/completions
     tool_constraint: dict | None = None  # the grammar of tool calls (inference_protocol.tools)
     tools: bool = False                  # the reply may hold tool calls: render them as tool_calls
+    inputs: list[str] | None = None      # /v1/embeddings
     echo: bool = False                   # /v1/completions: the prompt before the text
 
     def fingerprint(self) -> dict:
@@ -72,6 +73,8 @@ class ChatParams:
             wanted.add("logprobs")
         if self.tool_constraint is not None:
             wanted.add("tools")
+        if self.inputs is not None:
+            wanted.add("embeddings")
         if self.raw_prompt:
             wanted.add("completions")
         return wanted
@@ -79,7 +82,7 @@ class ChatParams:
     @property
     def cacheable(self) -> bool:
         """Whether a cached text can answer it (one choice, no logprobs)."""
-        return self.n == 1 and self.logprobs is None
+        return self.n == 1 and self.logprobs is None and self.inputs is None
 
 
 @dataclasses.dataclass
@@ -393,3 +396,49 @@ def check_prompt_ref(headers) -> dict | None:
         raise ApiError("X-Prompt-Label is not a label name.", code="invalid_prompt_ref",
                        field="X-Prompt-Label")
     return {"version": version, "label": label or ""}
+
+
+
+# /v1/embeddings.
+EMBED_IMPLEMENTED = {"model", "input", "encoding_format", "user"}
+EMBED_NOT_IMPLEMENTED: dict[str, tuple] = {"dimensions": ()}
+
+
+@dataclasses.dataclass
+class EmbedRequest:
+    model: str
+    params: ChatParams
+    messages: list[dict]
+    encoding_format: str
+
+
+def check_embeddings_request(body: dict) -> EmbedRequest:
+    _check_known(body, EMBED_IMPLEMENTED | set(EMBED_NOT_IMPLEMENTED), EMBED_NOT_IMPLEMENTED)
+    model = _check_model(body)
+    if "input" not in body:
+        raise bad("Missing required parameter: 'input'.", "input", "missing_required_parameter")
+    inputs = body["input"]
+    if isinstance(inputs, str):
+        inputs = [inputs]
+    most = settings.INFERENCE_MAX_EMBEDDING_INPUTS
+    if not isinstance(inputs, list) or not inputs:
+        raise bad("'input' must be a string or a non-empty array of strings.", "input", "invalid_type")
+    if len(inputs) > most:
+        raise bad(f"'input' holds at most {most} strings.", "input", "invalid_value")
+    for i, text in enumerate(inputs):
+        if not isinstance(text, str):
+            raise bad("'input' must be text (arrays of token ids are not supported).", f"input[{i}]",
+                      "unsupported_parameter" if isinstance(text, int | list) else "invalid_type")
+        if not text:
+            raise bad(f"'input[{i}]' is empty.", f"input[{i}]", "invalid_value")
+        try:
+            protocol.check_text(text, field=f"input[{i}]")
+        except protocol.InvalidInput as exc:
+            raise bad(str(exc), exc.field, exc.kind) from None
+    encoding = body.get("encoding_format") or "float"
+    if encoding not in ("float", "base64"):
+        raise bad("'encoding_format' must be 'float' or 'base64'.", "encoding_format")
+    params = ChatParams(max_tokens=1, n=len(inputs), inputs=list(inputs))
+    check_common({"user": body.get("user")}, params)
+    return EmbedRequest(model=model, params=params, encoding_format=encoding,
+                        messages=[{"role": "user", "content": text} for text in inputs])

@@ -25,12 +25,13 @@ from core.monitoring import monitoring_allowed
 from inference_client import metrics as m
 from inference_client import selectors
 from inference_client.idempotency import body_fingerprint, check_idempotency_key
-from inference_client.rendering import completion_body, error_status, sse
+from inference_client.rendering import completion_body, embeddings_body, error_status, sse
 from inference_client.services import completion_create
 from inference_client.threads import run_db
 from inference_client.validation import (
     check_body_size,
     check_chat_request,
+    check_embeddings_request,
     check_prompt_ref,
     check_text_request,
     parse_json,
@@ -94,6 +95,39 @@ async def chat_completions(request):
 async def completions(request):
     """The legacy prompt form (raw text, no chat template)."""
     return await _generate(request, check_text_request, kind="text", path="/v1/completions")
+
+
+@csrf_exempt
+async def embeddings(request):
+    """Vectors for one input or a batch, through the same admission and scheduler."""
+    if request.method != "POST":
+        return json_error("method_not_allowed", "Use POST for /v1/embeddings.", 405)
+    model = None
+    try:
+        api_key = await authenticate_caller(request)
+        check_body_size(int(request.META.get("CONTENT_LENGTH") or 0))
+        embed = check_embeddings_request(parse_json(request.read()))
+        model = embed.model
+        completion = await completion_create(api_key_or_user=api_key, model=model, messages=embed.messages,
+                                             params=embed.params, kind="embed")
+    except ApiError as exc:
+        _count(model, exc.status_code)
+        return error_response(exc)
+    headers = {**completion.headers, "x-request-id": completion.request_id}
+    try:
+        terminal = await completion.final()
+    except asyncio.CancelledError:
+        await completion.client_gone()
+        raise
+    if terminal["type"] != "done":
+        status, error = error_status(terminal)
+        if error["error"]["param"] == "messages":
+            error["error"]["param"] = error["error"]["field"] = "input"
+        _count(model, status)
+        return JsonResponse(error, status=status, headers=headers)
+    _count(model, 200)
+    body = embeddings_body(completion, terminal["result"], embed.encoding_format)
+    return JsonResponse(body, headers=headers)
 
 
 async def _generate(request, check, *, kind: str, path: str):

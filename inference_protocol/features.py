@@ -13,10 +13,20 @@ ENGINE_FEATURES: dict[str, frozenset[str]] = {
     "upstream": frozenset(),
     # Its output is the reversed input, of a raw prompt as of a chat's last message.
     "fixed_cost": frozenset({"completions"}),
+    # Vectors only: it generates no text.
+    "embeddings": frozenset({"embeddings"}),
 }
+
+
+# Engines that generate text (every kind but embeddings).
+GENERATES = frozenset({"llamacpp", "transformers", "upstream", "fixed_cost"})
 
 
 def unsupported(spec: dict, wanted: set[str]) -> list[str]:
     """The features of ``wanted`` that the engine of ``spec`` does not implement."""
     have = ENGINE_FEATURES.get(spec.get("engine"), frozenset())
     return sorted(wanted - have)
+
+
+def generates(spec: dict) -> bool:
+    return spec.get("engine") in GENERATES

@@ -20,6 +20,7 @@ class GenerationRequest:
     n: int = 1                           # choices, each its own sequence (seeds seed, seed+1, ...)
     logprobs: int | None = None          # top alternatives per token with its log probability
     raw_prompt: bool = False             # /v1/completions: messages[-1] is raw text
+    inputs: list[str] | None = None      # /v1/embeddings: one sequence per input, vectors back
     timeout_s: float | None = None     # the client's patience, measured from queueing
 
     def to_dict(self) -> dict:

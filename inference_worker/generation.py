@@ -14,7 +14,7 @@ import weakref
 from inference_protocol.events import EventLog
 from inference_protocol.generation import GenerationRequest
 from inference_protocol.validation import SEED_MAX
-from inference_worker.engines.base import SamplingParams, Sequence
+from inference_worker.engines.base import EngineError, SamplingParams, Sequence
 from inference_worker.heartbeat import WORKER_ID
 from inference_worker.runtime import get_scheduler
 
@@ -107,7 +107,8 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
     if finished is not None:
         return finished  # redelivered after it completed: one result, not two
     _watch(log)
-    n = max(1, request.n)
+    inputs = request.inputs
+    n = len(inputs) if inputs else max(1, request.n)
     offsets = [0] * n
 
     def on_token_for(index: int, seq: Sequence):
@@ -128,10 +129,15 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
     group, seqs = _Group(), []
     try:
         scheduler = get_scheduler(request.model)
+        embeds = "embeddings" in scheduler.engine.features
+        if embeds != bool(inputs):
+            raise EngineError(f"model {request.model} " + ("computes embeddings only" if embeds else
+                              "does not compute embeddings"), code="unsupported_parameter")
         try:
             for index in range(n):
+                messages = [{"role": "user", "content": inputs[index]}] if inputs else request.messages
                 seq = Sequence(id=request.request_id if n == 1 else f"{request.request_id}/{index}",
-                               messages=request.messages, params=sampling_params(request, index))
+                               messages=messages, params=sampling_params(request, index))
                 group.handles.append(scheduler.submit(seq, request.priority, timeout=request.timeout_s,
                                                       on_token=on_token_for(index, seq)))
                 seqs.append(seq)
@@ -148,20 +154,25 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
         event = {"type": "error", "code": code, "message": message,
                  "retry_after": getattr(exc, "retry_after", None)}
     else:
-        choices, completion_tokens = [], 0
+        choices, completion_tokens, input_tokens = [], 0, 0
         for index, (seq, result) in enumerate(zip(seqs, results, strict=True)):
             prompt_tokens, used = _usage(seq, result)
             completion_tokens += used
+            input_tokens += prompt_tokens
             choice = {"index": index, "text": result.text, "finish_reason": result.finish_reason}
             if request.logprobs is not None:
                 choice["logprobs"] = seq.meta.get("logprobs", [])
+            if inputs:
+                choice["embedding"] = seq.meta.get("embedding")
             choices.append(choice)
         first = results[0]
         event = {"type": "done", "result": {
             "text": first.text, "finish_reason": first.finish_reason,
-            "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            # n choices share one prompt; embeddings' inputs are each a prompt.
+            "prompt_tokens": input_tokens if inputs else prompt_tokens,
+            "completion_tokens": completion_tokens,
             "queued_s": first.queued_s, "latency_s": max(r.latency_s for r in results), "device": WORKER_ID}}
-        if n > 1:
+        if n > 1 or inputs:
             event["result"]["choices"] = choices
         if request.logprobs is not None:
             event["result"]["logprobs"] = choices[0]["logprobs"]

@@ -31,3 +31,5 @@ INFERENCE_MAX_STOP_SEQUENCES = env_int("INFERENCE_MAX_STOP_SEQUENCES", 4)
 INFERENCE_MAX_N = env_int("INFERENCE_MAX_N", 8)
 # The most alternatives per token `top_logprobs` may ask for (OpenAI's limit: 20).
 INFERENCE_MAX_TOP_LOGPROBS = env_int("INFERENCE_MAX_TOP_LOGPROBS", 20)
+# The most strings one /v1/embeddings request may hold (OpenAI's limit: 2048).
+INFERENCE_MAX_EMBEDDING_INPUTS = env_int("INFERENCE_MAX_EMBEDDING_INPUTS", 2048)

@@ -20,6 +20,7 @@ ENGINES: dict[str, str] = {
     "transformers": "inference_worker.engines.transformers_engine:TransformersEngine",
     "upstream": "inference_worker.engines.upstream:UpstreamEngine",
     "fixed_cost": "inference_worker.engines.fixed_cost:FixedCostEngine",
+    "embeddings": "inference_worker.engines.embeddings:EmbeddingEngine",
 }
 
 

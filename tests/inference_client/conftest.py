@@ -23,8 +23,10 @@ MODEL = "gw-fixed-cost"
 # SmolLM2 on llama.cpp, for what the fixed-cost engine cannot do (structured output,
 # tools, logprobs...): its worker starts only for the tests that ask for `smol`.
 SMOL = "gw-smollm2"
+EMBED = "gw-minilm"
 MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.05},
-          SMOL: {"engine": "llamacpp", "n_seq_max": 8, "context_window": 1024, "n_threads": 1}}
+          SMOL: {"engine": "llamacpp", "n_seq_max": 8, "context_window": 1024, "n_threads": 1},
+          EMBED: {"engine": "embeddings", "threads": 1}}
 
 
 # /metrics of the live servers (core/monitoring.py).
@@ -79,6 +81,30 @@ def smol_worker_proc(celery_worker_proc):
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def embed_worker_proc(celery_worker_proc):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{EMBED}", "-P", "threads",
+         "-c", "16", "--prefetch-multiplier", "1", "-l", "warning", "-n", f"gw-embed-{os.getpid()}@%h"],
+        cwd=ROOT, env=stack_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_worker(EMBED, timeout=90)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture
+def embedder(live, embed_worker_proc):
+    """The live server, with an all-MiniLM-L6-v2 worker too (model name EMBED)."""
+    wait_for_worker(EMBED)
+    return live
 
 
 @pytest.fixture
@@ -138,6 +164,7 @@ def usage_settled(timeout: float = 10) -> None:
     # and the writer deletes a record from the stream once it is stored.
     redis = get_redis()
     wait_for(lambda: redis.zcard(inflight_key(MODEL)) == 0 and redis.zcard(inflight_key(SMOL)) == 0
+             and redis.zcard(inflight_key(EMBED)) == 0
              and redis.xlen(USAGE_STREAM) == 0,
              timeout=timeout, what="the usage writer to store every record")
 

@@ -9,7 +9,12 @@ import pytest
 from django.test import Client
 
 from core.errors import ApiError
-from inference_client.validation import NOT_IMPLEMENTED, check_chat_request, check_text_request
+from inference_client.validation import (
+    NOT_IMPLEMENTED,
+    check_chat_request,
+    check_embeddings_request,
+    check_text_request,
+)
 from tests.factories import UserFactory
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -251,3 +256,46 @@ def test_should_round_trip_a_tool_call_with_the_sdk(smol):
     with pytest.raises(openai.BadRequestError) as e:  # no grammar on the fixed-cost engine
         client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
     assert (e.value.code, e.value.param) == ("unsupported_parameter", "tools")
+
+
+@pytest.mark.parametrize(("body", "param", "code"), [
+    ({}, "input", "missing_required_parameter"),
+    ({"input": []}, "input", "invalid_type"),
+    ({"input": ["ok", ""]}, "input[1]", "invalid_value"),
+    ({"input": [[1, 2, 3]]}, "input[0]", "unsupported_parameter"),
+    ({"input": "x", "dimensions": 64}, "dimensions", "unsupported_parameter"),
+    ({"input": "x", "encoding_format": "int8"}, "encoding_format", "invalid_value"),
+    ({"input": ["x"] * 2049}, "input", "invalid_value"),
+])
+def test_a_bad_embeddings_body_is_a_400_naming_the_field(body, param, code):
+    with pytest.raises(ApiError) as e:
+        check_embeddings_request({"model": "m", **body})
+    assert (e.value.status_code, e.value.field, e.value.get_codes()) == (400, param, code)
+
+
+@pytest.mark.needs_services
+def test_should_serve_embeddings_through_the_sdk_on_a_real_model(embedder):
+    import numpy as np
+
+    from tests.inference_client.conftest import EMBED, MODEL, make_key
+
+    _, raw = make_key("paid")
+    client = _sdk(embedder, raw)
+    texts = ["A cat sat on the mat.", "A kitten rested on the rug.", "Quarterly revenue rose 4%."]
+    reply = client.embeddings.create(model=EMBED, input=texts)  # the SDK asks for base64 and decodes it
+    vectors = np.array([d.embedding for d in reply.data])
+    assert [d.index for d in reply.data] == [0, 1, 2] and vectors.shape == (3, 384)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+    assert reply.usage.prompt_tokens == reply.usage.total_tokens > len(texts)
+    floats = httpx.post(f"{embedder}/v1/embeddings", headers={"Authorization": f"Bearer {raw}"}, timeout=30,
+                        json={"model": EMBED, "input": texts[0], "encoding_format": "float"}).json()
+    assert np.allclose(floats["data"][0]["embedding"], vectors[0], atol=1e-5)
+    too_long = httpx.post(f"{embedder}/v1/embeddings", headers={"Authorization": f"Bearer {raw}"}, timeout=30,
+                          json={"model": EMBED, "input": ["fine", "word " * 400]})
+    assert too_long.status_code == 400 and too_long.json()["error"]["code"] == "context_length_exceeded"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.embeddings.create(model=MODEL, input="x")
+    assert (e.value.code, e.value.param) == ("model_not_supported", "model")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=EMBED, messages=[{"role": "user", "content": "x"}])
+    assert (e.value.code, e.value.param) == ("model_not_supported", "model")
