@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import ApiError
+from core.ids import parse_uint
 
 from . import selectors, services
 from .serializers import BlockSerializer, ReadSerializer, SendSerializer
@@ -16,9 +17,10 @@ def _query_int(request, name: str, default: int | None) -> int | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
-    if not raw.isdigit():
+    value = parse_uint(raw)
+    if value is None:
         raise ApiError(f"`{name}` must be a non-negative integer.", code="invalid_request", field=name)
-    return int(raw)
+    return value
 
 
 class SendApi(APIView):

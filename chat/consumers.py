@@ -5,6 +5,7 @@ Frames are JSON objects with a `type`; each on_<type> handler documents its fram
 """
 
 import json
+import logging
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async as db
@@ -13,16 +14,25 @@ from django.conf import settings
 
 from core import adb
 from core.errors import ApiError
+from core.ids import parse_uint
+from core.jsonbody import JsonTooDeep, json_loads
 
 from . import events, realtime, selectors, services
 from .events import user_group
 from .hub import hub
 
+logger = logging.getLogger(__name__)
+
+
+def _ref(frame: dict):
+    ref = frame.get("client_msg_id") or frame.get("ref")
+    return ref if isinstance(ref, str | int) and not isinstance(ref, bool) else None
+
 
 def _int(value, field: str, *, optional: bool = False) -> int | None:
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not isinstance(value, int) or parse_uint(value) is None:
         raise ApiError(f"`{field}` must be a non-negative integer.", code="invalid_cursor", field=field)
     return value
 
@@ -73,8 +83,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=json.dumps(frame))
 
     async def receive(self, text_data=None, bytes_data=None):
-        try:
-            frame = json.loads(text_data) if text_data is not None else None
+        try:  # bounded nesting: a deeply nested frame is a bad frame, not a crash
+            frame = json_loads(text_data) if text_data is not None else None
+        except JsonTooDeep as exc:
+            await self._error("json_too_deep", str(exc))
+            return
         except ValueError:
             frame = None
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
@@ -88,7 +101,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await handler(frame)
         except ApiError as exc:
             await self._error(exc.get_codes(), str(exc.detail), field=exc.field,
-                              ref=frame.get("client_msg_id") or frame.get("ref"), **exc.extra)
+                              ref=_ref(frame), **exc.extra)
+        except Exception:  # a bug must not take the socket down: the client gets an error frame
+            logger.exception("chat frame %r failed", frame["type"][:40])
+            await self._error("internal_error", "The server could not handle this frame.", ref=_ref(frame))
 
     async def _error(self, code, message, **extra):
         await self.send_json({"type": "error", "code": code, "message": message,
@@ -100,10 +116,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         """{"type": "hello", "since": inbox_seq?, "cursors": {conversation_id: seq}?}"""
         since = _int(frame.get("since"), "since", optional=True)
         raw = frame.get("cursors") or {}
-        if not isinstance(raw, dict) or not all(str(k).isdigit() for k in raw):
+        if not isinstance(raw, dict) or not all(parse_uint(k) is not None for k in raw):
             raise ApiError("`cursors` maps conversation ids to sequence numbers.", code="invalid_cursor",
                            field="cursors")
-        cursors = {int(k): _int(v, "cursors") for k, v in raw.items()}
+        cursors = {parse_uint(k): _int(v, "cursors") for k, v in raw.items()}
         await db(selectors.check_cursors)(user=self.user, cursors=cursors)
         self.cursors = cursors
         self.cursor = await db(selectors.catchup_start)(user=self.user, since=since, cursors=cursors)

@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Max, Q
 
 from core.errors import ApiError
+from core.ids import parse_uint
 
 from .models import Block, ChatProfile, Conversation, InboxEntry, Message
 
@@ -36,7 +37,8 @@ def conversation_for_pair(*, user_a_id: int, user_b_id: int) -> Conversation | N
 
 def access_conversation(*, user, conversation_id) -> Conversation:
     """The conversation if `user` is in it; a stranger gets 404, as for any id."""
-    conv = Conversation.objects.filter(pk=conversation_id).first() if str(conversation_id).isdigit() else None
+    number = parse_uint(conversation_id)
+    conv = Conversation.objects.filter(pk=number).first() if number is not None else None
     if conv is None or not conv.has_member(user.pk):
         raise ApiError("No such conversation.", code="unknown_conversation", status_code=404,
                        field="conversation")

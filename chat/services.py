@@ -11,6 +11,8 @@ from django.utils import timezone
 
 from core import adb
 from core.errors import ApiError
+from core.ids import parse_uint
+from inference_protocol.validation import InvalidInput, check_text
 
 from . import events, realtime, selectors
 from .models import Block, ChatProfile, Conversation, InboxEntry, Message
@@ -21,6 +23,12 @@ User = get_user_model()
 def check_body(body) -> str:
     if not isinstance(body, str) or not body.strip():
         raise ApiError("A message needs a non-empty text body.", code="empty_body", field="body")
+    try:
+        check_text(body, field="body")
+    except InvalidInput as exc:
+        raise ApiError(str(exc), code="invalid_unicode", field="body") from None
+    if "\x00" in body:  # no database text column holds NUL
+        raise ApiError("A message cannot contain a NUL character.", code="invalid_body", field="body")
     size, limit = len(body.encode()), settings.CHAT_MAX_MESSAGE_BYTES
     if size > limit:
         raise ApiError(f"Message body is {size} bytes; the limit is {limit} bytes "
@@ -37,10 +45,10 @@ def check_client_msg_id(client_msg_id) -> str:
 
 
 def _recipient_id(recipient_id) -> int:
-    if isinstance(recipient_id, bool) or not isinstance(recipient_id, int | str) \
-            or not str(recipient_id).isdigit():
+    number = parse_uint(recipient_id)
+    if number is None:
         raise ApiError("`to` must be a user id.", code="invalid_recipient", field="to")
-    return int(recipient_id)
+    return number
 
 
 def check_recipient(*, sender, recipient_id):
@@ -281,7 +289,8 @@ def conversation_mark_read(*, user, conversation_id, upto) -> int:
 
 
 def block_create(*, blocker, blocked_id) -> Block:
-    blocked = User.objects.filter(pk=blocked_id).first() if str(blocked_id).isdigit() else None
+    number = parse_uint(blocked_id)
+    blocked = User.objects.filter(pk=number).first() if number is not None else None
     if blocked is None:
         raise ApiError(f"No user with id {blocked_id}.", code="unknown_user", status_code=404, field="user")
     if blocked.pk == blocker.pk:

@@ -58,6 +58,11 @@ def test_should_page_history_newest_first_with_before(users):
     assert [m["seq"] for m in page["results"]] == [1] and page["next_before"] is None
     stranger = _client(UserFactory()).get(f"/api/chat/conversations/{conv.pk}/messages")
     assert stranger.status_code == 404 and stranger.json()["error"]["code"] == "unknown_conversation"
+    for query, field in (("limit=\u00b2", "limit"), ("before=" + "9" * 5000, "before"),
+                         ("before=-1", "before")):
+        bad = _client(ben).get(f"/api/chat/conversations/{conv.pk}/messages?{query}")
+        assert bad.status_code == 400 and bad.json()["error"]["field"] == field, query
+    assert _client(ben).get(f"/api/chat/conversations/{'9' * 30}/messages").status_code == 404
 
 
 def test_should_list_conversations_with_last_message_and_unread_and_mark_read(users):

@@ -41,6 +41,10 @@ async def test_should_answer_each_bad_frame_with_a_coded_error_and_stay_open(pai
         ({"to": bob.pk, "body": "x" * 101}, "message_too_large"),
         ({"to": bob.pk, "body": ""}, "empty_body"),
         ({"to": "bob", "body": "hi"}, "invalid_recipient"),
+        ({"to": "\u00b2", "body": "hi"}, "invalid_recipient"),  # "²".isdigit() is True
+        ({"to": "9" * 5000, "body": "hi"}, "invalid_recipient"),
+        ({"to": bob.pk, "body": "nul \x00 byte"}, "invalid_body"),
+        ({"to": bob.pk, "body": "lone \ud800 surrogate"}, "invalid_unicode"),
     ]
     for i, (fields, code) in enumerate(cases):
         await a.send_json_to({"type": "send", "client_msg_id": f"bad-{i}", **fields})
@@ -55,6 +59,12 @@ async def test_should_answer_each_bad_frame_with_a_coded_error_and_stay_open(pai
     await _expect_error(a, "cursor_from_future")
     await a.send_json_to({"type": "hello", "since": -1})
     await _expect_error(a, "invalid_cursor")
+    await a.send_json_to({"type": "hello", "cursors": {"\u00b2": 0}})
+    await _expect_error(a, "invalid_cursor")
+    await a.send_json_to({"type": "hello", "since": 10**30})
+    await _expect_error(a, "invalid_cursor")
+    await a.send_to(text_data='{"type": "send", "body": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    await _expect_error(a, "json_too_deep")
 
     assert await db(Message.objects.count)() == 0
     assert await db(InboxEntry.objects.count)() == 0
