@@ -23,7 +23,7 @@ from .serializers import (
     PendingMoveSerializer,
     VersionSerializer,
 )
-from .splits import check_user_key, split_pick
+from .splits import check_user_key, check_variants, split_pick
 
 LabelWithVersion = inline_serializer("LabelWithVersion", {
     "name": serializers.CharField(), "version": VersionSerializer()})
@@ -109,6 +109,9 @@ class LabelMoveApi(PromptScopedApi):
 
 class LabelSplitApi(PromptScopedApi):
     @extend_schema(request=LabelSplitRequestSerializer, responses={200: LabelSerializer},
+                   parameters=[OpenApiParameter("require_eval", str, description=(
+                       "An evaluation run id: on a gated label, every variant other than the current "
+                       "version must pass the gate in this run."))],
                    description="An A/B split: the label points at 2-10 versions with integer weights "
                                "adding up to 100; runs and get_prompt pick one per `user` key. "
                                "Compare-and-set on `expected` (the first variant when already split).")
@@ -116,6 +119,13 @@ class LabelSplitApi(PromptScopedApi):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
         data = LabelSplitRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        # A gated label splits only behind a run where every new variant passes the gate.
+        run_id = request.query_params.get("require_eval") or None
+        for variant in check_variants(data.validated_data["variants"]):
+            candidate = variant["version"]
+            if str(candidate) != str(data.validated_data["expected"]):
+                gate_check(prompt=prompt, name=name, user=request.user, candidate_id=candidate,
+                           baseline_id=data.validated_data["expected"], run_id=run_id)
         label = services.label_split(prompt=prompt, name=name, variants=data.validated_data["variants"],
                                      expected_version_id=data.validated_data["expected"], actor=request.user)
         return Response(LabelSerializer(label).data)

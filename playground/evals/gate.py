@@ -46,13 +46,28 @@ def gate_set(*, prompt, name: str, user, dataset_id, evaluator: str, margin: flo
     return gate
 
 
+def _check_move(*, prompt, name: str, candidate_id, baseline_id) -> None:
+    """What the move itself would refuse, refused before the gate decides (and
+    records): a candidate that is not a version of this prompt, a label that
+    does not hold `baseline_id` (compare-and-set)."""
+    from ..models import Label, PromptVersion
+    from ..services import _conflict
+
+    if not PromptVersion.objects.filter(pk=candidate_id, prompt=prompt).exists():
+        raise ApiError("The version is not a version of this prompt.", code="version_not_found",
+                       field="version")
+    current = Label.objects.filter(prompt=prompt, name=name).values_list("version_id", flat=True).first()
+    if str(current) != str(baseline_id):
+        raise _conflict(name, current)
+
+
 def run_url(run_id) -> str:
     return f"/evals/runs/{run_id}/"
 
 
 def _column_mean(run: EvalRun, version_id, key: str) -> tuple[int, dict] | None:
     for column in run.columns.order_by("index"):
-        if column.prompt_version_id == version_id:
+        if str(column.prompt_version_id) == str(version_id):
             entry = run.summary["columns"][column.index]
             return column.index, entry["scores"].get(key)
     return None
@@ -65,6 +80,7 @@ def gate_check(*, prompt, name: str, user, candidate_id, baseline_id, run_id) ->
     gate = gate_get(prompt=prompt, name=name)
     if gate is None and run_id is None:
         return None
+    _check_move(prompt=prompt, name=name, candidate_id=candidate_id, baseline_id=baseline_id)
     if run_id is None:
         return _refuse(gate, None, user, candidate_id, baseline_id, "eval_required",
                        f"Label {name!r} moves only behind a passing run over dataset "

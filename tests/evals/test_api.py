@@ -266,3 +266,40 @@ def test_pages_answer_404_to_a_stranger_and_render_for_a_viewer(user, echo_versi
     assert _client().get("/evals/").status_code == 302  # signed out: to the login page
     gates = client.get(f"/api/prompts/{echo_version.prompt_id}/gates")
     assert (gates.status_code, gates.json()) == (200, [])
+
+
+def test_should_gate_a_split_and_refuse_bad_moves_before_deciding(user, echo_version, backend):
+    client = _client(user)
+    dataset, _ = _dataset(client)
+    prompt = echo_version.prompt
+    LabelFactory(version=echo_version, name="production")
+    worse = PromptVersionFactory(prompt=prompt, parent=echo_version, body="{{q}}!", model_name=MODEL)
+    base = f"/api/prompts/{prompt.pk}/labels/production"
+    client.put(f"{base}/gate", {"dataset": dataset["id"], "evaluator": "exact"}, format="json")
+    run = _run(client, dataset["id"], [echo_version, worse], backend)
+    split = {
+        "expected": str(echo_version.pk),
+        "variants": [
+            {"version": str(echo_version.pk), "weight": 90},
+            {"version": str(worse.pk), "weight": 10},
+        ],
+    }
+    assert client.post(f"{base}/split", split, format="json").json()["error"]["code"] == "eval_required"
+    refused = client.post(f"{base}/split?require_eval={run['id']}", split, format="json")
+    assert (refused.status_code, refused.json()["error"]["code"]) == (409, "eval_regression")
+    # A version of another prompt, a stale `expected`: the move's own errors, and nothing recorded.
+    before = GateDecision.objects.count()
+    other = PromptVersionFactory(model_name=MODEL)
+    moved = client.post(
+        f"{base}/move?require_eval={run['id']}",
+        {"version": str(other.pk), "expected": str(echo_version.pk)},
+        format="json",
+    )
+    assert (moved.status_code, moved.json()["error"]["code"]) == (400, "version_not_found")
+    stale = client.post(
+        f"{base}/move?require_eval={run['id']}",
+        {"version": str(worse.pk), "expected": str(worse.pk)},
+        format="json",
+    )
+    assert (stale.status_code, stale.json()["error"]["code"]) == (409, "label_conflict")
+    assert GateDecision.objects.count() == before
