@@ -58,7 +58,7 @@ def run_mode(nodes: int, docs: int, pubsub: bool, poll_s: float, first: int) -> 
                                "--poll-s", str(poll_s)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True, cwd=ROOT) for _ in range(nodes)]
     lines: list[list[str]] = [[] for _ in procs]
-    get_redis().delete(config.LATEST_KEY)  # nodes start on document 0
+    get_redis().delete(config.latest_key())  # nodes start on document 0
 
     def drain(i, proc):
         for line in proc.stdout:
@@ -115,16 +115,16 @@ def main() -> None:
     if not settings.REDIS_URL:
         sys.exit("set REDIS_URL (a database of your own: the benchmark writes config:latest)")
     redis = get_redis()
-    redis.delete(config.LATEST_KEY)
+    redis.delete(config.latest_key())
     print(f"{args.nodes} nodes, {args.docs} documents per mode, poll period {settings.CONFIG_POLL_S}s")
     report("pub/sub (+ poll fallback)", run_mode(args.nodes, args.docs, True, settings.CONFIG_POLL_S, 1))
     report("poll only", run_mode(args.nodes, args.docs, False, settings.CONFIG_POLL_S, 1 + args.docs))
-    redis.delete(config.LATEST_KEY)
+    redis.delete(config.latest_key())
 
     n = 200_000
     current = timeit.timeit(lambda: config.current().rate_limits["free"], number=n) / n
     attr = timeit.timeit(lambda: settings.RATE_LIMITS["free"], number=n) / n
-    get = timeit.timeit(lambda: redis.get(config.LATEST_KEY), number=2000) / 2000
+    get = timeit.timeit(lambda: redis.get(config.latest_key()), number=2000) / 2000
     print(f"config.current() per read {current * 1e9:6.0f} ns; settings attribute {attr * 1e9:6.0f} ns "
           f"(ratio {current / attr:.2f}); one Redis GET {get * 1e6:6.0f} us (ratio {get / current:.0f}x)")
 

@@ -19,8 +19,8 @@ Document 0 is the bootstrap: the environment variables (settings), unsigned,
 what a process runs on until it receives a signed document.
 
 Pickup (``ConfigWatcher``): the control plane SETs the newest document under
-LATEST_KEY and PUBLISHes it on CHANNEL; each process subscribes, and also GETs
-LATEST_KEY every CONFIG_POLL_S, so a lost pub/sub message (or a subscriber that
+``latest_key()`` and PUBLISHes it on ``channel()``; each process subscribes, and
+also GETs the key every CONFIG_POLL_S, so a lost pub/sub message (or a subscriber that
 was reconnecting) costs one poll period at most.
 
 Apply: ``offer(raw)`` verifies (signature, number above the current one, content
@@ -50,8 +50,17 @@ from inference_protocol.signing import _b64, _unb64
 logger = logging.getLogger("inference.config")
 
 CONFIG_FORMAT = 1
-CHANNEL = "config:published"
-LATEST_KEY = "config:latest"
+
+
+def latest_key(namespace: str | None = None) -> str:
+    """Where the newest document is kept, ``<CONFIG_NAMESPACE>:latest``."""
+    return f"{namespace or _settings().CONFIG_NAMESPACE}:latest"
+
+
+def channel(namespace: str | None = None) -> str:
+    """The pub/sub channel of new documents, ``<CONFIG_NAMESPACE>:published``."""
+    return f"{namespace or _settings().CONFIG_NAMESPACE}:published"
+
 
 # The engines a document may name (inference_worker.engines.ENGINES: the worker
 # checks its own registry too; a test pins the two together).
@@ -336,13 +345,15 @@ class ConfigState:
 class ConfigWatcher(threading.Thread):
     """Pub/sub subscriber with a poll as the fallback (module docstring)."""
 
-    def __init__(self, state: ConfigState, redis_factory: Callable, *, poll_s: float, pubsub: bool = True):
+    def __init__(self, state: ConfigState, redis_factory: Callable, *, poll_s: float, pubsub: bool = True,
+                 namespace: str | None = None):
         super().__init__(name="config-watcher", daemon=True)
+        self.latest_key, self.channel = latest_key(namespace), channel(namespace)
         self.state, self.redis_factory, self.poll_s, self.use_pubsub = state, redis_factory, poll_s, pubsub
         self._stop_event = threading.Event()
 
     def poll_once(self, client) -> None:
-        raw = client.get(LATEST_KEY)
+        raw = client.get(self.latest_key)
         if raw:
             self.state.offer(raw)
 
@@ -353,7 +364,7 @@ class ConfigWatcher(threading.Thread):
                 client = self.redis_factory()
                 if self.use_pubsub:
                     pubsub = client.pubsub(ignore_subscribe_messages=True)
-                    pubsub.subscribe(CHANNEL)
+                    pubsub.subscribe(self.channel)
                 self.poll_once(client)  # anything published while not subscribed
                 next_poll = time.monotonic() + self.poll_s
                 while not self._stop_event.is_set():
@@ -378,14 +389,14 @@ class ConfigWatcher(threading.Thread):
         self._stop_event.set()
 
 
-def broadcast(client, doc: ConfigDocument) -> None:
-    """The control plane's send: newest document under LATEST_KEY (for polls
-    and late joiners), then on CHANNEL. Never replaces a newer document."""
+def broadcast(client, doc: ConfigDocument, namespace: str | None = None) -> None:
+    """The control plane's send: newest document under latest_key() (for polls
+    and late joiners), then on channel(). Never replaces a newer document."""
     raw = doc.to_json()
     client.eval("local cur = redis.call('GET', KEYS[1]) "
                 "if cur and cjson.decode(cur)['number'] >= tonumber(ARGV[2]) then return 0 end "
                 "redis.call('SET', KEYS[1], ARGV[1]) redis.call('PUBLISH', KEYS[2], ARGV[1]) return 1",
-                2, LATEST_KEY, CHANNEL, raw, doc.number)
+                2, latest_key(namespace), channel(namespace), raw, doc.number)
 
 
 # ---- this process ---------------------------------------------------------------

@@ -23,6 +23,9 @@ if EMBEDDED and SECRET_KEY and not CONFIG_SIGNING_KEY and not CONFIG_PUBLIC_KEY:
 if CONFIG_SIGNING_KEY and not CONFIG_PUBLIC_KEY:
     CONFIG_PUBLIC_KEY = public_key_of(CONFIG_SIGNING_KEY)
 
+# Redis key prefix of the documents (<ns>:latest, <ns>:published): one control
+# plane per namespace (tests that publish use a namespace of their own).
+CONFIG_NAMESPACE = env_str("CONFIG_NAMESPACE", "config")
 # Fallback poll of the newest document (seconds), for a missed pub/sub message.
 CONFIG_POLL_S = env_float("CONFIG_POLL_S", 1.0)
 # Off: poll only (bench/config.py compares the two).

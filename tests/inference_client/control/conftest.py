@@ -1,4 +1,5 @@
 import datetime
+import uuid
 
 import pytest
 from django.conf import settings
@@ -12,13 +13,16 @@ def _forget_documents():
     if settings.REDIS_URL:  # or this process's own watcher applies the newest one again
         from core.redis import get_redis
 
-        get_redis().delete(config.LATEST_KEY)
+        get_redis().delete(config.latest_key())
     config.state().reset()
 
 
 @pytest.fixture(autouse=True)
-def _back_to_document_zero():
-    """Documents a test applies in this process do not outlive it."""
+def _back_to_document_zero(settings):
+    """Documents a test applies in this process do not outlive it, and other
+    processes of the session (the shared live gateway and worker) never see them:
+    they go to a namespace of this test's own."""
+    settings.CONFIG_NAMESPACE = f"config-test-{uuid.uuid4().hex[:8]}"
     _forget_documents()
     yield
     _forget_documents()

@@ -125,7 +125,7 @@ def test_should_pick_up_a_published_document_by_pubsub_or_by_the_poll(db, base, 
     try:
         if pubsub:  # subscribed before the publish, so the poll (60 s) cannot be what delivers it
             from core.redis import get_redis
-            wait_for(lambda: get_redis().pubsub_numsub(config.CHANNEL)[0][1] > 0, timeout=5,
+            wait_for(lambda: get_redis().pubsub_numsub(config.channel())[0][1] > 0, timeout=5,
                      what="the watcher to subscribe")
         doc = config.ConfigDocument(number=1, parent=0, content=documents.content_with(
             base, ["rate_limits.free.requests_per_min=11"]), created_at="t", created_by="ops",
@@ -147,4 +147,4 @@ def test_should_never_replace_a_newer_document_in_redis(db, base, settings):
                                            created_by="ops").signed(settings.CONFIG_SIGNING_KEY)
     config.broadcast(get_redis(), make(5))
     config.broadcast(get_redis(), make(4))
-    assert json.loads(get_redis().get(config.LATEST_KEY))["number"] == 5
+    assert json.loads(get_redis().get(config.latest_key()))["number"] == 5

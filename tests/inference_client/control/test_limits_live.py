@@ -16,7 +16,7 @@ from tests.polling import wait_for
 
 
 @pytest.fixture
-def gateway(worker, transactional_db, django_db_blocker, settings_models):
+def gateway(worker, transactional_db, django_db_blocker, settings_models, settings):
     from django.db import connection
 
     db = connection.settings_dict
@@ -24,7 +24,8 @@ def gateway(worker, transactional_db, django_db_blocker, settings_models):
     port = free_port()
     args = ["-m", "uvicorn", "config.asgi:application", "--port", str(port), "--lifespan", "off",
             "--log-level", "warning"]
-    with running_server(args, stack_env(DATABASE_URL=url, LOG_LEVEL="INFO"), port) as server:
+    with running_server(args, stack_env(DATABASE_URL=url, LOG_LEVEL="INFO",
+                                                CONFIG_NAMESPACE=settings.CONFIG_NAMESPACE), port) as server:
         yield server
         usage_settled()
 
@@ -47,7 +48,7 @@ def test_should_apply_new_tier_limits_in_a_running_gateway_within_two_seconds(ga
     forged = dataclasses.replace(config.ConfigDocument.from_json(record.document), number=record.number + 1,
                                  parent=record.number).signed(generate_keypair()[0])
     from core.redis import get_redis
-    config.broadcast(get_redis(), forged)
+    config.broadcast(get_redis(), forged)  # into this test's namespace (settings)
     wait_for(lambda: "signature does not verify" in gateway.output(), timeout=3, what="the logged refusal")
     assert chat(gateway.base, key, max_tokens=2).headers["x-ratelimit-limit-requests"] == "7"
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import threading
+import time
 import uuid
 
 import httpx
@@ -37,8 +38,13 @@ ENGINE = {"engine": "fixed_cost", "max_inputs": 16, "call_s": 0.01}
 
 
 @pytest.fixture
-def stack_env(monkeypatch, origin, tmp_path):
-    for name, value in {"S3_ENDPOINT_URL": origin.url, "MODEL_CACHE_DIR": str(tmp_path / "cache"),
+def stack_env(monkeypatch, origin, tmp_path, settings):
+    """Workers and gateways started here: S3 through the origin proxy, a fresh
+    cache, and config documents in a namespace of this test's own (the session's
+    shared gateway and worker never see them)."""
+    settings.CONFIG_NAMESPACE = f"config-test-{uuid.uuid4().hex[:8]}"
+    for name, value in {"CONFIG_NAMESPACE": settings.CONFIG_NAMESPACE, "S3_ENDPOINT_URL": origin.url,
+                        "MODEL_CACHE_DIR": str(tmp_path / "cache"),
                         "SWARM_LISTEN": "127.0.0.1:0", "SWARM_ADVERTISE_HOST": "127.0.0.1",
                         "CONFIG_POLL_S": "0.5"}.items():
         monkeypatch.setenv(name, value)
@@ -86,6 +92,8 @@ def test_should_route_nothing_to_a_version_whose_checkpoint_does_not_verify(mode
     with celery_worker({}, [f"gpu.{model}@v1"], concurrency=16, name="good"), \
             celery_worker({}, [f"gpu.{model}@v2"], concurrency=16, name="corrupt"):
         wait_for(lambda: live_workers(f"{model}@v1"), timeout=60, what="v1 ready")
+        # the worker took its spec from the signed document (it names the model, not its environment)
+        assert [r["config"] for r in live_workers(f"{model}@v1")] == [1]
         label = f"{model}@v2"
         entry = wait_for(lambda: next((n["checkpoints"][label] for n in read_nodes()
                                        if n["checkpoints"].get(label, {}).get("state") == FAILED), None),
@@ -98,6 +106,13 @@ def test_should_route_nothing_to_a_version_whose_checkpoint_does_not_verify(mode
                      what="the usage records")
         assert set(UsageRecord.objects.filter(model=model).values_list("version", flat=True)) == {"v1"}
         assert live_workers(f"{model}@v2") == [] and messages_in(f"gpu.{model}@v2") == 0
+        # a running worker picks up a new document within 2 s (its heartbeat names it)
+        documents.config_publish(content=documents.content_with(
+            documents.current_content(), ["rate_limits.free.requests_per_min=5"]), actor="tests")
+        started = time.monotonic()
+        wait_for(lambda: [r["config"] for r in live_workers(f"{model}@v1")] == [2], timeout=3, interval=0.05,
+                 what="the worker to apply document 2")
+        assert time.monotonic() - started < 2 + 0.5  # + one heartbeat interval to report it
 
 
 def test_should_roll_back_a_canary_that_fails_30_percent_within_one_window(model, stack_env,
