@@ -212,6 +212,8 @@ def check_common(body: dict, params: ChatParams) -> None:
             params.user = protocol.check_text(user, field="user")
         except protocol.InvalidInput as exc:
             raise bad(str(exc), exc.field, exc.kind) from None
+        if "\x00" in user:  # kept in the usage records: no database text column holds NUL
+            raise bad("'user' cannot contain a NUL character.", "user", "invalid_value")
 
 
 def _check_model(body: dict) -> str:

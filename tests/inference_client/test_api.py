@@ -87,6 +87,9 @@ def test_should_expose_prometheus_metrics(live):
                  "messages[0].content", "invalid_unicode", id="lone-surrogate"),
     ({"model": MODEL, "messages": [{"role": "user", "content": "x"}], "seed": -1}, "seed",
      "integer_below_min_value"),
+    # `user` is stored with the usage record: a NUL would fail the record's write.
+    ({"model": MODEL, "messages": [{"role": "user", "content": "x"}], "user": "a\x00b"}, "user",
+     "invalid_value"),
     # Deeper than the parser's recursion limit, and deep but parseable.
     pytest.param(b'{"model": "m", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", None,
                  "json_too_deep", id="past-the-recursion-limit"),
