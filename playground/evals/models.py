@@ -4,7 +4,9 @@ registers them with the playground app.
 
 A dataset version never changes: an edit (a row added, changed or removed, an
 import) makes a child version with a copy of the rows. A run keeps the dataset
-version and every column's prompt version by id, so it reads the same months later.
+version and every column's prompt version by id, so it reads the same months later:
+those references are RESTRICT, so what a run used goes only together with the run
+(an account deleted with its datasets, prompts and runs), never from under it.
 """
 
 import uuid
@@ -114,7 +116,7 @@ class EvalRun(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="eval_runs")
-    dataset_version = models.ForeignKey(DatasetVersion, on_delete=models.PROTECT, related_name="runs")
+    dataset_version = models.ForeignKey(DatasetVersion, on_delete=models.RESTRICT, related_name="runs")
     name = models.CharField(max_length=200, blank=True, default="")
     # [{"name", "version", "args"}], as resolved when the run was created.
     evaluators = models.JSONField(default=list)
@@ -143,7 +145,7 @@ class EvalColumn(models.Model):
 
     run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="columns")
     index = models.PositiveIntegerField()
-    prompt_version = models.ForeignKey(PromptVersion, on_delete=models.PROTECT, related_name="+")
+    prompt_version = models.ForeignKey(PromptVersion, on_delete=models.RESTRICT, related_name="+")
     model_name = models.CharField(max_length=100)
     # The chat-completions sampling fields the column sends (the version's, with overrides).
     params = models.JSONField(default=dict)
@@ -159,7 +161,7 @@ class EvalResult(models.Model):
 
     run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="results")
     column = models.ForeignKey(EvalColumn, on_delete=models.CASCADE, related_name="results")
-    row = models.ForeignKey(DatasetRow, on_delete=models.PROTECT, related_name="+")
+    row = models.ForeignKey(DatasetRow, on_delete=models.RESTRICT, related_name="+")
     row_index = models.PositiveIntegerField()
     output = models.TextField(blank=True, default="")
     error_code = models.CharField(max_length=64, blank=True, default="")

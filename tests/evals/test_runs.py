@@ -166,3 +166,24 @@ def test_eval_worker_should_drive_a_queued_run(user, dataset, echo_version, sett
         protocol_backend.get_backend.cache_clear()
     run.refresh_from_db()
     assert (run.status, run.completed) == ("done", 5)
+
+
+def test_should_delete_an_account_with_its_datasets_prompts_and_runs(user, dataset, echo_version, backend):
+    run = _run(user, dataset, [echo_version])
+    evalrun_drive(run.pk, backend=backend)
+    user.delete()  # what the runs used goes with them (RESTRICT, not PROTECT)
+    assert not EvalRun.objects.filter(pk=run.pk).exists() and not EvalResult.objects.exists()
+
+
+def test_should_keep_what_another_users_run_used(user, dataset, echo_version, backend):
+    from django.db.models import RestrictedError
+
+    from playground.evals.models import DatasetGrant
+
+    grantee = UserFactory()
+    DatasetGrant.objects.create(dataset=dataset, user=grantee, role="viewer")
+    own = PromptVersionFactory(prompt__owner=grantee, body="{{q}}", model_name=MODEL)
+    run = _run(grantee, dataset, [own])
+    with pytest.raises(RestrictedError):
+        user.delete()  # the grantee's run still needs the dataset's rows
+    assert EvalRun.objects.filter(pk=run.pk).exists()
