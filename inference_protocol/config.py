@@ -64,7 +64,7 @@ def channel(namespace: str | None = None) -> str:
 
 # The engines a document may name (inference_worker.engines.ENGINES: the worker
 # checks its own registry too; a test pins the two together).
-ENGINE_NAMES = ("llamacpp", "transformers", "upstream", "fixed_cost")
+ENGINE_NAMES = ("llamacpp", "transformers", "upstream", "fixed_cost", "embeddings")
 TIERS = ("free", "paid")
 RATE_LIMIT_KEYS = ("requests_per_min", "tokens_per_min")
 # Capacity controller thresholds (inference_client.capacity), the names of the
