@@ -59,7 +59,10 @@ class EmbeddingEngine(Engine):
 
     def prepare(self, seq: Sequence) -> None:
         text = FixedCostEngine.input_of(seq)
-        ids = self._model.tokenizer(text, add_special_tokens=True)["input_ids"]
+        # truncation=False explicitly: a fast tokenizer keeps the truncation that
+        # encode() turned on, and a long input would be counted (and cut) silently.
+        with self._lock:
+            ids = self._model.tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"]
         if len(ids) > self.max_seq_length:
             raise EngineError(f"input is {len(ids)} tokens; this model reads at most {self.max_seq_length}",
                               code="context_length_exceeded")
