@@ -1,12 +1,14 @@
 """Export a saved version as runnable code against this server's own API.
 
-Two forms per language:
-- inline: calls /v1/chat/completions with the version's frozen model,
+Three forms per language, the first the default:
+- short: the whole request written out, the saved values inlined as one
+  literal (playground.export.short): what one reads at a glance and pastes;
+- inline: the parameterized script; calls /v1/chat/completions with the version's frozen model,
   parameters, system text and messages; the variables are parameters with
   the saved defaults, substituted in the exported code itself;
 - reference: calls the run route of a label (or of the version id), so that
   moving the label changes what the same code runs.
-The openai SDK speaks only /v1, so it has the inline form only.
+The openai SDK speaks only /v1, so it has no reference form.
 
 No snippet contains a secret: each reads the key from PROMPTYARD_API_KEY.
 """
@@ -19,17 +21,21 @@ from core.errors import ApiError
 from playground.bodies import body_text
 from playground.models import Label, PromptVersion
 
-from . import javascript, python, shell
+from . import javascript, python, shell, short
 from .spec import ExportSpec, Reference, export_spec
 
 LANGUAGES = {
     # lang: (title, file name, {form: generator})
-    "curl": ("curl", "prompt.sh", {"inline": shell.curl_inline, "reference": shell.curl_reference}),
-    "python-httpx": ("Python (httpx)", "prompt.py",
-                     {"inline": python.httpx_inline, "reference": python.httpx_reference}),
-    "python-openai": ("Python (openai SDK)", "prompt.py", {"inline": python.openai_inline}),
-    "javascript": ("JavaScript (fetch)", "prompt.mjs",
-                   {"inline": javascript.fetch_inline, "reference": javascript.fetch_reference}),
+    "curl": ("curl", "prompt.sh", {"short": short.curl_short, "inline": shell.curl_inline,
+                                   "reference": shell.curl_reference}),
+    "python-httpx": ("Python (httpx)", "prompt.py", {"short": short.httpx_short,
+                                                     "inline": python.httpx_inline,
+                                                     "reference": python.httpx_reference}),
+    "python-openai": ("Python (openai SDK)", "prompt.py", {"short": short.openai_short,
+                                                           "inline": python.openai_inline}),
+    "javascript": ("JavaScript (fetch)", "prompt.mjs", {"short": short.fetch_short,
+                                                        "inline": javascript.fetch_inline,
+                                                        "reference": javascript.fetch_reference}),
 }
 PREFERRED_LABEL = "production"
 

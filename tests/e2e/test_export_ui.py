@@ -27,8 +27,11 @@ def test_should_export_the_saved_version_as_code_that_runs(live_url, new_page, c
 
     page.click("#export-langs [data-lang=curl]")
     expect(page.locator("#export-code")).to_contain_text("PROMPTYARD_API_KEY")
+    expect(page.locator("#export-code")).to_contain_text("-d @- <<'JSON'")  # the short form, by default
+    page.select_option("#export-form", "inline")
     expect(page.locator("#export-code")).to_contain_text("--data-binary @-")
     page.click("#export-langs [data-lang=python-httpx]")
+    expect(page.locator("#export-code")).to_contain_text("def run_prompt(")
     expect(page.locator("#export-langs [data-lang=python-httpx]")).to_have_attribute("aria-selected", "true")
     code = page.locator("#export-code").text_content()
     assert "py_" not in code  # never a secret in the snippet

@@ -24,7 +24,11 @@ def test_should_return_every_language_in_both_forms_without_a_secret(auth_client
     forms = {(s["lang"], s["form"]) for s in data["snippets"]}
     assert forms == {("curl", "inline"), ("curl", "reference"), ("python-httpx", "inline"),
                      ("python-httpx", "reference"), ("python-openai", "inline"), ("javascript", "inline"),
-                     ("javascript", "reference")}
+                     ("javascript", "reference"), ("curl", "short"), ("python-httpx", "short"),
+                     ("python-openai", "short"), ("javascript", "short")}
+    assert [s["form"] for s in data["snippets"] if s["lang"] == "curl"][0] == "short"  # the default
+    curl = next(s["code"] for s in data["snippets"] if s["form"] == "short" and s["lang"] == "curl")
+    assert "<<'JSON'" in curl and '"content": "Sum up this"' in curl and len(curl.splitlines()) < 20
     assert data["base_url"] == "http://testserver" and data["params"] == {"temperature": 0.5}
     assert data["variables"] == [{"name": "text", "default": "this", "shell": "TEXT", "python": "text"}]
     # No label on the version: the reference is the version id itself.

@@ -1,6 +1,7 @@
 """Property: whatever the saved text, the exported code sends exactly it.
 
-Hypothesis builds hostile versions (quotes, backslashes, newlines, $,
+Both forms: the short one (the saved values inlined, curl from a quoted
+heredoc) and the parameterized scripts. Hypothesis builds hostile versions (quotes, backslashes, newlines, $,
 backticks, unicode, NUL in the saved text, {{ }} that are and are not
 variables, variable names that are keywords or Object.prototype properties)
 and runs every snippet for real against a capture server; the parsed request
@@ -21,6 +22,35 @@ from playground.export.spec import Reference, export_spec
 from playground.models import Prompt, PromptVersion
 from playground.runs import version_chat_body
 from tests.export.conftest import clean_env, run_node, run_python, run_sh
+
+# The short forms are scripts (top-level code that prints): these wrappers give
+# them the runners' run_prompt / runPrompt, so one interpreter runs them all.
+PY_WRAPPER = """import contextlib, io, runpy
+def run_prompt():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        runpy.run_path({path!r}, run_name="__main__")
+    return out.getvalue().strip()
+"""
+JS_WRAPPER = """export async function runPrompt() {{
+  const lines = [], log = console.log;
+  console.log = (...args) => lines.push(args.join(" "));
+  try {{ await import({url}); }} finally {{ console.log = log; }}
+  return lines.join("\\n");
+}}
+"""
+
+
+def _short_job(tmp, capture, tag, lang, code):
+    """A wrapper module around a short script whose base URL carries `tag`."""
+    assert code.count(capture.url) == 1, code
+    ext = "mjs" if lang == "javascript" else "py"
+    script = tmp / f"{tag}-script.{ext}"
+    script.write_text(code.replace(capture.url, f"{capture.url}/{tag}"), encoding="utf-8")
+    wrapper = tmp / f"{tag.replace('-', '_')}_wrapper.{ext}"
+    wrapper.write_text(PY_WRAPPER.format(path=str(script)) if ext == "py" else
+                       JS_WRAPPER.format(url=json.dumps(script.as_uri())), encoding="utf-8")
+    return str(wrapper)
 
 # Touches no part the two profiles differ in: runs once, in the services pass.
 pytestmark = pytest.mark.any_profile
@@ -76,6 +106,7 @@ def test_should_send_exactly_the_saved_text_from_every_snippet(capture, tmp_path
                                                                shell_name, locale):
     tmp = tmp_path_factory.mktemp("snippets")
     py_jobs, js_jobs, checks = [], [], []
+    py_short, js_short, checks_short = [], [], []
     for i, (version, body, overrides) in enumerate(cases):
         run = uuid.uuid4().hex
         path = f"/api/prompts/{version.prompt_id}/labels/production/run"
@@ -85,6 +116,17 @@ def test_should_send_exactly_the_saved_text_from_every_snippet(capture, tmp_path
         assert all("PROMPTYARD_API_KEY" in c for c in code.values())
         inline = version_chat_body(version=version, variables=overrides, body=body)
         by_ref = {"variables": overrides}
+        # The short form: the saved defaults inlined; a variable without one stays as {{name}}.
+        saved = {v.name: v.default if v.default is not None else "{{" + v.name + "}}" for v in spec.variables}
+        short_expected = version_chat_body(version=version, variables=saved, body=body)
+        result = run_sh(code[("curl", "short")].replace(capture.url, f"{capture.url}/{run}-sh-short"), tmp,
+                        clean_env(PROMPTYARD_API_KEY="sk-test-key", LANG=locale, LC_ALL=locale), shell_name)
+        assert result.returncode == 0, result.stderr.decode()
+        _check(capture, f"{run}-sh-short", short_expected)
+        for lang in ("python-httpx", "python-openai", "javascript"):
+            wrapper = _short_job(tmp, capture, f"{run}-{lang}-short", lang, code[(lang, "short")])
+            (js_short if lang == "javascript" else py_short).append((wrapper, {}))
+        checks_short.append((run, short_expected))
         sh_names, py_names = shell.shell_names(spec), python.python_names(spec)
 
         # curl: variables are environment variables of the script.
@@ -112,8 +154,11 @@ def test_should_send_exactly_the_saved_text_from_every_snippet(capture, tmp_path
     # One interpreter / one node process per language for all cases.
     py_tags = [(run, f"py{k}") for run, _, _ in checks for k in range(3)]
     js_tags = [(run, f"js{k}") for run, _, _ in checks for k in range(2)]
-    _run_tagged(run_python, py_jobs, py_tags, tmp, capture)
-    _run_tagged(run_node, js_jobs, js_tags, tmp, capture)
+    _run_tagged(run_python, py_jobs, py_tags, tmp, capture, extra=py_short)
+    _run_tagged(run_node, js_jobs, js_tags, tmp, capture, extra=js_short)
+    for run, short_expected in checks_short:
+        for lang in ("python-httpx", "python-openai", "javascript"):
+            _check(capture, f"{run}-{lang}-short", short_expected)
     for run, inline, by_ref in checks:
         for k, body_expected in enumerate((inline, inline, by_ref)):
             _check(capture, f"{run}-py{k}", body_expected)
@@ -121,7 +166,7 @@ def test_should_send_exactly_the_saved_text_from_every_snippet(capture, tmp_path
             _check(capture, f"{run}-js{k}", body_expected)
 
 
-def _run_tagged(runner, jobs, tags, tmp, capture):
+def _run_tagged(runner, jobs, tags, tmp, capture, extra=()):
     """Give each snippet its own base URL (a path prefix the capture server
     sees) by rewriting the saved default base URL in its file."""
     for (path, _), (run, lang_form) in zip(jobs, tags, strict=True):
@@ -131,5 +176,5 @@ def _run_tagged(runner, jobs, tags, tmp, capture):
         assert text.count(quoted) == 1
         with open(path, "w", encoding="utf-8") as f:
             f.write(text.replace(quoted, json.dumps(f"{capture.url}/{run}-{lang_form}")))
-    results = runner(jobs, tmp, clean_env(PROMPTYARD_API_KEY="sk-test-key"))
-    assert results == ["captured"] * len(jobs)
+    results = runner([*jobs, *extra], tmp, clean_env(PROMPTYARD_API_KEY="sk-test-key"))
+    assert results == ["captured"] * (len(jobs) + len(extra))

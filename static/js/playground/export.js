@@ -68,7 +68,7 @@ function show() {
   if (!loaded) return;
   const form = $("export-form").value;
   const forms = loaded.data.snippets.filter((s) => s.lang === lang);
-  // The openai SDK speaks only /v1: it has the inline form only.
+  // The openai SDK speaks only /v1: it has no reference form.
   $("export-form").querySelector('option[value="reference"]').disabled = !forms.some((s) => s.form === "reference");
   const snippet = forms.find((s) => s.form === form) || forms[0];
   $("export-form").value = snippet.form;
