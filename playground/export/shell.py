@@ -5,7 +5,8 @@ Quoting, the part that usually goes wrong:
   single quotes, so the shell expands nothing in it ($, backticks, `\\`,
   `!`) and the request carries exactly the saved text. NUL, which no shell
   variable can hold, travels as the JSON escape \\u0000.
-- Variables are shell variables (upper-cased names) defaulting to the saved
+- Variables are shell variables (upper-cased names after a fixed prefix,
+  `PY_`, so none is one that a program reads) defaulting to the saved
   defaults. A value is JSON-escaped at run time by a small awk program that
   reads it from the environment (never from awk's command line, whose `-v`
   would interpret backslashes). A value cannot contain NUL: shells and
@@ -18,15 +19,11 @@ from __future__ import annotations
 from .literals import json_fragment, json_str, json_value, sh_quote
 from .spec import ExportSpec, Ref, comment_text, identifiers
 
-SH_RESERVED = {
-    "PATH", "HOME", "IFS", "PS1", "PS2", "PS4", "ENV", "CDPATH", "PWD", "OLDPWD", "OPTIND", "OPTARG",
-    "PPID", "LANG", "LANGUAGE", "SHELL", "TERM", "TMPDIR", "USER", "LOGNAME", "HOSTNAME", "MAIL",
-    "MAILPATH", "MAILCHECK", "LINENO", "HISTFILE", "TZ", "NLSPATH", "AWKPATH", "POSIXLY_CORRECT",
-    "PROMPTYARD_API_KEY", "PROMPTYARD_BASE_URL", "_", "SHLVL", "RANDOM", "SECONDS", "UID", "EUID",
-}
-# Environment variables with these prefixes or suffixes change how sh, awk or curl behave.
-SH_RISKY_PREFIXES = ("LC_", "BASH", "CURL", "SSL_", "LD_", "GAWK", "ZSH", "KSH")
-SH_RISKY_SUFFIXES = ("_PROXY",)
+# Every variable becomes an environment variable of the script with this prefix:
+# no name a user picks can then be one that sh, awk, curl, the C library or
+# OpenSSL read (PATH, LD_PRELOAD, SSLKEYLOGFILE, RES_OPTIONS, GCONV_PATH, ...),
+# which a deny-list could never list in full.
+SH_PREFIX = "PY_"
 
 JSON_ESCAPE_FUNCTION = r"""# Prints the value of the environment variable named $1 as the inside of a
 # JSON string, so any text (quotes, backslashes, newlines, $, backticks) is
@@ -42,9 +39,8 @@ json_escape() {
 
 
 def shell_names(spec: ExportSpec) -> dict[str, str]:
-    upper = [v.name.upper() for v in spec.variables]
-    risky = {n for n in upper if n.startswith(SH_RISKY_PREFIXES) or n.endswith(SH_RISKY_SUFFIXES)}
-    return identifiers([v.name for v in spec.variables], reserved=SH_RESERVED | risky, transform=str.upper)
+    return identifiers([v.name for v in spec.variables], reserved=set(),
+                       transform=lambda name: SH_PREFIX + name.upper())
 
 
 def _header(spec: ExportSpec, names: dict[str, str], what: str, *, reference: bool = False) -> list[str]:

@@ -30,7 +30,7 @@ def test_should_return_every_language_in_both_forms_without_a_secret(auth_client
     curl = next(s["code"] for s in data["snippets"] if s["form"] == "short" and s["lang"] == "curl")
     assert "<<'JSON'" in curl and '"content": "Sum up this"' in curl and len(curl.splitlines()) < 20
     assert data["base_url"] == "http://testserver" and data["params"] == {"temperature": 0.5}
-    assert data["variables"] == [{"name": "text", "default": "this", "shell": "TEXT", "python": "text"}]
+    assert data["variables"] == [{"name": "text", "default": "this", "shell": "PY_TEXT", "python": "text"}]
     # No label on the version: the reference is the version id itself.
     assert data["reference"]["url"].endswith(f"/versions/{version.pk}/run")
     for snippet in data["snippets"]:
@@ -71,3 +71,25 @@ def test_should_refuse_a_lone_surrogate_in_a_run_variable_naming_it(api_client, 
     assert response.status_code == 400, response.content
     assert response.json()["error"]["code"] == "invalid_unicode"
     assert response.json()["error"]["field"] == "variables.text"
+
+
+def test_should_never_name_a_shell_variable_that_a_program_reads(user, settings):
+    """curl scripts export their variables: a name like SSLKEYLOGFILE or GCONV_PATH would steer
+    OpenSSL or the C library of every program the script runs."""
+    from playground.bodies import body_text
+    from playground.export import shell
+    from playground.export.spec import Reference, export_spec
+
+    settings.INFERENCE_MODELS = MODELS
+    risky = ["sslkeylogfile", "res_options", "localdomain", "hostaliases", "openssl_conf", "xdg_config_home",
+             "gconv_path", "path", "ld_preload", "curl_home", "https_proxy", "ifs"]
+    prompt = PromptFactory(owner=user)
+    version = services.version_create(prompt=prompt, author=user, model_name=MODEL,
+                                      body=" ".join("{{" + n + "}}" for n in risky),
+                                      variables={n: "x" for n in risky})
+    spec = export_spec(version=version, body=body_text(version), base_url="http://x",
+                       reference=Reference("version", str(version.pk), "/run"))
+    names = shell.shell_names(spec)
+    assert set(names) == set(risky)
+    assert all(name.startswith("PY_") for name in names.values()), names
+    assert len(set(names.values())) == len(risky)

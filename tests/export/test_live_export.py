@@ -52,7 +52,7 @@ def test_should_get_a_completion_from_each_exported_snippet_on_the_live_server(l
         return body.replace("{{name}}", name).replace("{{ tone }}", tone)[::-1]
 
     env = clean_env(PROMPTYARD_API_KEY=raw)
-    result = run_sh(_code(export, "curl", "inline"), tmp_path, dict(env, NAME="Grace 'G' \"$x\""))
+    result = run_sh(_code(export, "curl", "inline"), tmp_path, dict(env, PY_NAME="Grace 'G' \"$x\""))
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
     assert answer["choices"][0]["message"]["content"] == expect("Grace 'G' \"$x\"")
@@ -81,7 +81,7 @@ def test_should_run_what_the_label_points_at_after_the_label_moves(live, tmp_pat
     js = _write(tmp_path, "ref.mjs", _code(export, "javascript", "reference"))
 
     def run_all():
-        out = json.loads(run_sh(sh_code, tmp_path, dict(env, NAME="sh")).stdout)
+        out = json.loads(run_sh(sh_code, tmp_path, dict(env, PY_NAME="sh")).stdout)
         return [out["choices"][0]["message"]["content"],
                 *run_python([(py, {"name": "py"}), (py, {})], tmp_path, env),
                 *run_node([(js, {"name": "js"})], tmp_path, env)]
