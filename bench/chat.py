@@ -4,21 +4,31 @@
     export REDIS_URL=redis://127.0.0.1:6379/5
     .venv/bin/python bench/chat.py                # N = 50, 200
     .venv/bin/python bench/chat.py --big          # adds N = 1000 (minutes on 2 cores)
+    .venv/bin/python bench/chat.py --rounds 3     # alternate relay/chat 3 times per N
     .venv/bin/python bench/chat.py --workers 2    # one uvicorn process per core
 
-For each N, every pair's sender sends --messages messages to its receiver, with
---window sends in flight (a send leaves the window when the server acks it),
-and the receiver acks as a real client does. Printed per N: messages/s
-delivered end to end, p50/p99 delivery latency (send -> receiver's frame, one
-clock), for
+The pairs are split over --clients client processes (one Python process cannot
+drive 2,000 sockets on this machine). For each N:
 
-- chat:  /ws/chat/ (inbox write + seq assignment in PostgreSQL, publish on commit);
+- closed loop: every pair's sender sends --messages messages to its receiver, with
+  --window sends in flight (a send leaves the window when the server acks it), and
+  the receiver acks as a real client does. Printed: messages/s delivered end to
+  end, p50/p99 delivery latency (send -> receiver's frame, one clock; on a
+  saturated server this is queueing, Little's law, not an interactive figure);
+  relay and chat rounds alternate --rounds times, each ratio from a relay round
+  and the chat round right after it, then their median (a shared machine's noise
+  hits both);
+- open loop (--open-load, default 0.5): Poisson arrivals at that share of chat's
+  measured rate for --open-seconds, whatever the server does; latency counts from
+  each send's scheduled time. This is the interactive figure.
+
+Modes:
+- chat:  /ws/chat/ (inbox write + seq assignment in PostgreSQL, publish after commit);
 - relay: a plain Channels consumer that forwards the frame to the peer's group
-  through the same Redis channel layer, no database: the ceiling for this stack;
+  through the same Redis channel layer, no database: the ceiling for this stack.
 
-and the ratio chat/relay: what the durable inbox costs per message. `lost` counts
-what a relay receiver never got (the channel layer is at-most-once); chat loses
-nothing: a stalled receiver heartbeats and catches up from its inbox.
+`lost` counts what a relay receiver never got (the channel layer is at-most-once);
+chat loses nothing: a stalled receiver heartbeats and catches up from its inbox.
 The relay consumer lives only here (served by this module's `application`).
 """
 
@@ -126,13 +136,13 @@ async def _open(url_a: str, url_b: str, head: int, mode: str, origin: str, hands
     return a, b
 
 
-async def _receive(b, mode: str, expected, latencies: list[float]) -> int:
+async def _receive(b, mode: str, expected, latencies: list[float], give_up: float = 0) -> int:
     """Counts the pair's deliveries until `expected()` (None while the sender
     still sends) is reached; a chat receiver that hears nothing heartbeats."""
     got = 0
     while expected() is None or got < expected():
         try:
-            timeout = STALL_SECONDS if mode == "chat" else RELAY_GIVE_UP_SECONDS
+            timeout = STALL_SECONDS if mode == "chat" else give_up or RELAY_GIVE_UP_SECONDS
             frame = json.loads(await asyncio.wait_for(b.recv(), timeout))
         except TimeoutError:
             if mode == "relay":
@@ -178,7 +188,8 @@ async def _open_loop(a, b, peer_b: int, mode: str, load, latencies: list[float])
     rng = random.Random(seed)
     sent = None
     acker = asyncio.create_task(_count_acks(a, None))
-    receiver = asyncio.create_task(_receive(b, mode, lambda: sent, latencies))
+    # Nothing saturates here: a relay frame missing this long is lost.
+    receiver = asyncio.create_task(_receive(b, mode, lambda: sent, latencies, give_up=STALL_SECONDS))
     start = time.perf_counter()
     due, i = start + rng.expovariate(rate), 0
     while due - start < duration:

@@ -132,7 +132,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if self.cursor is None or upto > self.cursor:
             raise ApiError(f"Cannot ack {upto}: only {self.cursor or 0} was sent.",
                            code="cursor_from_future", field="upto")
-        await db(services.inbox_mark_delivered)(user=self.user, upto=upto)
+        if adb.enabled():
+            await services.inbox_mark_delivered_async(user=self.user, upto=upto)
+        else:
+            await db(services.inbox_mark_delivered)(user=self.user, upto=upto)
 
     async def on_send(self, frame):
         """{"type": "send", "to": user_id, "client_msg_id": str, "body": str}"""
@@ -166,7 +169,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def on_heartbeat(self, frame):
         await self._heartbeat()
         # Also the safety net for a lost live push: catch up if the inbox moved on.
-        if self.cursor is not None and await db(selectors.inbox_head)(user_id=self.user.pk) > self.cursor:
+        head = (selectors.inbox_head_async if adb.enabled() else db(selectors.inbox_head))
+        if self.cursor is not None and await head(user_id=self.user.pk) > self.cursor:
             await self._catch_up()
         await self.send_json({"type": "heartbeat_ok"})
 

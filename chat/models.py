@@ -73,7 +73,13 @@ class InboxEntry(models.Model):
             models.UniqueConstraint(fields=["user", "inbox_seq"], name="chat_inbox_seq_unique"),
             models.UniqueConstraint(fields=["user", "message"], name="chat_inbox_message_unique"),
         ]
-        indexes = [models.Index(fields=["user", "conversation", "seq"], name="chat_inbox_conv_seq")]
+        indexes = [
+            models.Index(fields=["user", "conversation", "seq"], name="chat_inbox_conv_seq"),
+            # Acks ("delivered up to N") and catch-up's oldest undelivered entry read
+            # only the undelivered tail, not the whole inbox.
+            models.Index(fields=["user", "inbox_seq"], condition=Q(delivered_at__isnull=True),
+                         name="chat_inbox_undelivered"),
+        ]
 
 
 class Block(models.Model):

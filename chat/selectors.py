@@ -3,6 +3,7 @@
 from django.contrib.auth import get_user_model
 from django.db.models import Max, Q
 
+from core import adb
 from core.errors import ApiError
 from core.ids import parse_uint
 
@@ -47,6 +48,13 @@ def access_conversation(*, user, conversation_id) -> Conversation:
 
 def inbox_head(*, user_id: int) -> int:
     return ChatProfile.objects.filter(user_id=user_id).values_list("inbox_seq", flat=True).first() or 0
+
+
+async def inbox_head_async(*, user_id: int) -> int:
+    """inbox_head on the caller's loop (PostgreSQL, core.adb)."""
+    row = await adb.fetchone(f"SELECT inbox_seq FROM {ChatProfile._meta.db_table} WHERE user_id = %s",
+                             (user_id,))
+    return row[0] if row else 0
 
 
 def catchup_start(*, user, since: int | None, cursors: dict[int, int]) -> int:

@@ -269,6 +269,14 @@ def inbox_mark_delivered(*, user, upto: int) -> int:
             .update(delivered_at=timezone.now()))
 
 
+async def inbox_mark_delivered_async(*, user, upto: int) -> int:
+    """inbox_mark_delivered on the caller's loop (PostgreSQL, core.adb): the page acks
+    every message it gets, so this is on the hot path too."""
+    return await adb.execute(
+        f"UPDATE {InboxEntry._meta.db_table} SET delivered_at = %s"
+        " WHERE user_id = %s AND inbox_seq <= %s AND delivered_at IS NULL", (timezone.now(), user.pk, upto))
+
+
 def conversation_mark_read(*, user, conversation_id, upto) -> int:
     """Marks the user's entries up to `upto` read; the peer hears it live."""
     conv = selectors.access_conversation(user=user, conversation_id=conversation_id)
