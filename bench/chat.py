@@ -136,9 +136,12 @@ async def _open(url_a: str, url_b: str, head: int, mode: str, origin: str, hands
     return a, b
 
 
-async def _receive(b, mode: str, expected, latencies: list[float], give_up: float = 0) -> int:
+async def _receive(b, mode: str, expected, latencies: list[float], give_up: float = 0,
+                   last: list[float] | None = None) -> int:
     """Counts the pair's deliveries until `expected()` (None while the sender
-    still sends) is reached; a chat receiver that hears nothing heartbeats."""
+    still sends) is reached; a chat receiver that hears nothing heartbeats.
+    `last[0]` is when the latest delivery came (a relay's wait for a frame it
+    lost for good does not count as time spent delivering)."""
     got = 0
     while expected() is None or got < expected():
         try:
@@ -152,7 +155,10 @@ async def _receive(b, mode: str, expected, latencies: list[float], give_up: floa
             continue
         if mode == "chat" and frame.get("type") != "message":
             continue
-        latencies.append(time.perf_counter() - float(frame["body"]))
+        now = time.perf_counter()
+        latencies.append(now - float(frame["body"]))
+        if last is not None:
+            last[0] = max(last[0], now)
         got += 1
         if mode == "chat" and got % 20 == 0:
             await b.send(json.dumps({"type": "ack", "upto": frame["inbox_seq"]}))
@@ -164,12 +170,12 @@ def _frame(peer_b: int, i: int, stamp: float) -> str:
                        "body": repr(stamp)})
 
 
-async def _closed(a, b, peer_b: int, mode: str, load, latencies: list[float]) -> tuple[int, int]:
+async def _closed(a, b, peer_b: int, mode: str, load, latencies: list[float], last) -> tuple[int, int]:
     """--window sends in flight; a send leaves the window when the server acks it."""
     messages, window = load
     credit = asyncio.Semaphore(window)
     acker = asyncio.create_task(_count_acks(a, credit))
-    receiver = asyncio.create_task(_receive(b, mode, lambda: messages, latencies))
+    receiver = asyncio.create_task(_receive(b, mode, lambda: messages, latencies, last=last))
     for i in range(messages):
         await credit.acquire()
         await a.send(_frame(peer_b, i, time.perf_counter()))
@@ -178,7 +184,7 @@ async def _closed(a, b, peer_b: int, mode: str, load, latencies: list[float]) ->
     return messages, got
 
 
-async def _open_loop(a, b, peer_b: int, mode: str, load, latencies: list[float]) -> tuple[int, int]:
+async def _open_loop(a, b, peer_b: int, mode: str, load, latencies: list[float], last) -> tuple[int, int]:
     """Poisson arrivals at a fixed rate per sender for `duration` seconds, whatever
     the server does (no window). Latency counts from the scheduled send time, so
     a send delayed by a slow server counts its wait too."""
@@ -189,7 +195,8 @@ async def _open_loop(a, b, peer_b: int, mode: str, load, latencies: list[float])
     sent = None
     acker = asyncio.create_task(_count_acks(a, None))
     # Nothing saturates here: a relay frame missing this long is lost.
-    receiver = asyncio.create_task(_receive(b, mode, lambda: sent, latencies, give_up=STALL_SECONDS))
+    receiver = asyncio.create_task(_receive(b, mode, lambda: sent, latencies, give_up=STALL_SECONDS,
+                                            last=last))
     start = time.perf_counter()
     due, i = start + rng.expovariate(rate), 0
     while due - start < duration:
@@ -232,11 +239,12 @@ async def _client(base: str, pairs, heads, mode: str, load, barrier) -> dict:
     sockets = await asyncio.gather(*opening)
     await asyncio.to_thread(barrier.wait)  # every client process starts its clock together
     started = time.perf_counter()
+    last = [started]
     drive = _open_loop if load[0] == "open" else _closed
     counts = await asyncio.gather(*[
-        drive(a, b, pairs[i][1][0], mode, (*load[1:], i) if load[0] == "open" else load[1:], latencies)
+        drive(a, b, pairs[i][1][0], mode, (*load[1:], i) if load[0] == "open" else load[1:], latencies, last)
         for i, (a, b) in enumerate(sockets)])
-    ended = time.perf_counter()
+    ended = last[0]
     await asyncio.gather(*[ws.close() for pair in sockets for ws in pair])
     return {"started": started, "ended": ended, "sent": sum(c[0] for c in counts),
             "delivered": sum(c[1] for c in counts), "latencies": latencies}
