@@ -27,7 +27,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 
-from inference_protocol.catalog import model_names
+from inference_protocol.catalog import model_names, split_served
 
 LATENCY_BUCKETS = (.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120)
 
@@ -86,7 +86,7 @@ class FleetCollector:
         batch = GaugeMetricFamily("inference_worker_batch_size", "Sequences in a worker's batch now.",
                                   labels=["model", "worker"])
         for model in model_names():
-            mine = [r for r in records if r["model"] == model]
+            mine = [r for r in records if split_served(r["model"])[0] == model]
             workers.add_metric([model], len(mine))
             running.add_metric([model], sum(int(r.get("running") or 0) for r in mine))
             waiting.add_metric([model], sum(int(r.get("queue_length") or 0) for r in mine))
@@ -113,7 +113,7 @@ def _batch_size_histograms(records: list[dict]):
     for model in model_names():
         counts: dict[int, int] = {}
         for r in records:
-            if r["model"] == model:
+            if split_served(r["model"])[0] == model:
                 for size, steps in (r.get("batch_sizes") or {}).items():
                     counts[int(size)] = counts.get(int(size), 0) + steps
         if not counts:

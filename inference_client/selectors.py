@@ -11,7 +11,7 @@ from core.redis import get_redis
 from inference_client import admission
 from inference_client.models import UsageRecord
 from inference_protocol.backend import live_workers
-from inference_protocol.catalog import model_names
+from inference_protocol.catalog import model_names, split_served
 
 # Models have no creation time of their own; OpenAI's shape wants one.
 _CREATED = 1_700_000_000
@@ -20,8 +20,8 @@ _CREATED = 1_700_000_000
 def model_list() -> list[dict]:
     """Every configured model, plus any model a live worker serves, with live capacity."""
     live: dict[str, list[dict]] = {}
-    for record in live_workers():
-        live.setdefault(record["model"], []).append(record)
+    for record in live_workers():  # a model@version worker counts for its model
+        live.setdefault(split_served(record["model"])[0], []).append(record)
     configured = model_names()
     names = configured + sorted(set(live) - set(configured))
     return [{"id": name, "object": "model", "created": _CREATED, "owned_by": "promptyard",

@@ -188,12 +188,16 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
     hit, kind = None, ""
     if cacheable:
         fp = params.fingerprint()
-        ctx["exact_key"] = prompt_cache.exact_key(tenant=principal.tenant, model=model, messages=messages,
-                                                  params=fp)
+        # The versions serving now are part of the cache's model: after a rollout
+        # step or a rollback, answers of a version no longer served are not replayed.
+        serving = sorted(v for v, w in snapshot.versions(model).items() if w > 0)
+        cache_model = served_name(model, "+".join(serving)) if serving else model
+        ctx["exact_key"] = prompt_cache.exact_key(tenant=principal.tenant, model=cache_model,
+                                                  messages=messages, params=fp)
         hit = await prompt_cache.exact_get(ctx["exact_key"])
         kind = "exact" if hit else ""
         if await _semantic_opted_in(principal, params):
-            ctx["semantic_scope"] = prompt_cache.semantic_scope(tenant=principal.tenant, model=model,
+            ctx["semantic_scope"] = prompt_cache.semantic_scope(tenant=principal.tenant, model=cache_model,
                                                                 messages=messages, params=fp)
             if hit is None:
                 found = await prompt_cache.semantic_get(scope=ctx["semantic_scope"], model=model,
