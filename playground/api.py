@@ -1,6 +1,8 @@
 """Prompt and version API. Views parse, call access_prompt + a service or
 selector, and serialize; nothing else."""
 
+import itertools
+
 from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -16,7 +18,7 @@ from core.errors import ApiError
 
 from . import selectors, services
 from .bodies import body_object_key, body_range, body_text
-from .diffing import line_diff, word_diff
+from .diffing import Budget, line_diff, word_diff
 from .models import Storage
 from .permissions import request_access
 from .runs import version_render
@@ -225,11 +227,14 @@ class DiffApi(PromptScopedApi):
                 raise ApiError(f"Query parameter {end!r} is required.", code="invalid_request", field=end)
             ends[end] = selectors.version_get(prompt=prompt, version_id=request.query_params[end])
         differ = line_diff if mode == "line" else word_diff
+        budget = Budget(settings.PROMPT_DIFF_TIMEOUT_S)
         chunks = differ(body_text(ends["from"]), body_text(ends["to"]),
                         old_name=f"v{ends['from'].number}", new_name=f"v{ends['to'].number}",
-                        context=settings.PROMPT_DIFF_CONTEXT_LINES)
-        return StreamingHttpResponse((chunk.encode("utf-8") for chunk in chunks),
-                                     content_type="text/plain; charset=utf-8")
+                        context=settings.PROMPT_DIFF_CONTEXT_LINES, budget=budget)
+        first = next(chunks)  # the line matching runs here, so the header can tell
+        return StreamingHttpResponse((chunk.encode("utf-8") for chunk in itertools.chain([first], chunks)),
+                                     content_type="text/plain; charset=utf-8",
+                                     headers={"X-Diff-Coarse": "true" if budget.coarse else "false"})
 
 
 class UploadApi(PromptScopedApi):

@@ -41,6 +41,10 @@ PROMPT_BODY_CACHE_BYTES = env_int("PROMPT_BODY_CACHE_BYTES", 64 * 1024 * 1024)
 
 # Lines of context around each hunk in the diff API.
 PROMPT_DIFF_CONTEXT_LINES = env_int("PROMPT_DIFF_CONTEXT_LINES", 3)
+# Seconds one diff may spend matching (diff-match-patch's deadline). Past it the
+# diff is still correct but coarser (larger changed blocks), and says so
+# (X-Diff-Coarse: true, and a last line): no body pins a core for long.
+PROMPT_DIFF_TIMEOUT_S = env_float("PROMPT_DIFF_TIMEOUT_S", 0.5)
 
 # The server's public base URL (e.g. https://promptyard.example.com) written into
 # exported code. Empty: taken from each export request (scheme + Host), which is

@@ -62,6 +62,43 @@ def test_line_and_word_diff_of_multi_megabyte_bodies(auth_client, prompt):
     assert "{+An inserted line.\n+}" in word
 
 
+def _apply(old: str, diff: str) -> str:
+    """Applies a unified line diff (ours) to `old`."""
+    import re
+
+    src, out, pos = old.splitlines(keepends=True), [], 0
+    for line in diff.splitlines(keepends=True)[2:]:
+        if line.startswith("@@"):
+            start = int(re.match(r"@@ -(\d+)", line).group(1)) - 1  # our header: first old line, 1-based
+            out += src[pos:start]
+            pos = start
+        elif line.startswith((" ", "-")):
+            pos += 1
+            if line[0] == " ":
+                out.append(line[1:])
+        elif line.startswith("+"):
+            out.append(line[1:])
+        else:  # the coarse note
+            assert line.startswith("\\ Coarse"), line
+    return "".join(out + src[pos:])
+
+
+@pytest.mark.parametrize(("lines", "budget_s"), [(300, 30.0), (8000, 0.0)])
+def test_should_diff_alternating_lines_within_the_time_budget_and_say_when_coarse(auth_client, prompt,
+                                                                                  settings, lines, budget_s):
+    """SequenceMatcher took seconds on this (quadratic); out of budget, the diff is coarser but correct."""
+    settings.PROMPT_DIFF_TIMEOUT_S = budget_s
+    old_body = "".join("a\n" if i % 2 else f"b{i % 7}\n" for i in range(lines))
+    new_body = "".join("a\n" if i % 3 else f"b{i % 5}\n" for i in range(lines))
+    old = PromptVersionFactory(prompt=prompt, body=old_body)
+    new = PromptVersionFactory(prompt=prompt, parent=old, body=new_body)
+    response = auth_client.get(f"/api/prompts/{prompt.pk}/diff?from={old.pk}&to={new.pk}")
+    text = b"".join(response.streaming_content).decode()
+    assert response["X-Diff-Coarse"] == ("true" if budget_s == 0 else "false")
+    assert text.endswith("PROMPT_DIFF_TIMEOUT_S).\n") == (budget_s == 0)
+    assert _apply(old_body, text) == new_body
+
+
 def test_diff_needs_two_versions_of_the_same_prompt(auth_client, prompt):
     from tests.factories import PromptFactory
 
