@@ -23,6 +23,7 @@ from .models import Storage
 from .permissions import request_access
 from .runs import version_render
 from .serializers import (
+    MergePreviewRequestSerializer,
     PromptSerializer,
     RenderSerializer,
     TreeNodeSerializer,
@@ -100,7 +101,7 @@ class VersionListApi(PromptScopedApi):
             body_upload=v.get("body_upload"), model_name=v.get("model"), temperature=v["temperature"],
             max_tokens=v["max_tokens"], top_p=v["top_p"], stop=v["stop"], system=v["system"],
             variables=v["variables"], response_schema=v["response_schema"], message=v["message"],
-            version_id=v.get("id"),
+            version_id=v.get("id"), merge_parent_id=v.get("merge_parent"),
         )
         return Response(VersionSerializer(version, context={"with_body": True}).data,
                         status=status.HTTP_201_CREATED)
@@ -235,6 +236,22 @@ class DiffApi(PromptScopedApi):
         return StreamingHttpResponse((chunk.encode("utf-8") for chunk in itertools.chain([first], chunks)),
                                      content_type="text/plain; charset=utf-8",
                                      headers={"X-Diff-Coarse": "true" if budget.coarse else "false"})
+
+
+class MergePreviewApi(PromptScopedApi):
+    @extend_schema(request=MergePreviewRequestSerializer, responses=OpenApiTypes.OBJECT,
+                   description="A three-way merge of two heads against their common ancestor: the merged "
+                               "body and system text, or their conflicts (base, ours, theirs) to resolve; "
+                               "then create the merge with POST .../versions {parent: ours, merge_parent: "
+                               "theirs, body}.")
+    def post(self, request, prompt_id):
+        from .merging_service import merge_preview
+
+        prompt = request_access(request, prompt_id=prompt_id, need="view")
+        data = MergePreviewRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(merge_preview(prompt=prompt, ours_id=data.validated_data["ours"],
+                                      theirs_id=data.validated_data["theirs"]))
 
 
 class UploadApi(PromptScopedApi):

@@ -78,6 +78,9 @@ class PromptVersion(models.Model):
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="versions")
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE,
                                related_name="children")
+    # A merge: the second parent (the head merged into `parent`); None for an edit.
+    merge_parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE,
+                                     related_name="merge_children")
     number = models.PositiveIntegerField()  # 1, 2, ... per prompt, in creation order
     depth = models.PositiveIntegerField()  # edges from the root
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,

@@ -43,7 +43,9 @@ def _is_uuid(value) -> bool:
 def version_heads(*, prompt: Prompt) -> QuerySet[PromptVersion]:
     """The tip of every branch: versions nobody has edited yet."""
     children = PromptVersion.objects.filter(parent=OuterRef("pk"))
-    return version_list(prompt=prompt).filter(~Exists(children)).order_by("-created_at", "-number")
+    merged_into = PromptVersion.objects.filter(merge_parent=OuterRef("pk"))
+    return (version_list(prompt=prompt).filter(~Exists(children), ~Exists(merged_into))
+            .order_by("-created_at", "-number"))
 
 
 def version_children(*, version_ids) -> dict:

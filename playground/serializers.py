@@ -23,6 +23,8 @@ class VersionCreateSerializer(serializers.Serializer):
     id = serializers.UUIDField(required=False, help_text="Optional client-chosen id.")
     parent = serializers.UUIDField(required=False, allow_null=True,
                                    help_text="The version this edit starts from (null only for the first).")
+    merge_parent = serializers.UUIDField(required=False, allow_null=True, default=None,
+                                         help_text="A merge: the other head merged into `parent`.")
     message = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
     model = serializers.CharField(required=False, help_text="A key of INFERENCE_MODELS.")
     temperature = serializers.FloatField(required=False, allow_null=True, default=None)
@@ -49,8 +51,9 @@ class VersionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = PromptVersion
-        fields = ["id", "prompt", "parent", "number", "depth", "author", "created_at", "message", "model",
-                  "temperature", "max_tokens", "top_p", "stop", "system", "variables", "response_schema",
+        fields = ["id", "prompt", "parent", "merge_parent", "number", "depth", "author", "created_at",
+                  "message", "model", "temperature", "max_tokens", "top_p", "stop", "system", "variables",
+                  "response_schema",
                   "body_size", "body_sha256", "storage", "chain_length", "body", "body_url"]
 
     def get_author(self, obj) -> str | None:
@@ -74,8 +77,8 @@ class TreeNodeSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = PromptVersion
-        fields = ["id", "parent", "children", "depth", "number", "created_at", "message", "model",
-                  "body_size", "labels"]
+        fields = ["id", "parent", "merge_parent", "children", "depth", "number", "created_at", "message",
+                  "model", "body_size", "labels"]
 
     def get_children(self, obj) -> list[str]:
         return [str(c) for c in self.context["children"].get(obj.pk, [])]
@@ -167,3 +170,8 @@ class UploadSerializer(serializers.Serializer):
     headers = serializers.DictField(child=serializers.CharField())
     size = serializers.IntegerField()
     expires_in = serializers.IntegerField()
+
+
+class MergePreviewRequestSerializer(serializers.Serializer):
+    ours = serializers.UUIDField(help_text="The head merged into (the merge's first parent)")
+    theirs = serializers.UUIDField(help_text="The head merged in (the second parent)")

@@ -50,7 +50,7 @@ def version_create(
     *, prompt: Prompt, author, parent_id=None, body: str | None = None, body_upload: dict | None = None,
     model_name: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
     top_p: float | None = None, stop: list | None = None, system: str = "", variables: dict | None = None,
-    response_schema: dict | None = None, message: str = "", version_id=None,
+    response_schema: dict | None = None, message: str = "", version_id=None, merge_parent_id=None,
 ) -> PromptVersion:
     """Create a child of `parent_id` (or the root). Two edits of one parent make
     two children: nothing is locked but the instant of numbering."""
@@ -64,6 +64,11 @@ def version_create(
     if (body is None) == (body_upload is None):
         raise ApiError("Give exactly one of body or body_upload.", code="body_required", field="body")
     parent = _check_parent(prompt=prompt, parent_id=parent_id, version_id=version_id)
+    merge_parent = None
+    if merge_parent_id is not None:
+        from .merging_service import check_merge_parents
+
+        merge_parent = check_merge_parents(prompt=prompt, parent=parent, merge_parent_id=merge_parent_id)
     if version_id is not None and PromptVersion.objects.filter(pk=version_id).exists():
         raise ApiError("A version with this id already exists.", code="version_exists",
                        status_code=409, field="id")
@@ -84,7 +89,8 @@ def version_create(
         number = Prompt.objects.values_list("version_count", flat=True).get(pk=prompt.pk)
         extra = {"id": version_id} if version_id is not None else {}
         version = PromptVersion(
-            prompt=prompt, parent=parent, number=number, depth=parent.depth + 1 if parent else 0,
+            prompt=prompt, parent=parent, merge_parent=merge_parent, number=number,
+            depth=max(parent.depth, merge_parent.depth if merge_parent else 0) + 1 if parent else 0,
             author=author, message=message, model_name=model_name, temperature=temperature,
             max_tokens=max_tokens, top_p=top_p, stop=stop, system=system, variables=variables,
             response_schema=response_schema, body_size=blob.size if blob else len(data),
@@ -93,6 +99,7 @@ def version_create(
         version.save()
         webhook_emit(prompt=prompt, event="version.created", data={
             "version": {"id": str(version.pk), "number": number, "parent": str(parent.pk) if parent else None,
+                        "merge_parent": str(merge_parent.pk) if merge_parent else None,
                         "message": message, "model": model_name,
                         "author": author.get_username() if author else None}})
     if text:

@@ -19,6 +19,7 @@ urlpatterns = [
     path("<uuid:prompt_id>/tree", api.TreeApi.as_view(), name="api-prompt-tree"),
     path("<uuid:prompt_id>/heads", api.HeadsApi.as_view(), name="api-prompt-heads"),
     path("<uuid:prompt_id>/diff", api.DiffApi.as_view(), name="api-prompt-diff"),
+    path("<uuid:prompt_id>/merge", api.MergePreviewApi.as_view(), name="api-prompt-merge"),
     path("<uuid:prompt_id>/uploads", api.UploadApi.as_view(), name="api-prompt-uploads"),
     path("<uuid:prompt_id>/labels", api_labels.LabelListApi.as_view(), name="api-labels"),
     path(L, api_labels.LabelDetailApi.as_view(), name="api-label"),

@@ -60,7 +60,9 @@ async function openVersion(id) {
     const params = [["temperature", v.temperature], ["top_p", v.top_p], ["max_tokens", v.max_tokens]]
       .filter(([, x]) => x !== null).map(([k, x]) => `${k} ${x}`).join(" · ") || "defaults";
     const meta = el("dl", { class: "version-meta" });
-    for (const [k, x] of [["Version", `v${v.number}${v.parent ? " (edit of " + vname(v.parent) + ")" : " (root)"}`],
+    const origin = v.merge_parent ? ` (merge of ${vname(v.merge_parent)} into ${vname(v.parent)})`
+      : v.parent ? ` (edit of ${vname(v.parent)})` : " (root)";
+    for (const [k, x] of [["Version", `v${v.number}${origin}`],
       ["Message", v.message || "—"], ["Author", v.author || "—"], ["Created", new Date(v.created_at).toLocaleString()],
       ["Model", v.model], ["Parameters", params], ["Size", `${v.body_size.toLocaleString()} bytes`]]) {
       meta.append(el("dt", { text: k }), el("dd", { text: x }));
@@ -150,6 +152,74 @@ async function runBoth() {
   showAlert($("compare-error"), errors.join(" "));
 }
 
+// ---- Merging two heads ---------------------------------------------------
+// "From" is ours (the first parent), "To" is theirs (merged in). Conflicts are
+// shown side by side; the merge is saved once every one is resolved.
+let merging = null;
+
+function hunkView(part, hunks) {
+  const box = el("div", { class: "merge-part" }, el("strong", { text: part === "body" ? "User message template" : "System" }));
+  hunks.forEach((h, i) => {
+    if (h.kind === "same") { box.append(el("pre", { class: "ro-text merge-same", text: h.text || "(empty)" })); return; }
+    const pick = (choice) => { h.choice = choice; renderMerge(); };
+    const side = (who, text) => el("div", { class: `merge-side ${h.choice === who ? "chosen" : ""}` },
+      el("div", { class: "hint", text: who === "ours" ? `ours (${vname(merging.ours)})` : `theirs (${vname(merging.theirs)})` }),
+      el("pre", { class: "ro-text", text: text || "(nothing)" }),
+      el("button", { type: "button", class: "btn small", "data-choose": `${part}-${i}-${who}`, text: "Use this" }, ));
+    const grid = el("div", { class: "compare-grid merge-conflict", "data-conflict": `${part}-${i}` }, side("ours", h.ours), side("theirs", h.theirs));
+    grid.querySelectorAll("button").forEach((b) => b.addEventListener("click", () => pick(b.dataset.choose.split("-")[2])));
+    const both = el("button", { type: "button", class: "btn small", text: "Use both (ours, then theirs)" });
+    both.addEventListener("click", () => pick("both"));
+    box.append(grid, both);
+  });
+  return box;
+}
+
+function resolved(hunks) {
+  if (hunks.some((h) => h.kind === "conflict" && !h.choice)) return null;
+  return hunks.map((h) => h.kind === "same" ? h.text : h.choice === "both" ? h.ours + h.theirs : h[h.choice]).join("");
+}
+
+function renderMerge() {
+  const out = $("merge-out");
+  const left = [...merging.system.hunks, ...merging.body.hunks].filter((h) => h.kind === "conflict" && !h.choice).length;
+  const save = el("button", { type: "button", class: "btn primary", id: "merge-save", text: "Save the merge" });
+  save.disabled = left > 0;
+  save.addEventListener("click", saveMerge);
+  out.replaceChildren(
+    el("p", { class: "hint", id: "merge-summary", text: `Merging ${vname(merging.theirs)} into ${vname(merging.ours)} (common ancestor ${vname(merging.base)}): ` +
+      (merging.conflicts ? `${merging.conflicts} conflict(s), ${left} left to resolve.` : "no conflicts.") }),
+    hunkView("system", merging.system.hunks), hunkView("body", merging.body.hunks), save);
+}
+
+async function previewMerge() {
+  const out = $("merge-out");
+  try {
+    merging = await api(`${cfg.apiBase}/merge`, { method: "POST", body: { ours: $("diff-from").value, theirs: $("diff-to").value } });
+    renderMerge();
+  } catch (err) {
+    out.replaceChildren(el("p", { class: "error", id: "merge-error", text: `Cannot merge: ${err.message}` }));
+  }
+}
+
+async function saveMerge() {
+  const ours = await api(`${cfg.apiBase}/versions/${merging.ours}`);
+  try {
+    const made = await api(`${cfg.apiBase}/versions`, { method: "POST", body: {
+      parent: merging.ours, merge_parent: merging.theirs, message: merging.message, model: ours.model,
+      temperature: ours.temperature, max_tokens: ours.max_tokens, top_p: ours.top_p, stop: ours.stop,
+      response_schema: ours.response_schema, variables: merging.variables,
+      system: resolved(merging.system.hunks), body: resolved(merging.body.hunks) } });
+    merging = null;
+    selected = made.id;
+    await refresh();
+    openVersion(made.id);
+    $("merge-out").replaceChildren(el("p", { class: "hint", id: "merge-done", text: `Saved as v${made.number}.` }));
+  } catch (err) {
+    $("merge-out").append(el("p", { class: "error", text: `Could not save the merge: ${err.message}` }));
+  }
+}
+
 // ---- The label's gate and its decisions ---------------------------------
 async function loadGate() {
   const name = $("label-name").value.trim();
@@ -175,4 +245,5 @@ $("label-undo").addEventListener("click", () => labelAction("undo"));
 $("label-redo").addEventListener("click", () => labelAction("redo"));
 $("diff-btn").addEventListener("click", showDiff);
 $("compare-run").addEventListener("click", runBoth);
+$("merge-btn").addEventListener("click", previewMerge);
 refresh().then(() => selected && openVersion(selected)).then(loadGate).catch(fail);

@@ -38,6 +38,13 @@ export function drawTree(root, nodes, { selected, compare, onSelect }) {
     const d = x1 === x2 ? `M${x1},${y1} L${x2},${y2}` : `M${x1},${y1} C${x1},${y1 + ROW * 0.8} ${x2},${y1 + ROW * 0.2} ${x2},${Math.min(y2, y1 + ROW)} L${x2},${y2}`;
     graph.append(svg("path", { class: "edge", d }));
   }
+  // A merge has a second parent: its edge joins the other branch into the merge node.
+  for (const n of nodes) {
+    if (!n.merge_parent || !row.has(n.merge_parent)) continue;
+    const [x1, y1, x2, y2] = [x(n.merge_parent), y(n.merge_parent), x(n.id), y(n.id)];
+    const d = `M${x1},${y1} C${x1},${y2 - ROW * 0.6} ${x2},${y2 - ROW * 0.4} ${x2},${y2}`;
+    graph.append(svg("path", { class: "edge merge", d, "data-merge": `${n.merge_parent}>${n.id}` }));
+  }
   for (const n of nodes) {
     const classes = ["node", n.id === selected ? "selected" : "", n.id === compare ? "compare" : ""].join(" ");
     const label = `Version ${n.number}${n.message ? ": " + n.message : ""}${n.labels.length ? ", labels " + n.labels.join(", ") : ""}`;

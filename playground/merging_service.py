@@ -1,0 +1,77 @@
+"""Merging two heads of a prompt's tree: the preview (a three-way merge of the
+system text and the body against their common ancestor) and the checks of a
+merge commit (a version with two parents)."""
+
+from __future__ import annotations
+
+from core.errors import ApiError
+
+from .bodies import body_text
+from .merging import merge3
+from .models import Prompt, PromptVersion
+from .selectors import version_get
+
+
+def _ancestors(version: PromptVersion) -> dict:
+    """id -> version for `version` and everything it descends from (both parents of merges)."""
+    by_id = {v.pk: v for v in PromptVersion.objects.filter(prompt_id=version.prompt_id)
+             .only("id", "parent_id", "merge_parent_id", "depth", "number")}
+    seen, stack = {}, [version.pk]
+    while stack:
+        vid = stack.pop()
+        if vid in seen or vid not in by_id:
+            continue
+        seen[vid] = by_id[vid]
+        stack += [p for p in (by_id[vid].parent_id, by_id[vid].merge_parent_id) if p]
+    return seen
+
+
+def _pair(prompt: Prompt, ours_id, theirs_id) -> tuple[PromptVersion, PromptVersion]:
+    if ours_id is None or theirs_id is None:
+        raise ApiError("Name both versions: ours and theirs.", code="invalid_request",
+                       field="ours" if ours_id is None else "theirs")
+    if str(ours_id) == str(theirs_id):
+        raise ApiError("A version cannot be merged with itself.", code="merge_same_version", field="theirs")
+    ours = version_get(prompt=prompt, version_id=ours_id)
+    try:
+        theirs = version_get(prompt=prompt, version_id=theirs_id)
+    except ApiError:
+        raise ApiError("The version to merge is not a version of this prompt: merges stay within one "
+                       "prompt.", code="version_not_found", status_code=404, field="theirs") from None
+    return ours, theirs
+
+
+def common_ancestor(ours: PromptVersion, theirs: PromptVersion) -> PromptVersion:
+    mine, other = _ancestors(ours), _ancestors(theirs)
+    if theirs.pk in mine or ours.pk in other:
+        raise ApiError("One version already contains the other: nothing to merge (move the label or "
+                       "edit the newer one).", code="merge_not_needed", field="theirs")
+    shared = [v for vid, v in mine.items() if vid in other]
+    if not shared:  # cannot happen within one prompt tree (one root); kept as a clear error
+        raise ApiError("These versions share no ancestor.", code="merge_no_common_ancestor", field="theirs")
+    return max(shared, key=lambda v: (v.depth, v.number))
+
+
+def check_merge_parents(*, prompt: Prompt, parent: PromptVersion | None, merge_parent_id) -> PromptVersion:
+    """The second parent of a merge commit, checked against the first."""
+    if parent is None:
+        raise ApiError("A merge names its first parent too.", code="parent_required", field="parent")
+    ours, theirs = _pair(prompt, parent.pk, merge_parent_id)
+    common_ancestor(ours, theirs)
+    return version_get(prompt=prompt, version_id=theirs.pk)
+
+
+def merge_preview(*, prompt: Prompt, ours_id, theirs_id) -> dict:
+    ours, theirs = _pair(prompt, ours_id, theirs_id)
+    base = version_get(prompt=prompt, version_id=common_ancestor(ours, theirs).pk)
+    body = merge3(body_text(base), body_text(ours), body_text(theirs))
+    system = merge3(base.system, ours.system, theirs.system)
+    variables = {**theirs.variables, **ours.variables}
+    differing = sorted(k for k in set(ours.variables) & set(theirs.variables)
+                       if ours.variables[k] != theirs.variables[k])
+    return {"base": str(base.pk), "base_number": base.number,
+            "ours": str(ours.pk), "ours_number": ours.number,
+            "theirs": str(theirs.pk), "theirs_number": theirs.number,
+            "conflicts": body["conflicts"] + system["conflicts"], "body": body, "system": system,
+            "variables": variables, "variables_differing": differing,
+            "model": ours.model_name, "message": f"Merge v{theirs.number} into v{ours.number}"}
