@@ -197,16 +197,18 @@ TICK_KEY = "ctl:tick"
 
 
 async def admit(*, buckets: list[Bucket], model: str, request_id: str, check_queue: bool = True,
-                api_key_id: int | None = None, redis=None) -> Decision:
+                api_key_id: int | None = None, devices_of: str | None = None, redis=None) -> Decision:
     """Decide atomically; the last bucket must be the model's global bucket.
-    ``api_key_id``: refuse (reason key_revoked) if that key was revoked."""
+    ``api_key_id``: refuse (reason key_revoked) if that key was revoked.
+    ``devices_of``: whose device states come back (a ``model@version``; default the model)."""
     argv = [len(buckets), max(1, int(settings.CAPACITY_CONTROLLER_PERIOD_S * 1000)), request_id,
             int(settings.INFERENCE_REQUEST_TIMEOUT_S * 1000) + 5000,
             settings.INFERENCE_MAX_QUEUE_PER_MODEL, 1 if check_queue else 0]
     for bucket in buckets:
         argv += bucket.args()
     mark = revoked_mark(api_key_id if api_key_id is not None else 0)  # no key id 0 exists
-    keys = [b.key for b in buckets] + [inflight_key(model), TICK_KEY, mark, devices_key(model)]
+    keys = [b.key for b in buckets] + [inflight_key(model), TICK_KEY, mark,
+                                         devices_key(devices_of or model)]
     reply = await script(_ADMIT, redis)(keys=keys, args=argv)
     status, retry_ms, tick, failed = (int(x) for x in reply[:4])
     states = {}

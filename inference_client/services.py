@@ -65,15 +65,15 @@ def _buckets(principal: Principal, model: str, tokens: int, snapshot) -> list[ad
 
 
 async def _admit(principal: Principal, model: str, request_id: str, tokens: int, *,
-                 check_queue: bool, snapshot) -> admission.Decision:
+                 check_queue: bool, snapshot, devices_of: str | None = None) -> admission.Decision:
     buckets = _buckets(principal, model, tokens, snapshot)
     key_id = principal.api_key.pk if principal.api_key else None
     decision = await admission.admit(buckets=buckets, model=model, request_id=request_id,
-                                     check_queue=check_queue, api_key_id=key_id)
+                                     check_queue=check_queue, api_key_id=key_id, devices_of=devices_of)
     if decision.reason == "uninitialised":  # first request ever (or after a flush)
         await sync_to_async(capacity.tick, thread_sensitive=False)()
         decision = await admission.admit(buckets=buckets, model=model, request_id=request_id,
-                                         check_queue=check_queue, api_key_id=key_id)
+                                         check_queue=check_queue, api_key_id=key_id, devices_of=devices_of)
     elif decision.tick:
         spawn(sync_to_async(capacity.tick, thread_sensitive=False)())
     if not decision.allowed:
@@ -221,10 +221,15 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
     headers, device, served = {}, None, model
     weights = snapshot.versions(model)
     if use_redis:
-        decision = await _admit(principal, model, request_id, estimate, check_queue=True, snapshot=snapshot)
+        # A versioned model: pick the version first, among those ready at this process's
+        # last decision, so that the same round trip brings that version's device states.
+        guess = choose_version(weights, _last_ready.get(model)) if weights else None
+        decision = await _admit(principal, model, request_id, estimate, check_queue=True, snapshot=snapshot,
+                                devices_of=served_name(model, guess) if guess else None)
         headers = admission.ratelimit_headers(decision)
         if weights:  # the readiness gate: only versions with a worker that verified and loaded them
-            version = choose_version(weights, decision.ready)
+            _last_ready[model] = decision.ready
+            version = guess if guess in decision.ready else choose_version(weights, decision.ready)
             if version is None:
                 await admission.settle(model=model, request_id=request_id,
                                        buckets=_buckets(principal, model, 0, snapshot)[1:],
@@ -236,7 +241,7 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
                                headers={**headers,
                                         "Retry-After": str(settings.INFERENCE_NO_WORKER_RETRY_AFTER_S)})
             ctx["version"], served = version, served_name(model, version)
-        elif settings.INFERENCE_ROUTING == "soonest":
+        if settings.INFERENCE_ROUTING == "soonest" and (not weights or version == guess):
             now = time.time()
             chosen = routing.choose(parse_states(decision.devices, now), now)
             device = chosen.device if chosen else None
@@ -266,6 +271,11 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
     completion = Completion(**new, headers=headers)
     return completion.start(read_events(request_id, timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S + 5),
                             on_end=lambda c, terminal: _record(c, ctx, terminal, estimate=estimate))
+
+
+# model -> the versions ready at this process's last admission of it (the readiness
+# gate itself is each decision's own set; this only picks whose device states to fetch).
+_last_ready: dict[str, frozenset] = {}
 
 
 def choose_version(weights: dict[str, int], ready: frozenset | None) -> str | None:
