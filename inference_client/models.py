@@ -186,3 +186,74 @@ class Rollout(models.Model):
 
     def __str__(self):
         return f"rollout {self.pk}: {self.model}@{self.version} ({self.state})"
+
+
+class BatchFile(models.Model):
+    """A file of the Batch API (/v1/files): a batch's JSONL input, or its output
+    and error files. The bytes are in the object store under ``blob_key``."""
+
+    class Purpose(models.TextChoices):
+        BATCH = "batch"
+        BATCH_OUTPUT = "batch_output"
+
+    id = models.CharField(primary_key=True, max_length=40)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="batch_files")
+    purpose = models.CharField(max_length=20, choices=Purpose.choices)
+    filename = models.CharField(max_length=255)
+    bytes = models.PositiveBigIntegerField()
+    lines = models.PositiveIntegerField(default=0)
+    # The endpoint every line calls (inputs only; one per file).
+    endpoint = models.CharField(max_length=40, blank=True, default="")
+    blob_key = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class Batch(models.Model):
+    """A Batch API job: every line of its input file runs once, at batch priority."""
+
+    class Status(models.TextChoices):
+        VALIDATING = "validating"
+        IN_PROGRESS = "in_progress"
+        FINALIZING = "finalizing"
+        COMPLETED = "completed"
+        FAILED = "failed"
+        EXPIRED = "expired"
+        CANCELLING = "cancelling"
+        CANCELLED = "cancelled"
+
+    id = models.CharField(primary_key=True, max_length=40)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="batches")
+    api_key = models.ForeignKey("accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL)
+    input_file = models.ForeignKey(BatchFile, on_delete=models.PROTECT, related_name="batches")
+    output_file = models.ForeignKey(BatchFile, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")
+    error_file = models.ForeignKey(BatchFile, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    endpoint = models.CharField(max_length=40)
+    completion_window = models.CharField(max_length=10, default="24h")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.VALIDATING)
+    total = models.PositiveIntegerField(default=0)
+    completed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    metadata = models.JSONField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    lease_owner = models.CharField(max_length=64, blank=True, default="")
+    lease_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    in_progress_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField()
+
+
+class BatchLine(models.Model):
+    """One finished line of a batch, stored once under its custom_id."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="lines")
+    line = models.PositiveIntegerField()
+    custom_id = models.CharField(max_length=512)
+    request_id = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField()
+    body = models.JSONField()       # the response body, or the error body
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["batch", "custom_id"], name="batch_line_once")]

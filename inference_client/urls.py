@@ -1,12 +1,18 @@
 from django.urls import path
 
-from inference_client import pages, prompt_runs, views
+from inference_client import batch_views, pages, prompt_runs, views
 from inference_client.control import pages as control_pages
 
 urlpatterns = [
     path("chat/completions", views.chat_completions, name="v1-chat-completions"),
     path("completions", views.completions, name="v1-completions"),
     path("embeddings", views.embeddings, name="v1-embeddings"),
+    path("files", batch_views.FileListApi.as_view(), name="v1-files"),
+    path("files/<str:file_id>", batch_views.FileDetailApi.as_view(), name="v1-file"),
+    path("files/<str:file_id>/content", batch_views.FileContentApi.as_view(), name="v1-file-content"),
+    path("batches", batch_views.BatchListApi.as_view(), name="v1-batches"),
+    path("batches/<str:batch_id>", batch_views.BatchDetailApi.as_view(), name="v1-batch"),
+    path("batches/<str:batch_id>/cancel", batch_views.BatchCancelApi.as_view(), name="v1-batch-cancel"),
     path("models", views.ModelListApi.as_view(), name="v1-models"),
     path("models/<str:model>", views.ModelDetailApi.as_view(), name="v1-model-detail"),
     path("usage", views.UsageApi.as_view(), name="v1-usage"),

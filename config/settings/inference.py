@@ -33,3 +33,16 @@ INFERENCE_MAX_N = env_int("INFERENCE_MAX_N", 8)
 INFERENCE_MAX_TOP_LOGPROBS = env_int("INFERENCE_MAX_TOP_LOGPROBS", 20)
 # The most strings one /v1/embeddings request may hold (OpenAI's limit: 2048).
 INFERENCE_MAX_EMBEDDING_INPUTS = env_int("INFERENCE_MAX_EMBEDDING_INPUTS", 2048)
+
+# The Batch API (/v1/files, /v1/batches; inference_client/batches.py).
+BATCH_MAX_LINES = env_int("BATCH_MAX_LINES", 50_000)
+BATCH_MAX_FILE_BYTES = env_int("BATCH_MAX_FILE_BYTES", 200 * 1024 * 1024)
+# Lines of one batch in flight at once (each a generation at batch priority).
+BATCH_WINDOW = env_int("BATCH_WINDOW", 64)
+# A driver holds a batch by a lease it renews after every window; a crashed one's
+# batch is resumed by the next driver once the lease runs out.
+BATCH_LEASE_S = env_float("BATCH_LEASE_S", 30.0)
+# "thread": a driver thread starts in the process that created the batch;
+# "none": only `manage.py batch_worker` drives batches.
+BATCH_DISPATCH = env_str("BATCH_DISPATCH", "thread")
+BATCH_LINE_TIMEOUT_S = env_float("BATCH_LINE_TIMEOUT_S", 600.0)

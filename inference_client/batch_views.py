@@ -1,0 +1,107 @@
+"""/v1/files and /v1/batches (the Batch API; the work is in inference_client.batches).
+
+Not on the chat fast path: these are ordinary DRF views (one key lookup and a
+few queries per call)."""
+
+from __future__ import annotations
+
+from django.http import StreamingHttpResponse
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.models import ApiKey
+from core.errors import ApiError
+from inference_client import batches
+from inference_client.models import Batch, BatchFile
+
+
+def _key(request):
+    return request.auth if isinstance(request.auth, ApiKey) else None
+
+
+def _file(request, file_id: str) -> BatchFile:
+    try:
+        return BatchFile.objects.get(pk=file_id, user=request.user)
+    except BatchFile.DoesNotExist:
+        raise ApiError(f"No file with id {file_id!r}.", code="file_not_found", status_code=404,
+                       field="file_id") from None
+
+
+def _batch(request, batch_id: str) -> Batch:
+    try:
+        return Batch.objects.get(pk=batch_id, user=request.user)
+    except Batch.DoesNotExist:
+        raise ApiError(f"No batch with id {batch_id!r}.", code="batch_not_found", status_code=404,
+                       field="batch_id") from None
+
+
+class FileListApi(APIView):
+    parser_classes = [MultiPartParser]
+
+    def get(self, request):
+        files = BatchFile.objects.filter(user=request.user).order_by("-created_at")[:1000]
+        return Response({"object": "list", "data": [batches.file_body(f) for f in files]})
+
+    def post(self, request):
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ApiError("Send the file as multipart form field 'file'.", code="missing_required_parameter",
+                           field="file")
+        f = batches.file_create(user=request.user, upload=upload, purpose=request.data.get("purpose", ""))
+        return Response(batches.file_body(f))
+
+
+class FileDetailApi(APIView):
+    def get(self, request, file_id):
+        return Response(batches.file_body(_file(request, file_id)))
+
+    def delete(self, request, file_id):
+        f = _file(request, file_id)
+        if f.batches.filter(status__in=batches.ACTIVE).exists():
+            raise ApiError("A running batch reads this file.", code="file_in_use", status_code=409)
+        f.delete()
+        return Response({"id": file_id, "object": "file", "deleted": True})
+
+
+class FileContentApi(APIView):
+    def perform_content_negotiation(self, request, force=False):
+        # The SDK asks for application/binary; the bytes go out as they are stored.
+        return JSONRenderer(), "application/json"
+
+    def get(self, request, file_id):
+        f = _file(request, file_id)
+        lines = (line + b"\n" for line in batches.file_lines(f))
+        return StreamingHttpResponse(lines, content_type="application/jsonl")
+
+
+class BatchListApi(APIView):
+    parser_classes = [JSONParser]
+
+    def get(self, request):
+        rows = Batch.objects.filter(user=request.user).order_by("-created_at")[:100]
+        return Response({"object": "list", "data": [batches.batch_body(b) for b in rows],
+                         "has_more": False})
+
+    def post(self, request):
+        data = request.data if isinstance(request.data, dict) else {}
+        unknown = sorted(set(data) - {"input_file_id", "endpoint", "completion_window", "metadata"})
+        if unknown:
+            raise ApiError(f"Unrecognized request argument supplied: {unknown[0]}",
+                           code="unknown_parameter", field=unknown[0])
+        batch = batches.batch_create(user=request.user, api_key=_key(request),
+                                     input_file_id=data.get("input_file_id"), endpoint=data.get("endpoint"),
+                                     completion_window=data.get("completion_window", "24h"),
+                                     metadata=data.get("metadata"))
+        return Response(batches.batch_body(batch))
+
+
+class BatchDetailApi(APIView):
+    def get(self, request, batch_id):
+        return Response(batches.batch_body(_batch(request, batch_id)))
+
+
+class BatchCancelApi(APIView):
+    def post(self, request, batch_id):
+        return Response(batches.batch_body(batches.batch_cancel(batch=_batch(request, batch_id))))

@@ -1,0 +1,415 @@
+"""The Batch API: /v1/files (JSONL inputs, outputs) and /v1/batches (jobs).
+
+Input: a JSONL file, validated line by line as it is uploaded (streamed: one
+line in memory at a time), each line {"custom_id", "method": "POST", "url",
+"body"}, every url the same endpoint (/v1/chat/completions or /v1/completions),
+custom_ids unique, every body checked by the same checker as the live endpoint.
+Errors name each bad line by its number. The file goes to the object store.
+
+Execution: a driver (a thread of the process that created the batch, or
+``manage.py batch_worker``) holds the batch by a lease it renews after each
+window of BATCH_WINDOW lines. Each line is a generation at priority "batch"
+(the scheduler gives it only slots interactive traffic leaves empty) with a
+request id derived from (batch, custom_id): a resumed batch, or a redelivered
+task, gets the worker's stored result for that id instead of a second
+generation. A finished line is stored once (unique per batch and custom_id);
+after a crash the next driver skips the lines already stored. A cancel stops
+at the next window (what is in flight is cancelled) and keeps finished lines.
+At the end the output and error files are written in OpenAI's line format.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+import uuid
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from core.blobstore import get_blob_store
+from core.errors import ApiError
+from inference_client.completion import Completion
+from inference_client.models import Batch, BatchFile, BatchLine
+from inference_client.rendering import completion_body, error_status
+from inference_client.validation import check_chat_request, check_text_request
+from inference_protocol.backend import Backend, get_backend
+from inference_protocol.catalog import UnknownModel, model_spec
+from inference_protocol.generation import GenerationRequest
+
+logger = logging.getLogger(__name__)
+
+ENDPOINTS = {"/v1/chat/completions": (check_chat_request, "chat"),
+             "/v1/completions": (check_text_request, "text")}
+LINE_NAMESPACE = uuid.UUID("1d1f5d1e-8a51-4d33-9a7b-6a3f0f3c2b71")
+ACTIVE = (Batch.Status.VALIDATING, Batch.Status.IN_PROGRESS, Batch.Status.CANCELLING)
+# Per-line errors returned at once for a bad file (the first ones).
+MAX_REPORTED_ERRORS = 20
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}{secrets.token_hex(12)}"
+
+
+def line_request_id(batch_id: str, custom_id: str) -> str:
+    return uuid.uuid5(LINE_NAMESPACE, f"{batch_id}/{custom_id}").hex
+
+
+# -- files --------------------------------------------------------------------
+
+def _check_line(number: int, raw: bytes, seen: set[str], endpoints: set[str]) -> str | None:
+    """None if the line is good, else what is wrong with it."""
+    if len(raw) > settings.INFERENCE_MAX_BODY_BYTES:
+        return f"the line is {len(raw)} bytes; at most {settings.INFERENCE_MAX_BODY_BYTES} are accepted"
+    try:
+        line = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"not valid JSON ({exc})"
+    if not isinstance(line, dict):
+        return "a line must be a JSON object"
+    extra = sorted(set(line) - {"custom_id", "method", "url", "body"})
+    if extra:
+        return f"unrecognized field '{extra[0]}'"
+    custom_id = line.get("custom_id")
+    if not isinstance(custom_id, str) or not custom_id or len(custom_id) > 512:
+        return "'custom_id' must be a string of 1-512 characters"
+    if custom_id in seen:
+        return f"duplicate custom_id {custom_id!r}"
+    seen.add(custom_id)
+    if line.get("method") != "POST":
+        return "'method' must be POST"
+    url = line.get("url")
+    if url not in ENDPOINTS:
+        return f"'url' must be one of {', '.join(sorted(ENDPOINTS))} (got {url!r})"
+    endpoints.add(url)
+    if len(endpoints) > 1:
+        return f"every line must call the same endpoint ({', '.join(sorted(endpoints))} seen)"
+    body = line.get("body")
+    if not isinstance(body, dict):
+        return "'body' must be a JSON object"
+    if body.get("stream"):
+        return "'body.stream' must be false in a batch"
+    try:
+        request = ENDPOINTS[url][0](body)
+        model_spec(request.model)
+    except ApiError as exc:
+        return f"body: {exc.detail} (param {exc.field})" if exc.field else f"body: {exc.detail}"
+    except UnknownModel as exc:
+        return f"body.model: {exc}"
+    return None
+
+
+def file_create(*, user, upload, purpose: str) -> BatchFile:
+    """Validate a JSONL upload line by line, then store it. A bad file is a 400
+    listing its bad lines (by number), and nothing is stored."""
+    if purpose != BatchFile.Purpose.BATCH:
+        raise ApiError("'purpose' must be 'batch' (the only file purpose this server takes).",
+                       code="invalid_value", field="purpose")
+    if upload.size > settings.BATCH_MAX_FILE_BYTES:
+        raise ApiError(f"The file is {upload.size} bytes; at most {settings.BATCH_MAX_FILE_BYTES} are "
+                       "accepted.", code="file_too_large", field="file")
+    seen: set[str] = set()
+    endpoints: set[str] = set()
+    errors, count = [], 0
+    for number, raw in enumerate(upload, start=1):  # Django's UploadedFile yields lines
+        if not raw.strip():
+            continue
+        count += 1
+        if count > settings.BATCH_MAX_LINES:
+            raise ApiError(f"The file has more than {settings.BATCH_MAX_LINES} lines.",
+                           code="too_many_lines", field="file")
+        problem = _check_line(number, raw.rstrip(b"\r\n"), seen, endpoints)
+        if problem and len(errors) < MAX_REPORTED_ERRORS:
+            errors.append({"line": number, "message": problem})
+        elif problem:
+            errors.append(None)
+    if count == 0:
+        raise ApiError("The file has no lines.", code="empty_file", field="file")
+    if errors:
+        shown = [e for e in errors if e]
+        raise ApiError(f"{len(errors)} line(s) of the file are invalid; the first: line {shown[0]['line']}: "
+                       f"{shown[0]['message']}", code="invalid_file", field="file",
+                       extra={"errors": shown, "invalid_lines": len(errors)})
+    file_id = _new_id("file-")
+    key = f"batch-files/{file_id}"
+    store = get_blob_store()
+    path = getattr(upload, "temporary_file_path", None)
+    if path is not None:
+        store.put_file(key, path())
+    else:
+        upload.seek(0)
+        store.put(key, upload.read())
+    return BatchFile.objects.create(id=file_id, user=user, purpose=purpose, filename=upload.name[:255],
+                                    bytes=upload.size, lines=count, endpoint=endpoints.pop(), blob_key=key)
+
+
+def file_lines(batch_file: BatchFile):
+    """The file's lines, streamed from the object store (one chunk in memory)."""
+    tail = b""
+    for chunk in get_blob_store().iter_chunks(batch_file.blob_key):
+        tail += chunk
+        *whole, tail = tail.split(b"\n")
+        yield from (line for line in whole if line.strip())
+    if tail.strip():
+        yield tail
+
+
+def file_body(f: BatchFile) -> dict:
+    return {"id": f.id, "object": "file", "bytes": f.bytes, "created_at": int(f.created_at.timestamp()),
+            "filename": f.filename, "purpose": f.purpose, "status": "processed", "status_details": None}
+
+
+def _write_file(*, user, name: str, rows: list[bytes]) -> BatchFile | None:
+    if not rows:
+        return None
+    data = b"".join(rows)
+    file_id = _new_id("file-")
+    key = f"batch-files/{file_id}"
+    get_blob_store().put(key, data)
+    return BatchFile.objects.create(id=file_id, user=user, purpose=BatchFile.Purpose.BATCH_OUTPUT,
+                                    filename=name, bytes=len(data), lines=len(rows), blob_key=key)
+
+
+# -- batches ------------------------------------------------------------------
+
+def batch_create(*, user, api_key, input_file_id, endpoint, completion_window="24h",
+                 metadata=None) -> Batch:
+    try:
+        f = BatchFile.objects.get(pk=input_file_id, user=user)
+    except (BatchFile.DoesNotExist, ValueError):
+        raise ApiError(f"No file with id {input_file_id!r}.", code="file_not_found", status_code=404,
+                       field="input_file_id") from None
+    if f.purpose != BatchFile.Purpose.BATCH:
+        raise ApiError("The input file's purpose must be 'batch'.", code="invalid_file_purpose",
+                       field="input_file_id")
+    if endpoint not in ENDPOINTS:
+        raise ApiError(f"'endpoint' must be one of {', '.join(sorted(ENDPOINTS))}.", code="invalid_value",
+                       field="endpoint")
+    if f.endpoint != endpoint:
+        raise ApiError(f"The file's lines call {f.endpoint}, not {endpoint}.", code="endpoint_mismatch",
+                       field="endpoint")
+    if completion_window != "24h":
+        raise ApiError("'completion_window' must be '24h'.", code="invalid_value", field="completion_window")
+    if metadata is not None and (not isinstance(metadata, dict) or len(metadata) > 16 or not all(
+            isinstance(k, str) and isinstance(v, str) and len(k) <= 64 and len(v) <= 512
+            for k, v in metadata.items())):
+        raise ApiError("'metadata' must be at most 16 string pairs.", code="invalid_value", field="metadata")
+    with transaction.atomic():
+        batch = Batch.objects.create(id=_new_id("batch_"), user=user, api_key=api_key, input_file=f,
+                                     endpoint=endpoint, total=f.lines, metadata=metadata,
+                                     expires_at=timezone.now() + datetime.timedelta(hours=24))
+        batch_dispatch(batch.pk)
+    return batch
+
+
+def batch_body(b: Batch) -> dict:
+    def ts(value):
+        return int(value.timestamp()) if value else None
+    done = b.status in (Batch.Status.COMPLETED, Batch.Status.FAILED, Batch.Status.CANCELLED,
+                        Batch.Status.EXPIRED)
+    return {"id": b.id, "object": "batch", "endpoint": b.endpoint, "errors": None,
+            "input_file_id": b.input_file_id, "completion_window": b.completion_window, "status": b.status,
+            "output_file_id": b.output_file_id, "error_file_id": b.error_file_id,
+            "created_at": ts(b.created_at), "in_progress_at": ts(b.in_progress_at),
+            "expires_at": ts(b.expires_at),
+            "completed_at": ts(b.finished_at) if b.status == Batch.Status.COMPLETED else None,
+            "failed_at": ts(b.finished_at) if b.status == Batch.Status.FAILED else None,
+            "cancelled_at": ts(b.finished_at) if b.status == Batch.Status.CANCELLED else None,
+            "finalizing_at": None, "expired_at": None, "cancelling_at": None,
+            "request_counts": {"total": b.total, "completed": b.completed, "failed": b.failed},
+            "metadata": b.metadata, "finished": done}
+
+
+def batch_cancel(*, batch: Batch) -> Batch:
+    if batch.status not in ACTIVE:
+        raise ApiError(f"The batch is already {batch.status}.", code="batch_finished", status_code=409)
+    Batch.objects.filter(pk=batch.pk).update(cancel_requested=True, status=Batch.Status.CANCELLING)
+    now = timezone.now()
+    # No driver holds it: cancelled at once (finished lines are kept, in the output file).
+    unheld = Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+    if Batch.objects.filter(pk=batch.pk).filter(unheld).exists():
+        batch_drive(batch.pk)
+    batch.refresh_from_db()
+    return batch
+
+
+def batch_dispatch(batch_id) -> None:
+    if settings.BATCH_DISPATCH == "thread":
+        transaction.on_commit(lambda: _start_thread(batch_id))
+
+
+def _start_thread(batch_id) -> None:
+    threading.Thread(target=_drive_in_thread, args=(batch_id,), daemon=True, name=f"batch-{batch_id}").start()
+
+
+def _drive_in_thread(batch_id) -> None:
+    try:
+        batch_drive(batch_id)
+    except Exception:
+        logger.exception("driving batch %s failed; its lease will run out and it resumes", batch_id)
+    finally:
+        connection.close()
+
+
+def stale_batches():
+    return Batch.objects.filter(status__in=ACTIVE).filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=timezone.now())).order_by("created_at")
+
+
+def _lease() -> datetime.timedelta:
+    return datetime.timedelta(seconds=settings.BATCH_LEASE_S)
+
+
+def _owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"[:64]
+
+
+def _claim(batch_id, owner: str) -> bool:
+    now = timezone.now()
+    claimed = (Batch.objects.filter(pk=batch_id, status__in=ACTIVE)
+               .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now) | Q(lease_owner=owner))
+               .update(lease_owner=owner, lease_until=now + _lease()))
+    if claimed:
+        Batch.objects.filter(pk=batch_id, status=Batch.Status.VALIDATING).update(
+            status=Batch.Status.IN_PROGRESS, in_progress_at=now)
+    return bool(claimed)
+
+
+def _renew(batch_id, owner: str) -> bool:
+    return bool(Batch.objects.filter(pk=batch_id, lease_owner=owner, status__in=ACTIVE)
+                .update(lease_until=timezone.now() + _lease()))
+
+
+def _progress(batch_id) -> None:
+    lines = BatchLine.objects.filter(batch_id=batch_id)
+    Batch.objects.filter(pk=batch_id).update(completed=lines.filter(status_code=200).count(),
+                                             failed=lines.exclude(status_code=200).count())
+
+
+def _cancelled(batch_id) -> bool:
+    return Batch.objects.filter(pk=batch_id, cancel_requested=True).exists()
+
+
+def batch_drive(batch_id, *, backend: Backend | None = None, owner: str | None = None) -> str:
+    """Drive a batch to its end, a cancel, or until another driver holds it
+    ("busy"). Returns the batch's status."""
+    backend = backend or get_backend()
+    owner = owner or _owner_id()
+    if not _claim(batch_id, owner):
+        return "busy"
+    batch = Batch.objects.select_related("input_file", "user").get(pk=batch_id)
+    done = set(BatchLine.objects.filter(batch=batch).values_list("custom_id", flat=True))
+    check, kind = ENDPOINTS[batch.endpoint]
+    window: list[tuple[int, dict]] = []
+    lines = enumerate(file_lines(batch.input_file), start=1)
+    while not _cancelled(batch_id):
+        for number, raw in lines:
+            line = json.loads(raw)
+            if line["custom_id"] not in done:
+                window.append((number, line))
+                if len(window) >= max(1, settings.BATCH_WINDOW):
+                    break
+        if not window or not _run_window(batch, window, check, kind, backend):
+            break
+        window = []
+        if not _renew(batch_id, owner):
+            logger.warning("batch %s: lease lost; another driver continues", batch_id)
+            return "busy"
+    return _finish(batch, owner)
+
+
+def _request(batch: Batch, line: dict, check) -> tuple[GenerationRequest, object]:
+    request = check(line["body"])
+    params = request.params
+    request_id = line_request_id(batch.pk, line["custom_id"])
+    return GenerationRequest(
+        request_id=request_id, model=request.model, messages=request.messages, max_tokens=params.max_tokens,
+        temperature=params.temperature, top_p=params.top_p, stop=list(params.stop),
+        seed=params.seed if params.seed is not None else int(request_id[:8], 16) & 0x7FFFFFFF,
+        priority="batch", timeout_s=settings.BATCH_LINE_TIMEOUT_S,
+        response_format=params.response_format or params.tool_constraint, n=params.n,
+        logprobs=params.logprobs, raw_prompt=params.raw_prompt), request
+
+
+def _run_window(batch: Batch, window: list, check, kind: str, backend: Backend) -> bool:
+    """Run one window of lines and store them; False when cancelled meanwhile."""
+    submitted, rows = [], []
+    for number, line in window:
+        try:
+            generation, request = _request(batch, line, check)
+            backend.submit(generation)
+        except ApiError as exc:
+            rows.append(_line(batch, number, line, "", exc.status_code,
+                              {"error": {"code": exc.get_codes(), "message": str(exc.detail)}}))
+            continue
+        except Exception as exc:  # the broker is away: left for a resume, not failed
+            logger.warning("batch %s: submit failed (%r); the line waits for a resume", batch.pk, exc)
+            return False
+        submitted.append((number, line, generation, request))
+    deadline = time.monotonic() + settings.BATCH_LINE_TIMEOUT_S + 5
+    for index, (number, line, generation, request) in enumerate(submitted):
+        while True:
+            remaining = deadline - time.monotonic()
+            event = backend.result(generation.request_id, timeout_s=max(0.05, min(2.0, remaining)))
+            if event.get("code") != "timeout" or event["type"] != "error" or remaining <= 2.0:
+                break
+            if _cancelled(batch.pk):
+                for _, _, g, _ in submitted[index:]:
+                    backend.cancel(g.request_id)
+                BatchLine.objects.bulk_create(rows, ignore_conflicts=True)
+                _progress(batch.pk)
+                return False
+        if event["type"] == "done":
+            params = request.params
+            c = Completion(id=f"{'cmpl' if kind == 'text' else 'chatcmpl'}-{generation.request_id}",
+                           request_id=generation.request_id, model=request.model, created=int(time.time()),
+                           kind=kind, n=params.n, logprobs=params.logprobs is not None, tools=params.tools,
+                           echo=request.messages[-1]["content"] if params.echo else None)
+            rows.append(_line(batch, number, line, generation.request_id, 200,
+                              completion_body(c, event["result"])))
+        else:
+            status, body = error_status(event)
+            rows.append(_line(batch, number, line, generation.request_id, status, body))
+    BatchLine.objects.bulk_create(rows, ignore_conflicts=True)
+    _progress(batch.pk)
+    return True
+
+
+def _line(batch, number, line, request_id, status, body) -> BatchLine:
+    return BatchLine(batch=batch, line=number, custom_id=line["custom_id"], request_id=request_id,
+                     status_code=status, body=body)
+
+
+def _finish(batch: Batch, owner: str) -> str:
+    _progress(batch.pk)
+    cancelled = _cancelled(batch.pk)
+    outputs, errors = [], []
+    for row in BatchLine.objects.filter(batch=batch).order_by("line").iterator():
+        out = {"id": f"batch_req_{row.request_id or row.custom_id}", "custom_id": row.custom_id}
+        if row.status_code == 200:
+            response = {"status_code": 200, "request_id": row.request_id, "body": row.body}
+            outputs.append(json.dumps({**out, "response": response, "error": None}).encode() + b"\n")
+        else:
+            error = row.body.get("error", {})
+            errors.append(json.dumps({**out, "response": {"status_code": row.status_code,
+                                                          "request_id": row.request_id, "body": row.body},
+                                      "error": {"code": error.get("code"), "message": error.get("message")}}
+                                     ).encode() + b"\n")
+    output = _write_file(user=batch.user, name=f"{batch.pk}_output.jsonl", rows=outputs)
+    error = _write_file(user=batch.user, name=f"{batch.pk}_error.jsonl", rows=errors)
+    status = Batch.Status.CANCELLED if cancelled else Batch.Status.COMPLETED
+    Batch.objects.filter(pk=batch.pk, lease_owner=owner).update(
+        status=status, output_file=output, error_file=error, finished_at=timezone.now(), lease_until=None)
+    return status
+
+
+__all__ = ["batch_body", "batch_cancel", "batch_create", "batch_drive", "file_body", "file_create",
+           "file_lines", "stale_batches"]

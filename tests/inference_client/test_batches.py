@@ -1,0 +1,89 @@
+"""The Batch API through the official SDK: files, batches, output files, bad files."""
+
+import io
+import json
+
+import openai
+import pytest
+
+from inference_client.models import Batch, BatchLine
+from tests.inference_client.conftest import MODEL, make_key
+from tests.polling import wait_for
+
+pytestmark = pytest.mark.needs_services  # the live gateway, a Celery worker, Redis, the object store
+
+
+def _line(i, text, **body):
+    return {"custom_id": f"req-{i}", "method": "POST", "url": "/v1/chat/completions",
+            "body": {"model": MODEL, "messages": [{"role": "user", "content": text}], **body}}
+
+
+def _jsonl(lines) -> bytes:
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+def _sdk(base, key):
+    return openai.OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0)
+
+
+def test_should_run_every_line_once_and_return_output_and_error_files(live):
+    key, raw = make_key("paid")
+    client = _sdk(live, raw)
+    lines = [_line(i, f"line {i}") for i in range(5)] + [_line(5, "too long", max_tokens=3)]
+    lines.append(_line(6, "x", temperature=9))  # valid JSON, a bad body: refused at upload
+    with pytest.raises(openai.BadRequestError) as e:
+        client.files.create(file=("in.jsonl", io.BytesIO(_jsonl(lines))), purpose="batch")
+    body = e.value.body
+    assert e.value.code == "invalid_file" and [x["line"] for x in body["errors"]] == [7]
+    assert "temperature" in body["errors"][0]["message"]
+
+    f = client.files.create(file=("in.jsonl", io.BytesIO(_jsonl(lines[:6]))), purpose="batch")
+    assert f.purpose == "batch" and f.bytes == len(_jsonl(lines[:6]))
+    batch = client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
+                                  completion_window="24h", metadata={"job": "t"})
+    assert batch.request_counts.total == 6
+    done = wait_for(lambda: (b := client.batches.retrieve(batch.id)).status == "completed" and b,
+                    timeout=60, what="the batch to complete")
+    assert (done.request_counts.completed, done.request_counts.failed) == (6, 0)
+    out = [json.loads(x) for x in client.files.content(done.output_file_id).text.splitlines()]
+    by_id = {x["custom_id"]: x["response"]["body"] for x in out}
+    assert by_id["req-3"]["choices"][0]["message"]["content"] == "3 enil"
+    assert by_id["req-5"]["choices"][0]["finish_reason"] == "length"
+    assert done.error_file_id is None
+    assert BatchLine.objects.filter(batch_id=batch.id).count() == 6  # once each
+    assert [b.id for b in client.batches.list()] == [batch.id]
+    assert client.files.retrieve(f.id).filename == "in.jsonl"
+
+
+@pytest.mark.parametrize(("data", "code"), [
+    (b"not json\n", "invalid_file"),
+    (_jsonl([_line(1, "a"), _line(1, "b")]), "invalid_file"),
+    (_jsonl([{**_line(1, "a"), "url": "/v1/embeddings"}]), "invalid_file"),
+    (_jsonl([{**_line(1, "a"), "url": "/v1/completions"}, _line(2, "b")]), "invalid_file"),
+    (b"\n\n", "empty_file"),
+])
+def test_a_bad_input_file_is_refused_naming_its_lines(live, data, code):
+    _, raw = make_key("paid")
+    with pytest.raises(openai.BadRequestError) as e:
+        _sdk(live, raw).files.create(file=("in.jsonl", io.BytesIO(data)), purpose="batch")
+    assert e.value.code == code
+
+
+def test_a_batch_refuses_a_file_of_another_endpoint_or_owner_and_cancel_keeps_finished_lines(live):
+    _, raw = make_key("paid")
+    client = _sdk(live, raw)
+    f = client.files.create(file=("in.jsonl", io.BytesIO(_jsonl([_line(i, "abc") for i in range(3)]))),
+                            purpose="batch")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.batches.create(input_file_id=f.id, endpoint="/v1/completions", completion_window="24h")
+    assert e.value.code == "endpoint_mismatch"
+    _, other = make_key("paid")
+    with pytest.raises(openai.NotFoundError):
+        _sdk(live, other).batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
+                                         completion_window="24h")
+    batch = client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
+                                  completion_window="24h")
+    wait_for(lambda: client.batches.retrieve(batch.id).status == "completed", timeout=60, what="completion")
+    with pytest.raises(openai.ConflictError):
+        client.batches.cancel(batch.id)
+    assert Batch.objects.get(pk=batch.id).completed == 3
