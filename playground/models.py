@@ -215,6 +215,7 @@ class PendingLabelMove(models.Model):
 from .evals.models import (  # noqa: E402, F401
     Dataset,
     DatasetGrant,
+    DatasetImport,
     DatasetRow,
     DatasetVersion,
     EvalColumn,

@@ -22,7 +22,7 @@ from core.errors import ApiError
 from ..api import paginated
 from . import datasets as services
 from .evaluators import evaluator_list
-from .models import DatasetGrant, DatasetVersion, EvalResult
+from .models import DatasetGrant, DatasetImport, DatasetVersion, EvalResult
 from .permissions import access_dataset, access_run, datasets_visible_to, runs_visible_to
 from .runs import evalrun_cancel, evalrun_create, evalrun_resume_if_stale
 from .serializers import (
@@ -172,7 +172,9 @@ class DatasetImportApi(APIView):
                    responses={200: ImportResultSerializer, 201: ImportResultSerializer},
                    description="Import CSV or JSONL rows as a new version (appended to `base`, or replacing "
                                "its rows). Every bad row is reported (line, code, message); with errors "
-                               "nothing is written unless `skip_invalid`. `dry_run` previews.")
+                               "nothing is written unless `skip_invalid`. `dry_run` previews. A file over "
+                               "EVAL_IMPORT_BACKGROUND_BYTES imports in the background: 202 with the "
+                               "import's status URL.")
     def post(self, request, dataset_id):
         dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="edit")
         data = ImportRequestSerializer(data=request.data)
@@ -194,6 +196,19 @@ class DatasetImportApi(APIView):
         if fmt is None:
             raise ApiError("Say the format (csv or jsonl): the file name does not.", code="invalid_format",
                            field="format")
+        if fmt not in ("csv", "jsonl"):
+            raise ApiError("format must be csv or jsonl.", code="invalid_format", field="format")
+        data_bytes = text.encode()
+        if len(data_bytes) > settings.EVAL_IMPORT_BACKGROUND_BYTES and not v["dry_run"]:
+            base = v["base"]
+            if base is None and v["mode"] == "append":
+                latest = dataset.versions.order_by("-number").first()
+                base = latest.pk if latest else None
+            job = services.dataset_import_start(dataset=dataset, author=request.user, data=data_bytes,
+                                                fmt=fmt,
+                                                base_version_id=base, replace=v["mode"] == "replace",
+                                                skip_invalid=v["skip_invalid"], message=v["message"])
+            return Response({"import": _import_body(job)}, status=status.HTTP_202_ACCEPTED)
         rows, errors = services.parse_rows(fmt=fmt, text=text)
         body = {"valid": len(rows), "errors": errors[:1000], "error_count": len(errors),
                 "preview": rows[:20], "version": None}
@@ -215,6 +230,27 @@ class DatasetImportApi(APIView):
                                                   message=v["message"] or f"import ({fmt}, {len(rows)} rows)")
         body["version"] = DatasetVersionSerializer(version).data
         return Response(body, status=status.HTTP_201_CREATED)
+
+
+def _import_body(job) -> dict:
+    return {"id": str(job.pk), "status": job.status, "lines_total": job.lines_total,
+            "lines_done": job.lines_done,
+            "valid": job.valid, "error_count": job.error_count, "errors": job.errors,
+            "error": {"code": job.error_code, "message": job.error_message} if job.error_code else None,
+            "version": DatasetVersionSerializer(job.version).data if job.version_id else None,
+            "url": f"/api/datasets/{job.dataset_id}/imports/{job.pk}"}
+
+
+class DatasetImportStatusApi(APIView):
+    @extend_schema(responses=OpenApiTypes.OBJECT,
+                   description="A background import: queued, parsing (lines_done of lines_total), writing, "
+                               "done (with the new version) or failed (with the code and the bad rows).")
+    def get(self, request, dataset_id, import_id):
+        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
+        job = DatasetImport.objects.filter(dataset=dataset, pk=import_id).select_related("version").first()
+        if job is None:
+            raise ApiError("Import not found.", code="import_not_found", status_code=404)
+        return Response(_import_body(job))
 
 
 class DatasetGrantListApi(APIView):

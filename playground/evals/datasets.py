@@ -66,8 +66,11 @@ def check_row(data) -> dict:
         if not isinstance(name, str) or not NAME.match(name):
             raise RowError(f"Invalid variable name {name!r}.", "invalid_variable_name", "variables")
         if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise RowError(f"The value of {name!r} must be a string or a number.", "invalid_variable_value",
-                           f"variables.{name}")
+            raise RowError(
+                f"The value of {name!r} must be a string or a number.",
+                "invalid_variable_value",
+                f"variables.{name}",
+            )
         out[name] = _text(value, f"variables.{name}") if isinstance(value, str) else value
     expected = data.get("expected")
     if expected is not None:
@@ -88,8 +91,9 @@ def check_row(data) -> dict:
     return row
 
 
-def parse_rows(*, fmt: str, text: str) -> tuple[list[dict], list[dict]]:
-    """(valid rows, errors) of an upload. Errors: {"line", "code", "message", "field"}."""
+def parse_rows(*, fmt: str, text: str, on_progress=None) -> tuple[list[dict], list[dict]]:
+    """(valid rows, errors) of an upload. Errors: {"line", "code", "message", "field"}.
+    `on_progress(line)` is called every 2,000 rows (background imports)."""
     if fmt == "csv":
         items = _csv_items(text)
     elif fmt == "jsonl":
@@ -97,7 +101,9 @@ def parse_rows(*, fmt: str, text: str) -> tuple[list[dict], list[dict]]:
     else:
         raise ApiError("format must be csv or jsonl.", code="invalid_format", field="format")
     rows, errors = [], []
-    for line, item in items:
+    for count, (line, item) in enumerate(items, start=1):
+        if on_progress is not None and count % 2000 == 0:
+            on_progress(line)
         try:
             if isinstance(item, RowError):
                 raise item
@@ -105,16 +111,21 @@ def parse_rows(*, fmt: str, text: str) -> tuple[list[dict], list[dict]]:
         except RowError as exc:
             errors.append({"line": line, "code": exc.code, "message": str(exc), "field": exc.field})
         if len(rows) > settings.EVAL_DATASET_MAX_ROWS:
-            raise ApiError(f"A dataset version holds at most {settings.EVAL_DATASET_MAX_ROWS} rows.",
-                           code="too_many_rows", field="file")
+            raise ApiError(
+                f"A dataset version holds at most {settings.EVAL_DATASET_MAX_ROWS} rows.",
+                code="too_many_rows",
+                field="file",
+            )
     return rows, errors
 
 
 def _split_flat(obj: dict) -> dict:
     if "variables" in obj:
         return obj
-    return {"variables": {k: v for k, v in obj.items() if k not in ("expected", "metadata")},
-            **{k: obj[k] for k in ("expected", "metadata") if k in obj}}
+    return {
+        "variables": {k: v for k, v in obj.items() if k not in ("expected", "metadata")},
+        **{k: obj[k] for k in ("expected", "metadata") if k in obj},
+    }
 
 
 def _jsonl_items(text: str):
@@ -142,8 +153,9 @@ def _csv_items(text: str):
         raise ApiError("The CSV header must name every column once.", code="invalid_csv_header", field="file")
     bad = [h for h in header if h not in ("expected", "metadata") and not NAME.match(h)]
     if bad:
-        raise ApiError(f"CSV column {bad[0]!r} is not a valid variable name.", code="invalid_csv_header",
-                       field="file")
+        raise ApiError(
+            f"CSV column {bad[0]!r} is not a valid variable name.", code="invalid_csv_header", field="file"
+        )
     while True:
         try:
             fields = next(reader)
@@ -188,11 +200,18 @@ def _api_row(data, where: str) -> dict:
 def _check_base(dataset: Dataset, base_version_id) -> DatasetVersion | None:
     if base_version_id is None:
         return None
-    base = DatasetVersion.objects.filter(dataset=dataset, pk=base_version_id).first() \
-        if _is_uuid(base_version_id) else None
+    base = (
+        DatasetVersion.objects.filter(dataset=dataset, pk=base_version_id).first()
+        if _is_uuid(base_version_id)
+        else None
+    )
     if base is None:
-        raise ApiError("The base is not a version of this dataset.", code="version_not_found",
-                       field="base", status_code=404)
+        raise ApiError(
+            "The base is not a version of this dataset.",
+            code="version_not_found",
+            field="base",
+            status_code=404,
+        )
     return base
 
 
@@ -204,16 +223,27 @@ def _is_uuid(value) -> bool:
     return True
 
 
-def dataset_version_create(*, dataset: Dataset, author, base_version_id=None, add: list | None = None,
-                           update: dict | None = None, delete: list | None = None, replace: bool = False,
-                           message: str = "") -> DatasetVersion:
+def dataset_version_create(
+    *,
+    dataset: Dataset,
+    author,
+    base_version_id=None,
+    add: list | None = None,
+    update: dict | None = None,
+    delete: list | None = None,
+    replace: bool = False,
+    message: str = "",
+) -> DatasetVersion:
     """A child of `base_version_id` (None: the first version, or a fresh one with
     `replace`): the base's rows, minus `delete` (row keys), with `update`
     (key -> row) applied, plus `add`. A version's rows are checked first."""
     base = _check_base(dataset, base_version_id)
     if base is None and not replace and dataset.versions.exists():
-        raise ApiError("This dataset already has versions: name the version you edited as base.",
-                       code="base_required", field="base")
+        raise ApiError(
+            "This dataset already has versions: name the version you edited as base.",
+            code="base_required",
+            field="base",
+        )
     add = [_api_row(r, f"add[{i}]") for i, r in enumerate(add or [])]
     update = {str(k): _api_row(v, f"update.{k}") for k, v in (update or {}).items()}
     delete = {str(k) for k in (delete or [])}
@@ -228,27 +258,51 @@ def dataset_version_create(*, dataset: Dataset, author, base_version_id=None, ad
             rows.append({**update[key], "key": row["key"]} if key in update else row)
         missing = sorted((set(update) | delete) - known)
         if missing:
-            raise ApiError(f"No row with key {missing[0]} in the base version.", code="row_not_found",
-                           field="rows", status_code=404)
+            raise ApiError(
+                f"No row with key {missing[0]} in the base version.",
+                code="row_not_found",
+                field="rows",
+                status_code=404,
+            )
     rows.extend(add)
     if not rows:
         raise ApiError("A dataset version needs at least one row.", code="dataset_empty", field="rows")
     if len(rows) > settings.EVAL_DATASET_MAX_ROWS:
-        raise ApiError(f"A dataset version holds at most {settings.EVAL_DATASET_MAX_ROWS} rows.",
-                       code="too_many_rows", field="rows")
+        raise ApiError(
+            f"A dataset version holds at most {settings.EVAL_DATASET_MAX_ROWS} rows.",
+            code="too_many_rows",
+            field="rows",
+        )
     names = sorted({name for row in rows for name in row["variables"]})
     with transaction.atomic():
-        Dataset.objects.filter(pk=dataset.pk).update(version_count=F("version_count") + 1,
-                                                     updated_at=timezone.now())
+        Dataset.objects.filter(pk=dataset.pk).update(
+            version_count=F("version_count") + 1, updated_at=timezone.now()
+        )
         number = Dataset.objects.values_list("version_count", flat=True).get(pk=dataset.pk)
-        version = DatasetVersion(dataset=dataset, parent=base, number=number, message=message, author=author,
-                                 row_count=len(rows), variables=names)
+        version = DatasetVersion(
+            dataset=dataset,
+            parent=base,
+            number=number,
+            message=message,
+            author=author,
+            row_count=len(rows),
+            variables=names,
+        )
         version.save()
         DatasetRow.objects.bulk_create(
-            [DatasetRow(version=version, index=i, key=row.get("key") or uuid.uuid4(),
-                        variables=row["variables"], expected=row["expected"], metadata=row["metadata"])
-             for i, row in enumerate(rows)],
-            batch_size=2000)
+            [
+                DatasetRow(
+                    version=version,
+                    index=i,
+                    key=row.get("key") or uuid.uuid4(),
+                    variables=row["variables"],
+                    expected=row["expected"],
+                    metadata=row["metadata"],
+                )
+                for i, row in enumerate(rows)
+            ],
+            batch_size=2000,
+        )
     return version
 
 
@@ -257,8 +311,12 @@ def dataset_export(*, version: DatasetVersion, fmt: str):
     rows = version.rows.order_by("index").values_list("variables", "expected", "metadata").iterator(2000)
     if fmt == "jsonl":
         for variables, expected, metadata in rows:
-            yield json.dumps({"variables": variables, "expected": expected, "metadata": metadata},
-                             ensure_ascii=False) + "\n"
+            yield (
+                json.dumps(
+                    {"variables": variables, "expected": expected, "metadata": metadata}, ensure_ascii=False
+                )
+                + "\n"
+            )
         return
     if fmt != "csv":
         raise ApiError("format must be csv or jsonl.", code="invalid_format", field="format")
@@ -267,10 +325,119 @@ def dataset_export(*, version: DatasetVersion, fmt: str):
     columns = list(version.variables)
     writer.writerow([*columns, "expected", "metadata"])
     for variables, expected, metadata in rows:
-        writer.writerow([variables.get(c, "") for c in columns] + [expected or "",
-                                                                    json.dumps(metadata) if metadata else ""])
+        writer.writerow(
+            [variables.get(c, "") for c in columns]
+            + [expected or "", json.dumps(metadata) if metadata else ""]
+        )
         if buffer.tell() > 65536:
             yield buffer.getvalue()
             buffer.seek(0)
             buffer.truncate()
     yield buffer.getvalue()
+
+
+# -- background imports -------------------------------------------------------
+
+
+def dataset_import_start(
+    *,
+    dataset: Dataset,
+    author,
+    data: bytes,
+    fmt: str,
+    base_version_id,
+    replace: bool,
+    skip_invalid: bool,
+    message: str,
+):
+    """Keep the upload in the object store and queue its import (a driver thread
+    once the transaction commits; `manage.py eval_worker` picks up what is left)."""
+    from core.blobstore import get_blob_store
+
+    from .models import DatasetImport
+
+    base = _check_base(dataset, base_version_id)
+    job = DatasetImport(
+        dataset=dataset,
+        author=author,
+        fmt=fmt,
+        replace=replace,
+        skip_invalid=skip_invalid,
+        base=base,
+        message=message,
+        size=len(data),
+        lines_total=data.count(b"\n") + 1,
+    )
+    get_blob_store().put(job.object_key, data)
+    job.save()
+    if settings.EVAL_DISPATCH == "thread":
+        import threading
+
+        from django.db import connection
+
+        def run():
+            try:
+                dataset_import_run(job.pk)
+            finally:
+                connection.close()
+
+        transaction.on_commit(
+            lambda: threading.Thread(target=run, daemon=True, name=f"import-{job.pk}").start()
+        )
+    return job
+
+
+def dataset_import_run(import_id) -> str:
+    """Parse a queued import (progress as lines parsed) and write its version.
+    Returns the import's final status ("busy" when another driver has it)."""
+    from core.blobstore import get_blob_store
+
+    from .models import DatasetImport
+
+    if not DatasetImport.objects.filter(pk=import_id, status="queued").update(status="parsing"):
+        return "busy"
+    job = DatasetImport.objects.select_related("dataset").get(pk=import_id)
+    try:
+        text = get_blob_store().get(job.object_key).decode("utf-8-sig")
+        rows, errors = parse_rows(
+            fmt=job.fmt,
+            text=text,
+            on_progress=lambda line: DatasetImport.objects.filter(pk=import_id).update(lines_done=line),
+        )
+        DatasetImport.objects.filter(pk=import_id).update(
+            status="writing",
+            lines_done=job.lines_total,
+            valid=len(rows),
+            error_count=len(errors),
+            errors=errors[:1000],
+        )
+        if errors and not job.skip_invalid:
+            raise ApiError(
+                f"{len(errors)} rows do not import (first: line {errors[0]['line']}: "
+                f"{errors[0]['message']}). Fix them, or import with skip_invalid.",
+                code="invalid_rows",
+            )
+        if not rows:
+            raise ApiError("The file has no rows.", code="dataset_empty")
+        version = dataset_version_create(
+            dataset=job.dataset,
+            author=job.author,
+            base_version_id=job.base_id,
+            add=rows,
+            replace=job.replace,
+            message=job.message or f"import ({job.fmt}, {len(rows)} rows)",
+        )
+        status, fields = "done", {"version": version}
+    except ApiError as exc:
+        status, fields = "failed", {"error_code": exc.get_codes(), "error_message": str(exc.detail)}
+    except UnicodeDecodeError:
+        status, fields = (
+            "failed",
+            {"error_code": "file_not_utf8", "error_message": "The file is not UTF-8 text."},
+        )
+    DatasetImport.objects.filter(pk=import_id).update(status=status, finished_at=timezone.now(), **fields)
+    try:
+        get_blob_store().delete(job.object_key)
+    except Exception:  # the object is only a leftover now
+        pass
+    return status

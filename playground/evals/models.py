@@ -86,6 +86,38 @@ class DatasetRow(_InsertOnly):
         constraints = [models.UniqueConstraint(fields=["version", "index"], name="uniq_dataset_row_index")]
 
 
+class DatasetImport(models.Model):
+    """A large upload imported in the background: its bytes wait in the object
+    store (imports/<id>) until a driver parses them into a new version."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="imports")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                               related_name="+")
+    fmt = models.CharField(max_length=8)
+    replace = models.BooleanField(default=False)
+    skip_invalid = models.BooleanField(default=False)
+    base = models.ForeignKey("DatasetVersion", null=True, on_delete=models.CASCADE, related_name="+")
+    message = models.TextField(blank=True, default="")
+    size = models.BigIntegerField()
+    # queued -> parsing -> writing -> done | failed
+    status = models.CharField(max_length=8, default="queued")
+    lines_total = models.PositiveIntegerField(default=0)
+    lines_done = models.PositiveIntegerField(default=0)
+    valid = models.PositiveIntegerField(default=0)
+    error_count = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list)
+    error_code = models.CharField(max_length=64, blank=True, default="")
+    error_message = models.TextField(blank=True, default="")
+    version = models.ForeignKey("DatasetVersion", null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    @property
+    def object_key(self) -> str:
+        return f"imports/{self.pk}"
+
+
 class DatasetGrant(models.Model):
     """Access to a dataset for one account (viewer: read and run; editor: also edit rows)."""
 

@@ -13,6 +13,8 @@ dataset_urls = [
     path(f"{V}/rows", api.DatasetRowsApi.as_view(), name="api-dataset-rows"),
     path(f"{V}/export", api.DatasetExportApi.as_view(), name="api-dataset-export"),
     path(f"{D}/import", api.DatasetImportApi.as_view(), name="api-dataset-import"),
+    path(f"{D}/imports/<uuid:import_id>", api.DatasetImportStatusApi.as_view(),
+         name="api-dataset-import-status"),
     path(f"{D}/grants", api.DatasetGrantListApi.as_view(), name="api-dataset-grants"),
     path(f"{D}/grants/<int:grant_id>", api.DatasetGrantDetailApi.as_view(), name="api-dataset-grant"),
 ]

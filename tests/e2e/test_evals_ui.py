@@ -10,10 +10,22 @@ import subprocess
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import screenshot
+from tests.e2e.conftest import _server_env, screenshot
 from tests.e2e.test_playground_ui import create_api_key, open_node, sign_up
+from tests.livesubprocess import free_port, running_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.needs_services]
+
+
+@pytest.fixture(scope="module")
+def live_url(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The e2e server, with uploads over 20 kB imported in the background (the progress bar's path)."""
+    port = free_port()
+    env = {**_server_env(tmp_path_factory.mktemp("e2e-var")), "EVAL_IMPORT_BACKGROUND_BYTES": "20000"}
+    args = ["-m", "uvicorn", "config.asgi:application", "--port", str(port), "--lifespan", "off"]
+    with running_server(args, env, port) as server:
+        yield server.base
+
 
 CSV = b"q,expected\nabc,cba\nhello,olleh\nbroken\nxyz,zyx\n"
 
@@ -146,6 +158,16 @@ def test_should_import_run_two_versions_compare_and_gate_a_label(live_url, new_p
     saved = call(page, "GET", f"/api/datasets/{dataset_id}/versions", None)["body"]["results"][0]
     rows = call(page, "GET", f"/api/datasets/{dataset_id}/versions/{saved['id']}/rows?start=3", None)["body"]
     assert rows["rows"][0]["variables"] == {"q": "zz"} and rows["rows"][0]["expected"] == "!zz"
+
+    # A large file imports in the background behind a progress bar.
+    page.goto(f"{live_url}/evals/datasets/{dataset_id}/")
+    big = "q,expected\n" + "".join(f"q{i},{i}\n" for i in range(3000))
+    page.set_input_files("#import-file", {"name": "big.csv", "mimeType": "text/csv", "buffer": big.encode()})
+    page.click("#import-go")
+    expect(page.locator("#import-summary")).to_have_text(
+        "Imported 3000 rows as version 3 in the background.", timeout=20_000
+    )
+    expect(page.locator("#row-count")).to_have_text("(3004)")
 
     # The one console error is the browser's note of the refused move (a 409 the page explains).
     assert [e for e in console_errors if "409 (Conflict)" not in e] == [] and len(console_errors) == 1

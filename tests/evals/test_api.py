@@ -303,3 +303,34 @@ def test_should_gate_a_split_and_refuse_bad_moves_before_deciding(user, echo_ver
     )
     assert (stale.status_code, stale.json()["error"]["code"]) == (409, "label_conflict")
     assert GateDecision.objects.count() == before
+
+
+def test_should_import_a_large_file_in_the_background_with_progress(user, settings):
+    from playground.evals.datasets import dataset_import_run
+
+    settings.EVAL_IMPORT_BACKGROUND_BYTES = 1000
+    client = _client(user)
+    dataset = client.post("/api/datasets/", {"name": "big"}, format="json").json()
+    text = "q,expected\n" + "".join(f"row {i},{i}\n" for i in range(5000))
+    accepted = client.post(
+        f"/api/datasets/{dataset['id']}/import", {"text": text, "format": "csv"}, format="json"
+    )
+    job = accepted.json()["import"]
+    assert (accepted.status_code, job["status"], job["lines_total"]) == (202, "queued", 5002)
+    assert dataset_import_run(job["id"]) == "done"
+    done = client.get(job["url"]).json()
+    assert (done["status"], done["lines_done"], done["valid"], done["version"]["row_count"]) == (
+        "done",
+        5002,
+        5000,
+        5000,
+    )
+    # Bad rows without skip_invalid: the import fails, naming them, and writes nothing.
+    bad = client.post(
+        f"/api/datasets/{dataset['id']}/import", {"text": text + "ragged\n", "format": "csv"}, format="json"
+    ).json()["import"]
+    assert dataset_import_run(bad["id"]) == "failed"
+    failed = client.get(bad["url"]).json()
+    assert failed["error"]["code"] == "invalid_rows" and failed["errors"][0]["code"] == "ragged_row"
+    assert client.get(f"/api/datasets/{dataset['id']}").json()["version_count"] == 1
+    assert _client(UserFactory()).get(job["url"]).status_code == 404

@@ -1,5 +1,6 @@
 """Drive evaluation runs that no process holds: queued ones (EVAL_DISPATCH=none)
-and running ones whose driver's lease ran out (a crashed server or driver).
+and running ones whose driver's lease ran out (a crashed server or driver); and
+queued background imports.
 
     manage.py eval_worker            # poll for ever
     manage.py eval_worker --once     # drive what is waiting now, then exit
@@ -10,6 +11,8 @@ import time
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
+from playground.evals.datasets import dataset_import_run
+from playground.evals.models import DatasetImport
 from playground.evals.runs import evalrun_drive, stale_runs
 
 
@@ -22,6 +25,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, once=False, poll=2.0, **options):
         while True:
+            queued = DatasetImport.objects.filter(status="queued").values_list("pk", flat=True)
+            for import_id in list(queued[:5]):
+                self.stdout.write(f"import {import_id}: {dataset_import_run(import_id)}")
             for run_id in list(stale_runs().values_list("pk", flat=True)[:20]):
                 status = evalrun_drive(run_id)
                 self.stdout.write(f"run {run_id}: {status}")

@@ -97,12 +97,35 @@ function datasetPage() {
       return;
     }
     const body = await res.json();
+    if (res.status === 202) { await followImport(body.import); return; }
     const summary = dryRun ? `${body.valid} rows are valid, ${body.error_count} have errors.`
       : `Imported ${body.valid} rows as version ${body.version.number}` +
         (body.error_count ? `; skipped ${body.error_count} with errors.` : ".");
     report.replaceChildren(el("p", { class: "ok", id: "import-summary", text: summary }),
       el("ul", {}, ...body.errors.map((e) => el("li", { class: "import-error", text: `Line ${e.line}: ${e.message}` }))));
     if (!dryRun) await loadVersions(body.version.id);
+  }
+  // A large file imports in the background: a progress bar until it is done.
+  async function followImport(job) {
+    const report = $("import-report");
+    const bar = el("progress", { id: "import-progress", max: String(job.lines_total), value: "0" });
+    const label = el("p", { class: "hint", id: "import-phase", text: "Queued…" });
+    report.replaceChildren(label, bar);
+    while (!["done", "failed"].includes(job.status)) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      job = await api(job.url);
+      bar.value = job.lines_done;
+      label.textContent = job.status === "writing" ? "Writing the new version…"
+        : `Parsing: line ${job.lines_done} of ${job.lines_total}`;
+    }
+    if (job.status === "failed") {
+      report.replaceChildren(el("p", { class: "error", text: job.error.message }),
+        el("ul", {}, ...job.errors.map((e) => el("li", { class: "import-error", text: `Line ${e.line}: ${e.message}` }))));
+      return;
+    }
+    report.replaceChildren(el("p", { class: "ok", id: "import-summary", text: `Imported ${job.valid} rows as version ` +
+      `${job.version.number} in the background` + (job.error_count ? `; skipped ${job.error_count} with errors.` : ".") }));
+    await loadVersions(job.version.id);
   }
   if (cfg.canEdit) {
     $("import-preview").addEventListener("click", () => importFile(true));
