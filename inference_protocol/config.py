@@ -63,7 +63,8 @@ def channel(namespace: str | None = None) -> str:
 
 
 # The engines a document may name (inference_worker.engines.ENGINES: the worker
-# checks its own registry too; a test pins the two together).
+# checks its own registry too; a test pins the two together), besides a plug-in
+# engine's "package.module:Class", which only the worker can import and check.
 ENGINE_NAMES = ("llamacpp", "transformers", "upstream", "fixed_cost", "embeddings")
 TIERS = ("free", "paid")
 RATE_LIMIT_KEYS = ("requests_per_min", "tokens_per_min")
@@ -182,9 +183,10 @@ def check_content(content, *, published: Callable[[str, str], bool] | None = Non
         if not isinstance(spec, dict):
             problems.append(f"{path}: must be an object (an engine spec)")
             continue
-        if spec.get("engine") not in ENGINE_NAMES:
-            problems.append(f"{path}.engine: unknown engine {spec.get('engine')!r}; "
-                            f"expected one of {', '.join(ENGINE_NAMES)}")
+        engine = spec.get("engine")
+        if engine not in ENGINE_NAMES and not (isinstance(engine, str) and ":" in engine):
+            problems.append(f"{path}.engine: unknown engine {engine!r}; expected one of "
+                            f"{', '.join(ENGINE_NAMES)} or 'package.module:Class'")
         scheduler = spec.get("scheduler", {})
         if not isinstance(scheduler, dict):
             problems.append(f"{path}.scheduler: must be an object")

@@ -44,10 +44,13 @@ def live_url(django_db_setup, django_db_blocker, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
+    # Playwright's sync API runs an event loop in this thread, and the test's ORM
+    # calls would trip Django's async guard; only while the browser is open, so
+    # later tests' subprocesses (check --deploy) do not inherit the variable.
+    with pytest.MonkeyPatch.context() as mp, sync_playwright() as p:
+        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         yield b
         b.close()
