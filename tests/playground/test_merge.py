@@ -15,7 +15,7 @@ LINES = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "d\n", "e\n", "x"]), max_
 
 
 @pytest.mark.any_profile
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(base=LINES, ours=LINES, theirs=LINES)
 def test_merge3_takes_the_only_change_and_agrees_with_itself(base, ours, theirs):
     assert merge3(base, ours, base)["merged"] == ours

@@ -14,8 +14,9 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def team(prompt):
+def team(prompt, settings):
     """The owner's client, two editors' and a viewer's, and three versions with production on v1."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # ~0.5 s a user otherwise
     v1 = PromptVersionFactory(prompt=prompt, body="one")
     v2 = PromptVersionFactory(prompt=prompt, parent=v1, body="two")
     v3 = PromptVersionFactory(prompt=prompt, parent=v1, body="three")

@@ -61,6 +61,11 @@ def live(webhook_worker, transactional_db, settings):
     receiver.close()
 
 
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # ~0.5 s a user otherwise
+
+
 def _finished(delivery_id):
     def check():
         row = WebhookDelivery.objects.get(pk=delivery_id)

@@ -1,26 +1,20 @@
 """The live stack for SDK tests: uvicorn on the test database and a Celery
-worker (fixed-cost engine: the answer is the last message reversed) on this
-suite's own model, plus an HTTP proxy in front of the server that can answer
+worker (fixed-cost engine: the answer is the last message reversed), those of
+the export suite, plus an HTTP proxy in front of the server that can answer
 502 or hang (what a load balancer does when the app is down or slow)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
 
-from tests.inference_client.conftest import stack_env, uvicorn_server, wait_for_worker
-from tests.livesubprocess import ROOT
-
-MODEL = "sdk-fixed-cost"
-MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 16, "call_s": 0.01}}
-STACK = {"INFERENCE_MODELS": json.dumps(MODELS)}
+# The export suite's live stack (uvicorn + a Celery worker on its own model),
+# shared: one server and one worker for both suites in a run.
+from tests.export.conftest import MODEL, MODELS, export_server, export_worker  # noqa: F401
+from tests.inference_client.conftest import wait_for_worker
 
 
 class ManualClock:
@@ -98,27 +92,16 @@ class FaultProxy:
         self.server.shutdown()
 
 
-@pytest.fixture(scope="session")
-def sdk_worker():
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{MODEL}", "-P", "threads",
-         "-c", "16", "--prefetch-multiplier", "1", "-l", "warning", "-n", f"sdk-test-{os.getpid()}@%h"],
-        cwd=ROOT, env=stack_env(**STACK), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_worker(MODEL, timeout=40)
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="session")
-def sdk_server(django_db_setup, django_db_blocker):
-    with uvicorn_server(django_db_blocker, **STACK) as base:
-        yield base
+def sdk_server(export_server):  # noqa: F811
+    return export_server
+
+
+@pytest.fixture(scope="session")
+def sdk_worker(export_worker):  # noqa: F811
+    return export_worker
 
 
 @pytest.fixture
