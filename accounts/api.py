@@ -71,6 +71,15 @@ class TeamListApi(APIView):
         return Response(TeamSerializer(team).data, status=status.HTTP_201_CREATED)
 
 
+class TeamMembershipApi(APIView):
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request, team_id: int):
+        """Leave the team (any member but its owner)."""
+        team = selectors.access_team_as_member(user=request.user, team_id=team_id)
+        services.team_leave(team=team, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
 class TeamMemberApi(APIView):
     @extend_schema(request=TeamMemberSerializer, responses={200: TeamSerializer})
     def post(self, request, team_id: int):

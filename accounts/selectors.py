@@ -19,6 +19,10 @@ def access_team_as_owner(*, user, team_id: int) -> Team:
     return get_object_or_404(Team, pk=team_id, owner=user)
 
 
+def access_team_as_member(*, user, team_id: int) -> Team:
+    return get_object_or_404(Team, pk=team_id, members=user)
+
+
 def user_by_username(username: str):
     return get_object_or_404(User, username=username)
 

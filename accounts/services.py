@@ -84,6 +84,14 @@ def team_member_add(*, team: Team, user) -> None:
     Membership.objects.get_or_create(team=team, user=user)
 
 
+def team_leave(*, team: Team, user) -> None:
+    """A member leaves a team (its grants stop reaching them on the next request)."""
+    if user.pk == team.owner_id:
+        raise ApiError("The owner cannot leave their team.", code="owner_cannot_leave")
+    if not Membership.objects.filter(team=team, user=user).delete()[0]:
+        raise ApiError("No such team.", code="team_not_found", status_code=404)
+
+
 def team_member_remove(*, team: Team, user) -> None:
     if user.pk == team.owner_id:
         raise ApiError("The owner cannot leave their team.", code="owner_cannot_leave")

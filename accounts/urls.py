@@ -16,4 +16,5 @@ api_urls = [
     path("keys/<int:key_id>", api.ApiKeyDetailApi.as_view(), name="api-key-detail"),
     path("teams", api.TeamListApi.as_view(), name="api-teams"),
     path("teams/<int:team_id>/members", api.TeamMemberApi.as_view(), name="api-team-members"),
+    path("teams/<int:team_id>/membership", api.TeamMembershipApi.as_view(), name="api-team-membership"),
 ]

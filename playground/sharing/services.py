@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from accounts.models import Team
 from core.errors import ApiError
+from core.ids import parse_uint
 from playground.audit import audit_record
 from playground.bodies import body_text
 from playground.models import Prompt, PromptVersion
@@ -128,7 +129,10 @@ def grant_create(*, prompt: Prompt, actor, role: str, username: str | None = Non
         if user.pk == prompt.owner_id:
             raise ApiError("The owner already has full access.", code="already_owner", field="username")
         return _grant_upsert(prompt=prompt, actor=actor, role=role, user=user, expires_at=expires_at)
-    team = Team.objects.filter(pk=team_id).first()
+    # Only a team the granter belongs to: any other id is "not found", so a grant
+    # can neither reach a stranger's team nor tell its name.
+    number = parse_uint(team_id)
+    team = Team.objects.filter(pk=number, members=actor).first() if number is not None else None
     if team is None:
         raise ApiError("Team not found.", code="team_not_found", status_code=404, field="team")
     return _grant_upsert(prompt=prompt, actor=actor, role=role, team=team, expires_at=expires_at)

@@ -71,6 +71,20 @@ def test_team_owner_adds_and_removes_members(auth_client, user):
     assert removed["members"] == [user.username]
 
 
+def test_should_let_a_member_leave_but_not_the_owner(auth_client, user, api_client):
+    from accounts import services
+
+    team = services.team_create(owner=user, name="core")
+    member = UserFactory()
+    services.team_member_add(team=team, user=member)
+    api_client.force_login(member)
+    assert api_client.delete(f"/api/accounts/teams/{team.pk}/membership").status_code == 204
+    assert not team.members.filter(pk=member.pk).exists()
+    assert api_client.delete(f"/api/accounts/teams/{team.pk}/membership").status_code == 404  # not a member
+    owner_leaves = auth_client.delete(f"/api/accounts/teams/{team.pk}/membership")
+    assert owner_leaves.status_code == 400 and owner_leaves.json()["error"]["code"] == "owner_cannot_leave"
+
+
 def test_non_owner_cannot_manage_a_team(auth_client, api_client):
     team = auth_client.post("/api/accounts/teams", {"name": "core"}, format="json").json()
     stranger = UserFactory()

@@ -78,6 +78,7 @@ def build_world(state: str = "active") -> World:
     for name, role in (("team_viewer", "viewer"), ("team_editor", "editor")):
         team = account_services.team_create(owner=UserFactory(), name=f"{name} team")
         account_services.team_member_add(team=team, user=w.users[name])
+        account_services.team_member_add(team=team, user=owner)  # one grants only to a team one is in
         w.teams[name] = team
         w.grants[name] = sharing.grant_create(prompt=prompt, actor=owner, role=role, team_id=team.pk)
     for mode in ("public", "login"):

@@ -7,6 +7,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts import services as account_services
 from playground.sharing import services as sharing
 from playground.sharing.models import ShareLink
 from playground.sharing.tokens import token_hash
@@ -163,3 +164,14 @@ def test_should_return_404_for_revoking_another_prompts_link_or_grant(world, own
     assert owner_client.delete(f"{base}/grants/{grant.pk}").json()["error"]["code"] == "grant_not_found"
     link.refresh_from_db()
     assert link.revoked_at is None
+
+
+def test_should_grant_only_to_a_team_the_granter_is_in(world, owner_client):
+    outsiders = account_services.team_create(owner=UserFactory(), name="Secret project")
+    response = owner_client.post(f"/api/prompts/{world.prompt.pk}/grants", {"team": outsiders.pk,
+                                                                            "role": "viewer"}, format="json")
+    assert response.status_code == 404 and response.json()["error"]["code"] == "team_not_found"
+    assert "Secret project" not in response.content.decode()
+    from playground.sharing.models import Grant
+
+    assert not Grant.objects.filter(team=outsiders).exists()
