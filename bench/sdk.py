@@ -79,7 +79,8 @@ def main():
         d = connection.settings_dict
         url = f"postgres://{d['USER']}@{d['HOST']}:{d['PORT']}/{d['NAME']}"
         port = free_port()
-        env = dict(os.environ, DATABASE_URL=url, LOG_LEVEL="WARNING")
+        # Plain http on this machine, as the test servers (scripts/test.sh sets the same).
+        env = dict(os.environ, DATABASE_URL=url, LOG_LEVEL="WARNING", SECURE_HTTPS="false")
         args_ = ["-m", "uvicorn", "config.asgi:application", "--port", str(port), "--lifespan", "off",
                  "--log-level", "warning"]
         with running_server(args_, env, port) as server:
