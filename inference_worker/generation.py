@@ -148,6 +148,11 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
     except Exception as exc:  # whatever failed, the client gets a terminal event, not a timeout
         group.cancel("the request failed")
         code, message = getattr(exc, "code", None), str(exc)
+        if code == "duplicate_request" and not group.handles:
+            # The same request is already running here (a redelivered task and a
+            # resubmission of it, e.g. a resumed batch): that attempt writes the result.
+            logger.info("request %s is already running here; leaving it to that attempt", request.request_id)
+            return {"type": "duplicate", "request_id": request.request_id}
         if not isinstance(code, str):  # not a request-level error: a bug or an engine crash
             logger.exception("request %s failed unexpectedly", request.request_id)
             code, message = "engine_error", f"{type(exc).__name__}: {exc}"

@@ -87,3 +87,60 @@ def test_a_batch_refuses_a_file_of_another_endpoint_or_owner_and_cancel_keeps_fi
     with pytest.raises(openai.ConflictError):
         client.batches.cancel(batch.id)
     assert Batch.objects.get(pk=batch.id).completed == 3
+
+
+def test_should_resume_a_batch_after_its_gateway_and_worker_are_killed_without_losing_or_repeating_a_line(
+        django_db_blocker, transactional_db, _clean_cache, settings):
+    import os
+    import signal
+    import uuid
+
+    from django.db import connection
+    from django.utils import timezone
+
+    from inference_client.batches import batch_drive
+    from inference_protocol.backend import live_workers
+    from tests.inference_client.conftest import stack_env
+    from tests.inference_worker.workers import celery_worker, delete_queues
+    from tests.livesubprocess import free_port, running_server
+
+    slow = f"batch-slow-{uuid.uuid4().hex[:6]}"
+    models = {slow: {"engine": "fixed_cost", "max_inputs": 2, "call_s": 0.3}}
+    settings.INFERENCE_MODELS = models
+    with django_db_blocker.unblock():
+        db = connection.settings_dict
+    env = stack_env(DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+                    INFERENCE_MODELS=json.dumps(models), BATCH_LEASE_S="1", BATCH_WINDOW="2")
+    lines = [{**_line(i, f"item {i}"), "body": {"model": slow, "messages": [
+        {"role": "user", "content": f"item {i}"}]}} for i in range(12)]
+    port = free_port()
+    args = ["-m", "uvicorn", "config.asgi:application", "--port", str(port), "--lifespan", "off",
+            "--log-level", "warning"]
+    try:
+        with celery_worker(models, [f"gpu.{slow}"], name="batch-a") as worker:
+            wait_for(lambda: live_workers(slow), timeout=60, what="the first worker")
+            with running_server(args, env, port) as server:
+                _, raw = make_key("paid")
+                client = _sdk(server.base, raw)
+                f = client.files.create(file=("in.jsonl", io.BytesIO(_jsonl(lines))), purpose="batch")
+                batch = client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
+                                              completion_window="24h")
+                wait_for(lambda: BatchLine.objects.filter(batch_id=batch.id).count() >= 2, timeout=30,
+                         what="some lines to finish")
+                os.kill(server.proc.pid, signal.SIGKILL)   # the gateway, with the driver thread in it
+                worker.kill()                              # and the worker, with lines in flight
+        stored = BatchLine.objects.filter(batch_id=batch.id).count()
+        assert 2 <= stored < 12
+        with celery_worker(models, [f"gpu.{slow}"], name="batch-b"):
+            wait_for(lambda: live_workers(slow), timeout=60, what="a new worker")
+            wait_for(lambda: Batch.objects.get(pk=batch.id).lease_until < timezone.now(), timeout=10,
+                     what="the dead driver's lease to run out")
+            assert batch_drive(batch.id) == "completed"   # what manage.py batch_worker runs
+    finally:
+        delete_queues([f"gpu.{slow}"])
+    done = Batch.objects.get(pk=batch.id)
+    assert (done.completed, done.failed) == (12, 0)
+    rows = list(BatchLine.objects.filter(batch_id=batch.id).values_list("custom_id", "body"))
+    assert sorted(c for c, _ in rows) == sorted(f"req-{i}" for i in range(12))  # each once
+    for custom_id, body in rows:
+        assert body["choices"][0]["message"]["content"] == f"item {custom_id[4:]}"[::-1]
