@@ -41,9 +41,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import ApiError
-from inference_protocol import structured
+from inference_protocol import config, structured
 from inference_protocol.backend import Backend, get_backend
-from inference_protocol.catalog import UnknownModel, model_names, model_spec
+from inference_protocol.catalog import UnknownModel, model_names, model_spec, served_name
 from inference_protocol.features import unsupported
 from inference_protocol.generation import GenerationRequest
 from inference_protocol.validation import InvalidInput, check_max_tokens, check_sampling, check_stop
@@ -379,11 +379,25 @@ def _wait_for_workers(models: set[str], backend: Backend, run_id) -> set[str]:
     return missing
 
 
+def _served(model: str, backend: Backend) -> str:
+    """The queue name a cell of `model` goes to: the model itself, or, for a model
+    whose config document weights versions, its heaviest version with a live worker
+    (the heaviest one when none is live yet: the cells wait for it)."""
+    weights = {v: w for v, w in config.current().versions(model).items() if w > 0}
+    if not weights:
+        return model
+    ranked = sorted(weights, key=lambda v: (-weights[v], v))
+    ready = [v for v in ranked if backend.live_workers(served_name(model, v))]
+    return served_name(model, (ready or ranked)[0])
+
+
 def _execute(run: EvalRun, cells: list, backend: Backend,
              judges: list | None = None) -> list[EvalResult] | None:
     out: list[EvalResult] = []
     submitted: list[tuple[dict, _Column, str]] = []
-    missing = _wait_for_workers({col.column.model_name for _, col in cells}, backend, run.pk)
+    served = {m: _served(m, backend) for m in {col.column.model_name for _, col in cells}}
+    missing = {m for m, name in served.items()
+               if name in _wait_for_workers(set(served.values()), backend, run.pk)}
     for row, col in cells:
         column = col.column
         if column.model_name in missing:
@@ -398,8 +412,8 @@ def _execute(run: EvalRun, cells: list, backend: Backend,
             continue
         request_id = cell_request_id(run.pk, column.pk, row["id"])
         try:
-            request = _request(request_id, model=column.model_name, messages=messages, params=column.params,
-                               response_format=col.response_format)
+            request = _request(request_id, model=served[column.model_name], messages=messages,
+                               params=column.params, response_format=col.response_format)
             backend.submit(request)
         except InvalidInput as exc:
             out.append(_failure(run, row, col, "invalid_request", str(exc)))
@@ -448,6 +462,7 @@ def _judge_all(run: EvalRun, done: list, backend: Backend, judges: list) -> list
     """Each judge's score of each done cell ({key: score dict} per cell)."""
     scores: list[dict] = [{} for _ in done]
     for judge in judges:
+        judge_model = _served(judge.version.model_name, backend)
         pending = []
         for index, (row, col, result) in enumerate(done):
             values = {**row["variables"], "output": result.get("text", ""), "expected": row["expected"] or ""}
@@ -456,7 +471,7 @@ def _judge_all(run: EvalRun, done: list, backend: Backend, judges: list) -> list
                                              variables={k: v for k, v in values.items() if k in judge.uses})
                 request_id = uuid.uuid5(CELL_NAMESPACE, f"{cell_request_id(run.pk, col.column.pk, row['id'])}"
                                                         f"/judge/{judge.key}").hex
-                backend.submit(_request(request_id, model=judge.version.model_name, messages=messages,
+                backend.submit(_request(request_id, model=judge_model, messages=messages,
                                         params=judge.params, response_format=judge.response_format))
             except (ApiError, InvalidInput) as exc:
                 message = str(exc.detail) if isinstance(exc, ApiError) else str(exc)

@@ -70,3 +70,17 @@ def test_should_finish_a_run_when_its_worker_dies_mid_batch(user, settings):
     assert [(r.output, r.passed) for r in results] == [(f"row {i}"[::-1], True) for i in range(6)]
     run.refresh_from_db()
     assert (run.status, run.completed, run.failed) == ("done", 6, 0)
+
+
+def test_should_send_cells_of_a_versioned_model_to_its_heaviest_ready_version(settings):
+    from inference_protocol.heartbeat import publish
+    from playground.evals.runs import _served
+
+    model = f"eval-versioned-{uuid.uuid4().hex[:6]}"
+    settings.INFERENCE_MODELS = {**settings.INFERENCE_MODELS,
+                                 model: {"engine": "fixed_cost", "versions": {"v1": 30, "v2": 70, "v3": 0}}}
+    backend = CeleryBackend()
+    assert _served("fixed-cost", backend) == "fixed-cost"  # not versioned: the model's own queue
+    assert _served(model, backend) == f"{model}@v2"  # none ready yet: the heaviest, whose cells wait
+    publish([{"model": f"{model}@v1", "worker": "w-test", "running": 0}])  # the record a worker writes
+    assert _served(model, backend) == f"{model}@v1"
