@@ -84,6 +84,14 @@ def _build_application():
         async def relay(self, event):
             await self.send(text_data=event["frame"])
 
+        if os.environ.get("BENCH_RELAY_NO_HOP"):
+            # --relay-no-hop: skip channels' per-message hop to its sync thread, as
+            # ChatConsumer.dispatch does (a fairer ceiling for chat's figure).
+            async def dispatch(self, message):
+                from channels.consumer import get_handler_name
+
+                await getattr(self, get_handler_name(message))(message)
+
     routes = [*websocket_urlpatterns, path("ws/bench-relay/", RelayConsumer.as_asgi())]
     return ProtocolTypeRouter({
         "http": django_asgi_app,
@@ -308,6 +316,8 @@ def main() -> None:
     parser.add_argument("--open-seconds", type=float, default=8.0, help="length of the open-loop round")
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     parser.add_argument("--chat-only", action="store_true", help="no relay rounds (for profiling chat)")
+    parser.add_argument("--relay-no-hop", action="store_true",
+                        help="the relay skips channels' per-message sync-thread hop, as chat does")
     args = parser.parse_args()
     if not (os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL")):
         sys.exit("bench/chat.py needs DATABASE_URL (PostgreSQL, migrated) and REDIS_URL")
@@ -319,11 +329,14 @@ def main() -> None:
 
     port = free_port()
     env = dict(os.environ, CHAT_SEND_RATE="1000000", CHAT_SEND_BURST="1000000")
+    if args.relay_no_hop:
+        env["BENCH_RELAY_NO_HOP"] = "1"
     cmd = ["-m", "uvicorn", "bench.chat:application", "--port", str(port), "--lifespan", "off",
            "--log-level", "warning", "--ws", "websockets", "--backlog", "4096",
            "--workers", str(args.workers)]
     print(f"{args.clients} client processes, {args.workers} server process(es); closed loop: "
-          f"{args.messages} messages per pair, window {args.window}")
+          f"{args.messages} messages per pair, window {args.window}"
+          + ("; relay without the sync-thread hop" if args.relay_no_hop else ""))
     print(f"{'N':>5} {'mode':>12} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'lost':>6}   chat/relay")
     closed = ("closed", args.messages, args.window)
     with running_server(cmd, env, port) as server:
