@@ -9,7 +9,9 @@ from . import selectors, services
 from .serializers import (
     ApiKeyCreateSerializer,
     ApiKeySerializer,
+    InvitationAnswerSerializer,
     SignupSerializer,
+    TeamInvitationSerializer,
     TeamMemberSerializer,
     TeamSerializer,
 )
@@ -71,6 +73,26 @@ class TeamListApi(APIView):
         return Response(TeamSerializer(team).data, status=status.HTTP_201_CREATED)
 
 
+class InvitationListApi(APIView):
+    @extend_schema(responses=TeamInvitationSerializer(many=True))
+    def get(self, request):
+        """Team invitations waiting for the signed-in user's answer."""
+        invitations = selectors.invitation_list(user=request.user)
+        return Response(TeamInvitationSerializer(invitations, many=True).data)
+
+
+class InvitationApi(APIView):
+    @extend_schema(request=InvitationAnswerSerializer, responses={200: None})
+    def post(self, request, invitation_id: int):
+        """Accept (join the team) or decline an invitation."""
+        invitation = selectors.access_invitation(user=request.user, invitation_id=invitation_id)
+        data = InvitationAnswerSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        team_id = invitation.team_id
+        services.team_invitation_answer(invitation=invitation, accept=data.validated_data["accept"])
+        return Response({"team": team_id, "joined": data.validated_data["accept"]})
+
+
 class TeamMembershipApi(APIView):
     @extend_schema(request=None, responses={204: None})
     def delete(self, request, team_id: int):
@@ -87,8 +109,11 @@ class TeamMemberApi(APIView):
         data = TeamMemberSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         member = selectors.user_by_username(data.validated_data["username"])
-        services.team_member_add(team=team, user=member)
-        return Response(TeamSerializer(team).data)
+        # An invitation: they join when they accept it (POST /api/accounts/invitations/<id>).
+        invitation = services.team_invite(team=team, user=member, invited_by=request.user)
+        if invitation is None:
+            return Response(TeamSerializer(team).data)  # already a member
+        return Response(TeamInvitationSerializer(invitation).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=TeamMemberSerializer, responses={200: TeamSerializer})
     def delete(self, request, team_id: int):

@@ -50,6 +50,19 @@ class Membership(models.Model):
         constraints = [models.UniqueConstraint(fields=["team", "user"], name="uniq_team_member")]
 
 
+class TeamInvitation(models.Model):
+    """A team's owner invites; only the invitee's accept makes a membership."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="team_invitations")
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="uniq_team_invitation")]
+
+
 KEY_PREFIX = "py_"
 
 

@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.shortcuts import get_object_or_404
 
-from .models import Account, ApiKey, Team, Tier
+from .models import Account, ApiKey, Team, TeamInvitation, Tier
 
 User = get_user_model()
 
@@ -21,6 +21,16 @@ def access_team_as_owner(*, user, team_id: int) -> Team:
 
 def access_team_as_member(*, user, team_id: int) -> Team:
     return get_object_or_404(Team, pk=team_id, members=user)
+
+
+def invitation_list(*, user):
+    return TeamInvitation.objects.filter(user=user).select_related("team", "invited_by")
+
+
+def access_invitation(*, user, invitation_id: int) -> TeamInvitation:
+    """Only the invitee sees an invitation; anyone else gets 404."""
+    invitations = TeamInvitation.objects.select_related("team", "user")
+    return get_object_or_404(invitations, pk=invitation_id, user=user)
 
 
 def user_by_username(username: str):

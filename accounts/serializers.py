@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from .models import ApiKey, Team, Tier
+from .models import ApiKey, Team, TeamInvitation, Tier
 
 
 class SignupSerializer(serializers.Serializer):
@@ -33,3 +33,18 @@ class TeamSerializer(serializers.ModelSerializer):
 
 class TeamMemberSerializer(serializers.Serializer):
     username = serializers.CharField()
+
+
+class TeamInvitationSerializer(serializers.ModelSerializer):
+    team = serializers.IntegerField(source="team_id", read_only=True)
+    team_name = serializers.CharField(source="team.name", read_only=True)
+    username = serializers.CharField(source="user.username", read_only=True)
+    invited_by = serializers.CharField(source="invited_by.username", read_only=True)
+
+    class Meta:
+        model = TeamInvitation
+        fields = ["id", "team", "team_name", "username", "invited_by", "created_at"]
+
+
+class InvitationAnswerSerializer(serializers.Serializer):
+    accept = serializers.BooleanField()

@@ -9,7 +9,7 @@ from django.utils import timezone
 from core.errors import ApiError
 
 from .keycache import keys_changed
-from .models import Account, ApiKey, Membership, Team, Tier, generate_raw_key, hash_key
+from .models import Account, ApiKey, Membership, Team, TeamInvitation, Tier, generate_raw_key, hash_key
 from .selectors import account_tier
 
 User = get_user_model()
@@ -80,7 +80,26 @@ def team_create(*, owner, name: str) -> Team:
     return team
 
 
+def team_invite(*, team: Team, user, invited_by) -> TeamInvitation | None:
+    """The owner invites `user`; nothing changes for them until they accept.
+    None when they are already a member."""
+    if Membership.objects.filter(team=team, user=user).exists():
+        return None
+    invitation, _ = TeamInvitation.objects.get_or_create(team=team, user=user,
+                                                         defaults={"invited_by": invited_by})
+    return invitation
+
+
+@transaction.atomic
+def team_invitation_answer(*, invitation: TeamInvitation, accept: bool) -> None:
+    """The invitee accepts (joins) or declines; either way the invitation is gone."""
+    if accept:
+        team_member_add(team=invitation.team, user=invitation.user)
+    invitation.delete()
+
+
 def team_member_add(*, team: Team, user) -> None:
+    """Makes a membership at once: for an accepted invitation (team_invitation_answer) and team_create."""
     Membership.objects.get_or_create(team=team, user=user)
 
 

@@ -16,5 +16,7 @@ api_urls = [
     path("keys/<int:key_id>", api.ApiKeyDetailApi.as_view(), name="api-key-detail"),
     path("teams", api.TeamListApi.as_view(), name="api-teams"),
     path("teams/<int:team_id>/members", api.TeamMemberApi.as_view(), name="api-team-members"),
+    path("invitations", api.InvitationListApi.as_view(), name="api-invitations"),
+    path("invitations/<int:invitation_id>", api.InvitationApi.as_view(), name="api-invitation"),
     path("teams/<int:team_id>/membership", api.TeamMembershipApi.as_view(), name="api-team-membership"),
 ]

@@ -59,16 +59,38 @@ def test_login_page_logs_in(client):
     assert client.get("/settings/api-keys/").status_code == 200
 
 
-def test_team_owner_adds_and_removes_members(auth_client, user):
+def test_team_owner_invites_the_invitee_accepts_and_the_owner_removes(auth_client, user, api_client):
     team = auth_client.post("/api/accounts/teams", {"name": "core"}, format="json").json()
     assert team["owner"] == user.username and team["members"] == [user.username]
     member = UserFactory()
-    added = auth_client.post(f"/api/accounts/teams/{team['id']}/members", {"username": member.username},
-                             format="json").json()
-    assert sorted(added["members"]) == sorted([user.username, member.username])
+    invited = auth_client.post(f"/api/accounts/teams/{team['id']}/members", {"username": member.username},
+                               format="json")
+    assert invited.status_code == 202 and invited.json()["username"] == member.username
+    assert auth_client.get("/api/accounts/teams").json()[0]["members"] == [user.username]  # not yet
+    api_client.force_login(member)
+    waiting = api_client.get("/api/accounts/invitations").json()
+    assert [(i["team_name"], i["invited_by"]) for i in waiting] == [("core", user.username)]
+    # Only the invitee answers: to the owner, the invitation does not exist.
+    assert auth_client.post(f"/api/accounts/invitations/{waiting[0]['id']}", {"accept": True},
+                            format="json").status_code == 404
+    joined = api_client.post(f"/api/accounts/invitations/{waiting[0]['id']}", {"accept": True}, format="json")
+    assert joined.status_code == 200 and joined.json() == {"team": team["id"], "joined": True}
+    assert api_client.get("/api/accounts/invitations").json() == []
     removed = auth_client.delete(f"/api/accounts/teams/{team['id']}/members",
                                  {"username": member.username}, format="json").json()
     assert removed["members"] == [user.username]
+
+
+def test_should_join_no_team_on_a_declined_invitation(auth_client, user, api_client):
+    from accounts import services
+
+    team = services.team_create(owner=user, name="core")
+    invitee = UserFactory()
+    invitation = services.team_invite(team=team, user=invitee, invited_by=user)
+    api_client.force_login(invitee)
+    declined = api_client.post(f"/api/accounts/invitations/{invitation.pk}", {"accept": False}, format="json")
+    assert declined.status_code == 200 and declined.json()["joined"] is False
+    assert not team.members.filter(pk=invitee.pk).exists()
 
 
 def test_should_let_a_member_leave_but_not_the_owner(auth_client, user, api_client):
