@@ -11,6 +11,7 @@ from playground.api import PromptScopedApi, paginated
 from playground.permissions import prompts_shared_with, request_access
 
 from . import selectors, services
+from .models import TransferOffer
 from .serializers import (
     AuditEventSerializer,
     ForkedPromptSerializer,
@@ -21,6 +22,8 @@ from .serializers import (
     LinkCreateSerializer,
     LinkSerializer,
     SharedPromptSerializer,
+    TransferAnswerSerializer,
+    TransferOfferSerializer,
     TransferSerializer,
 )
 
@@ -83,15 +86,39 @@ class GrantDetailApi(PromptScopedApi):
 
 
 class TransferApi(PromptScopedApi):
-    @extend_schema(request=TransferSerializer, responses={200: ForkedPromptSerializer},
-                   description="Owner only: make another user the owner.")
+    @extend_schema(request=TransferSerializer, responses={202: TransferOfferSerializer},
+                   description="Owner only: offer the prompt to another user, who becomes the owner "
+                               "when they accept (POST /api/prompts/transfers/<id>).")
     def post(self, request, prompt_id):
         data = TransferSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         with transaction.atomic():
             prompt = request_access(request, prompt_id=prompt_id, need="own", for_update=True)
-            prompt = services.prompt_transfer(prompt=prompt, actor=request.user, **data.validated_data)
-        return Response(ForkedPromptSerializer(prompt).data | {"owner": prompt.owner.username})
+            offer = services.transfer_offer(prompt=prompt, actor=request.user, **data.validated_data)
+        return Response(TransferOfferSerializer(offer).data, status=status.HTTP_202_ACCEPTED)
+
+
+class TransferOfferListApi(APIView):
+    @extend_schema(responses=TransferOfferSerializer(many=True))
+    def get(self, request):
+        """Prompts offered to the signed-in user, waiting for an answer."""
+        offers = TransferOffer.objects.filter(to_user=request.user).select_related("prompt", "from_user",
+                                                                                   "to_user")
+        return Response(TransferOfferSerializer(offers, many=True).data)
+
+
+class TransferOfferApi(APIView):
+    @extend_schema(request=TransferAnswerSerializer, responses={200: None})
+    def post(self, request, offer_id: int):
+        """The receiver accepts (becomes the owner) or declines."""
+        data = TransferAnswerSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        prompt = services.transfer_answer(offer_id=offer_id, user=request.user,
+                                          accept=data.validated_data["accept"])
+        if prompt is None:
+            return Response({"accepted": False})
+        return Response(ForkedPromptSerializer(prompt).data | {"owner": prompt.owner.username,
+                                                              "accepted": True})
 
 
 class ForkApi(PromptScopedApi):

@@ -94,3 +94,18 @@ class AuditEvent(models.Model):
     class Meta:
         ordering = ["-id"]
         indexes = [models.Index(fields=["prompt_id", "-id"])]
+
+
+class TransferOffer(models.Model):
+    """An owner offers a prompt to another user; it changes hands only when the
+    receiver accepts, and only while the offerer still owns it."""
+
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="transfer_offers")
+    from_user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    to_user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                related_name="transfer_offers")
+    keep_access = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["prompt", "to_user"], name="uniq_transfer_offer")]

@@ -103,3 +103,17 @@ class AuditEventSerializer(serializers.ModelSerializer):
     class Meta:
         model = AuditEvent
         fields = ["id", "action", "target", "actor", "detail", "request_id", "created_at"]
+
+
+class TransferOfferSerializer(serializers.Serializer):
+    id = serializers.IntegerField(read_only=True)
+    prompt = serializers.UUIDField(source="prompt_id", read_only=True)
+    title = serializers.CharField(source="prompt.title", read_only=True)
+    from_user = serializers.CharField(source="from_user.username", read_only=True)
+    to_user = serializers.CharField(source="to_user.username", read_only=True)
+    keep_access = serializers.BooleanField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+
+
+class TransferAnswerSerializer(serializers.Serializer):
+    accept = serializers.BooleanField()

@@ -18,7 +18,7 @@ from playground.selectors import version_get
 from playground.services import version_create
 from playground.webhooks.services import webhook_emit
 
-from .models import Grant, GrantRole, LinkMode, ShareLink
+from .models import Grant, GrantRole, LinkMode, ShareLink, TransferOffer
 from .tokens import token_generate, token_hash
 
 User = get_user_model()
@@ -152,6 +152,41 @@ def grant_revoke(*, prompt: Prompt, grant_id, actor) -> Grant:
             webhook_emit(prompt=prompt, event="share.revoked", data={
                 "kind": "grant", "id": grant.pk, "role": grant.role, "grantee": _grant_target(grant)})
     return grant
+
+
+def transfer_offer(*, prompt: Prompt, actor, username: str, keep_access: bool = True) -> TransferOffer:
+    """The owner offers the prompt to `username`; nothing changes until they accept."""
+    to_user = _user_by_username(username)
+    if to_user.pk == prompt.owner_id:
+        raise ApiError("This user already owns the prompt.", code="already_owner", field="username")
+    with transaction.atomic():
+        offer, _ = TransferOffer.objects.update_or_create(
+            prompt=prompt, to_user=to_user, defaults={"from_user": actor, "keep_access": keep_access})
+        audit_record(prompt_id=prompt.pk, actor=actor, action="prompt.transfer_offer",
+                     target=f"user:{to_user.username}", detail={"keep_access": keep_access})
+    return offer
+
+
+def transfer_answer(*, offer_id, user, accept: bool) -> Prompt | None:
+    """The receiver accepts (becomes the owner) or declines; the offer is gone
+    either way. An offer whose offerer no longer owns the prompt is void (404)."""
+    with transaction.atomic():
+        offer = (TransferOffer.objects.select_for_update().select_related("from_user")
+                 .filter(pk=parse_uint(offer_id), to_user=user).first()) if parse_uint(offer_id) else None
+        if offer is None:
+            raise ApiError("No such transfer offer.", code="transfer_not_found", status_code=404)
+        prompt = Prompt.objects.select_for_update().get(pk=offer.prompt_id)
+        offer.delete()
+        if prompt.owner_id != offer.from_user_id:
+            raise ApiError("This offer is void: its sender no longer owns the prompt.",
+                           code="transfer_not_found", status_code=404)
+        if not accept:
+            audit_record(prompt_id=prompt.pk, actor=user, action="prompt.transfer_decline",
+                         target=f"user:{user.username}", detail={})
+            return None
+        TransferOffer.objects.filter(prompt=prompt).delete()  # other offers die with the ownership
+        return prompt_transfer(prompt=prompt, actor=user, username=user.username,
+                               keep_access=offer.keep_access)
 
 
 def prompt_transfer(*, prompt: Prompt, actor, username: str, keep_access: bool = True) -> Prompt:

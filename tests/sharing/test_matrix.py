@@ -65,7 +65,7 @@ ENDPOINTS = [
     Endpoint("grants", "get", "/api/prompts/{p}/grants", Role.OWNER, 200),
     Endpoint("grant-create", "post", "/api/prompts/{p}/grants", Role.OWNER, 201),
     Endpoint("grant-revoke", "delete", "/api/prompts/{p}/grants/{grant}", Role.OWNER, 200),
-    Endpoint("transfer", "post", "/api/prompts/{p}/transfer", Role.OWNER, 200),
+    Endpoint("transfer", "post", "/api/prompts/{p}/transfer", Role.OWNER, 202),  # an offer
     Endpoint("fork", "post", "/api/prompts/{p}/fork", Role.LINK, 201, fork=True),
     Endpoint("audit", "get", "/api/prompts/{p}/audit", Role.EDITOR, 200),
 ]

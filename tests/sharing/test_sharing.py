@@ -76,13 +76,41 @@ def test_should_transfer_ownership_and_keep_the_old_owner_as_editor(world):
     new_owner = world.users["viewer"]  # had a viewer grant, which ownership supersedes
     response = client.post(f"/api/prompts/{world.prompt.pk}/transfer", {"username": new_owner.username},
                            format="json")
-    assert response.status_code == 200, response.json()
+    assert response.status_code == 202, response.json()
+    world.prompt.refresh_from_db()
+    assert world.prompt.owner == world.owner  # an offer, until the receiver accepts
+    receiver = world.client("viewer")
+    offers = receiver.get("/api/prompts/transfers").json()
+    assert [(o["id"], o["from_user"]) for o in offers] == [(response.json()["id"], world.owner.username)]
+    assert client.post(f"/api/prompts/transfers/{offers[0]['id']}", {"accept": True},
+                       format="json").status_code == 404  # only the receiver answers
+    accepted = receiver.post(f"/api/prompts/transfers/{offers[0]['id']}", {"accept": True}, format="json")
+    assert accepted.status_code == 200 and accepted.json()["owner"] == new_owner.username
     world.prompt.refresh_from_db()
     assert world.prompt.owner == new_owner
     assert client.post(f"/api/prompts/{world.prompt.pk}/links", {"mode": "public"},
                        format="json").status_code == 403  # now only an editor
     assert client.get(f"/api/prompts/{world.prompt.pk}/audit").status_code == 200
     assert world.client("viewer").get(f"/api/prompts/{world.prompt.pk}/links").status_code == 200
+
+
+def test_should_leave_the_owner_in_place_when_a_transfer_is_declined_or_void(world):
+    client = _owner_client(world)
+    url = f"/api/prompts/{world.prompt.pk}/transfer"
+    declined = client.post(url, {"username": world.users["editor"].username}, format="json").json()
+    void = client.post(url, {"username": world.users["viewer"].username}, format="json").json()
+    answer = world.client("editor").post(f"/api/prompts/transfers/{declined['id']}", {"accept": False},
+                                         format="json")
+    assert answer.status_code == 200 and answer.json() == {"accepted": False}
+    world.prompt.refresh_from_db()
+    assert world.prompt.owner == world.owner
+    # Once the prompt has changed hands another way, an older offer cannot move it.
+    Prompt.objects.filter(pk=world.prompt.pk).update(owner=world.extra["bystander"])
+    late = world.client("viewer").post(f"/api/prompts/transfers/{void['id']}", {"accept": True},
+                                       format="json")
+    assert late.status_code == 404 and late.json()["error"]["code"] == "transfer_not_found"
+    world.prompt.refresh_from_db()
+    assert world.prompt.owner == world.extra["bystander"]
 
 
 def test_should_audit_every_share_grant_revoke_expiry_transfer_and_label_move(world):
@@ -101,13 +129,16 @@ def test_should_audit_every_share_grant_revoke_expiry_transfer_and_label_move(wo
     failed = client.post(f"{base}/labels/production/move",
                          {"version": str(world.v2.pk), "expected": str(world.v2.pk)}, format="json")
     assert failed.status_code == 409
-    client.post(f"{base}/transfer", {"username": world.extra["bystander"].username}, format="json")
+    offer = client.post(f"{base}/transfer", {"username": world.extra["bystander"].username}, format="json")
+    bystander = APIClient()
+    bystander.force_login(world.extra["bystander"])
+    bystander.post(f"/api/prompts/transfers/{offer.json()['id']}", {"accept": True}, format="json")
 
     events = client.get(f"{base}/audit?page_size=200").json()["results"]
     actions = [e["action"] for e in events]
     for action in ("link.create", "link.revoke", "link.expire", "grant.create", "grant.revoke",
                    "label.move", "label.undo",
-                   "prompt.transfer"):
+                   "prompt.transfer_offer", "prompt.transfer"):
         assert action in actions, action
     assert actions.count("link.expire") == 1
     assert actions.count("label.move") == 5  # 4 in the fixture + 1 here; the failed CAS left none
