@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from core.blobstore import get_blob_store
 from core.errors import ApiError
+from core.streaming import for_request
 
 from . import selectors, services
 from .bodies import body_object_key, body_range, body_text
@@ -171,7 +172,8 @@ class VersionBodyApi(PromptScopedApi):
         else:
             chunks = [body_text(version).encode("utf-8")]
         headers["Content-Length"] = str(version.body_size)
-        return StreamingHttpResponse(chunks, content_type="text/plain; charset=utf-8", headers=headers)
+        return StreamingHttpResponse(for_request(request, chunks), content_type="text/plain; charset=utf-8",
+                                     headers=headers)
 
 
 class VersionRenderApi(PromptScopedApi):
@@ -233,7 +235,8 @@ class DiffApi(PromptScopedApi):
                         old_name=f"v{ends['from'].number}", new_name=f"v{ends['to'].number}",
                         context=settings.PROMPT_DIFF_CONTEXT_LINES, budget=budget)
         first = next(chunks)  # the line matching runs here, so the header can tell
-        return StreamingHttpResponse((chunk.encode("utf-8") for chunk in itertools.chain([first], chunks)),
+        encoded = (chunk.encode("utf-8") for chunk in itertools.chain([first], chunks))
+        return StreamingHttpResponse(for_request(request, encoded),
                                      content_type="text/plain; charset=utf-8",
                                      headers={"X-Diff-Coarse": "true" if budget.coarse else "false"})
 

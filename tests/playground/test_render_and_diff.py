@@ -128,3 +128,33 @@ def test_the_render_preview_shows_the_messages_a_run_sends(auth_client, prompt):
     preview = _render(auth_client, version, variables).json()
     assert preview["messages"] == version_chat_body(version=version, variables=variables)["messages"]
     assert preview["messages"][0] == {"role": "system", "content": ""}
+
+
+@pytest.mark.django_db(transaction=True)  # the view runs on another thread than this async test
+async def test_should_stream_bodies_and_diffs_chunk_by_chunk_under_asgi(settings):
+    """Under ASGI a sync iterator is collected whole into a list first (Django warns so):
+    bodies and diffs are async iterators there."""
+    import warnings
+
+    from asgiref.sync import sync_to_async
+    from django.test import AsyncClient
+
+    from tests.factories import PromptFactory, UserFactory
+
+    settings.PROMPT_INLINE_MAX_BYTES = 64  # the body streams from the store
+    user = await sync_to_async(UserFactory)()
+    prompt = await sync_to_async(PromptFactory)(owner=user)
+    body = "".join(f"line {i}\n" for i in range(20000))
+    old = await sync_to_async(PromptVersionFactory)(prompt=prompt, body=body)
+    new = await sync_to_async(PromptVersionFactory)(prompt=prompt, parent=old, body=body + "one more\n")
+    client = AsyncClient()
+    await client.aforce_login(user)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*must consume synchronous iterators.*")
+        response = await client.get(f"/api/prompts/{prompt.pk}/versions/{old.pk}/body")
+        assert b"".join([chunk async for chunk in response]).decode() == body
+        diff = await client.get(f"/api/prompts/{prompt.pk}/diff?from={old.pk}&to={new.pk}")
+        assert "+one more\n" in b"".join([chunk async for chunk in diff]).decode()
+    from django.db import connections
+
+    await sync_to_async(connections.close_all)()  # the views' thread's connection, before teardown
