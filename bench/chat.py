@@ -313,6 +313,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=2, help="client processes")
     parser.add_argument("--open-load", type=float, default=0.5,
                         help="then an open-loop round at this share of chat's measured rate (0: none)")
+    parser.add_argument("--open-rate", default="",
+                        help="comma-separated offered msg/s for open-loop rounds (no closed loop then)")
     parser.add_argument("--open-seconds", type=float, default=8.0, help="length of the open-loop round")
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     parser.add_argument("--chat-only", action="store_true", help="no relay rounds (for profiling chat)")
@@ -342,6 +344,13 @@ def main() -> None:
     with running_server(cmd, env, port) as server:
         for n in sizes:
             ratios, chat_rates = [], []
+            if args.open_rate:
+                for offered in (float(r) for r in args.open_rate.split(",")):
+                    for mode in ("chat",) if args.chat_only else ("relay", "chat"):
+                        opened = ("open", offered / n, args.open_seconds)
+                        _row(n, f"{mode} open", run_mode(server.base, users, n, mode, opened, args.clients),
+                             f"offered {offered:.0f} msg/s (Poisson)")
+                continue
             for _ in range(args.rounds):
                 if not args.chat_only:
                     relay = run_mode(server.base, users, n, "relay", closed, args.clients)
