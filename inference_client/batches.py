@@ -40,6 +40,7 @@ from core.errors import ApiError
 from inference_client.completion import Completion
 from inference_client.models import Batch, BatchFile, BatchLine
 from inference_client.rendering import completion_body, error_status
+from inference_client.services import estimate_prompt_tokens
 from inference_client.validation import check_chat_request, check_text_request
 from inference_protocol.backend import Backend, get_backend
 from inference_protocol.catalog import UnknownModel, model_spec
@@ -65,8 +66,9 @@ def line_request_id(batch_id: str, custom_id: str) -> str:
 
 # -- files --------------------------------------------------------------------
 
-def _check_line(number: int, raw: bytes, seen: set[str], endpoints: set[str]) -> str | None:
-    """None if the line is good, else what is wrong with it."""
+def _check_line(number: int, raw: bytes, seen: set[str], endpoints: set[str],
+                tokens: list[int]) -> str | None:
+    """None if the line is good (its estimated tokens appended to ``tokens``), else what is wrong."""
     if len(raw) > settings.INFERENCE_MAX_BODY_BYTES:
         return f"the line is {len(raw)} bytes; at most {settings.INFERENCE_MAX_BODY_BYTES} are accepted"
     try:
@@ -100,6 +102,7 @@ def _check_line(number: int, raw: bytes, seen: set[str], endpoints: set[str]) ->
     try:
         request = ENDPOINTS[url][0](body)
         model_spec(request.model)
+        tokens.append(estimate_prompt_tokens(request.messages) + request.params.n * request.params.max_tokens)
     except ApiError as exc:
         return f"body: {exc.detail} (param {exc.field})" if exc.field else f"body: {exc.detail}"
     except UnknownModel as exc:
@@ -118,6 +121,7 @@ def file_create(*, user, upload, purpose: str) -> BatchFile:
                        "accepted.", code="file_too_large", field="file")
     seen: set[str] = set()
     endpoints: set[str] = set()
+    tokens: list[int] = []
     errors, count = [], 0
     for number, raw in enumerate(upload, start=1):  # Django's UploadedFile yields lines
         if not raw.strip():
@@ -126,7 +130,7 @@ def file_create(*, user, upload, purpose: str) -> BatchFile:
         if count > settings.BATCH_MAX_LINES:
             raise ApiError(f"The file has more than {settings.BATCH_MAX_LINES} lines.",
                            code="too_many_lines", field="file")
-        problem = _check_line(number, raw.rstrip(b"\r\n"), seen, endpoints)
+        problem = _check_line(number, raw.rstrip(b"\r\n"), seen, endpoints, tokens)
         if problem and len(errors) < MAX_REPORTED_ERRORS:
             errors.append({"line": number, "message": problem})
         elif problem:
@@ -148,7 +152,8 @@ def file_create(*, user, upload, purpose: str) -> BatchFile:
         upload.seek(0)
         store.put(key, upload.read())
     return BatchFile.objects.create(id=file_id, user=user, purpose=purpose, filename=upload.name[:255],
-                                    bytes=upload.size, lines=count, endpoint=endpoints.pop(), blob_key=key)
+                                    bytes=upload.size, lines=count, endpoint=endpoints.pop(),
+                                    tokens=sum(tokens), blob_key=key)
 
 
 def file_lines(batch_file: BatchFile):
@@ -203,11 +208,28 @@ def batch_create(*, user, api_key, input_file_id, endpoint, completion_window="2
             for k, v in metadata.items())):
         raise ApiError("'metadata' must be at most 16 string pairs.", code="invalid_value", field="metadata")
     with transaction.atomic():
+        _check_enqueued_tokens(user, api_key, f)
         batch = Batch.objects.create(id=_new_id("batch_"), user=user, api_key=api_key, input_file=f,
                                      endpoint=endpoint, total=f.lines, metadata=metadata,
                                      expires_at=timezone.now() + datetime.timedelta(hours=24))
         batch_dispatch(batch.pk)
     return batch
+
+
+def _check_enqueued_tokens(user, api_key, f: BatchFile) -> None:
+    """A batch is refused at create if the account's enqueued tokens (its
+    unfinished batches' inputs) would pass its tier's limit."""
+    tier = api_key.tier if api_key is not None else "free"
+    limit = settings.BATCH_ENQUEUED_TOKENS.get(tier, settings.BATCH_ENQUEUED_TOKENS["free"])
+    # Locks the account's active batches: two creates at once cannot both pass.
+    active = list(Batch.objects.select_for_update().filter(user=user, status__in=ACTIVE)
+                  .values_list("input_file__tokens", flat=True))
+    enqueued = sum(active)
+    if enqueued + f.tokens > limit:
+        raise ApiError(f"Enqueued token limit reached for the {tier} tier: this batch needs about "
+                       f"{f.tokens} tokens, {enqueued} are already enqueued, the limit is {limit}.",
+                       code="token_limit_exceeded", field="input_file_id",
+                       extra={"enqueued_tokens": enqueued, "limit": limit})
 
 
 def batch_body(b: Batch) -> dict:

@@ -204,6 +204,8 @@ class BatchFile(models.Model):
     lines = models.PositiveIntegerField(default=0)
     # The endpoint every line calls (inputs only; one per file).
     endpoint = models.CharField(max_length=40, blank=True, default="")
+    # Estimated tokens of all its lines (prompt + max_tokens): a batch's enqueued tokens.
+    tokens = models.PositiveBigIntegerField(default=0)
     blob_key = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
 

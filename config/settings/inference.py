@@ -46,3 +46,7 @@ BATCH_LEASE_S = env_float("BATCH_LEASE_S", 30.0)
 # "none": only `manage.py batch_worker` drives batches.
 BATCH_DISPATCH = env_str("BATCH_DISPATCH", "thread")
 BATCH_LINE_TIMEOUT_S = env_float("BATCH_LINE_TIMEOUT_S", 600.0)
+# The most tokens (prompt + max_tokens, estimated at upload) an account may have
+# enqueued in unfinished batches, by tier; checked when a batch is created.
+BATCH_ENQUEUED_TOKENS = {"free": env_int("BATCH_ENQUEUED_TOKENS_FREE", 2_000_000),
+                         "paid": env_int("BATCH_ENQUEUED_TOKENS_PAID", 100_000_000)}

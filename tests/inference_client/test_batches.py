@@ -144,3 +144,25 @@ def test_should_resume_a_batch_after_its_gateway_and_worker_are_killed_without_l
     assert sorted(c for c, _ in rows) == sorted(f"req-{i}" for i in range(12))  # each once
     for custom_id, body in rows:
         assert body["choices"][0]["message"]["content"] == f"item {custom_id[4:]}"[::-1]
+
+
+@pytest.mark.django_db
+def test_a_batch_over_the_accounts_enqueued_token_limit_is_refused_at_create(settings):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from core.errors import ApiError
+    from inference_client.batches import batch_create, file_create
+
+    settings.BATCH_DISPATCH = "none"
+    settings.INFERENCE_MODELS = {MODEL: {"engine": "fixed_cost"}}
+    key, _ = make_key("free")
+    data = _jsonl([_line(i, "x" * 40, max_tokens=100) for i in range(10)])
+    f = file_create(user=key.user, upload=SimpleUploadedFile("in.jsonl", data), purpose="batch")
+    assert f.tokens >= 10 * 100
+    settings.BATCH_ENQUEUED_TOKENS = {"free": int(f.tokens * 1.5), "paid": 10**9}
+    batch_create(user=key.user, api_key=key, input_file_id=f.id, endpoint="/v1/chat/completions")
+    with pytest.raises(ApiError) as e:  # the first one is still enqueued
+        batch_create(user=key.user, api_key=key, input_file_id=f.id, endpoint="/v1/chat/completions")
+    assert (e.value.status_code, e.value.get_codes()) == (400, "token_limit_exceeded")
+    Batch.objects.update(status=Batch.Status.COMPLETED)
+    batch_create(user=key.user, api_key=key, input_file_id=f.id, endpoint="/v1/chat/completions")
