@@ -95,7 +95,8 @@ def main() -> int:
         bound = args.lines / idle
     else:
         bound = DURATION + (args.lines - idle * DURATION) / LIMIT
-    print(f"the whole job: {max(batch_done):.1f} s (bound: {bound:.1f} s; {bound / max(batch_done):.0%} of it)")
+    took = max(batch_done)
+    print(f"the whole job: {took:.1f} s (bound: {bound:.1f} s; {bound / took:.0%} of it)")
     return 0
 
 
