@@ -35,6 +35,15 @@ class SendApi(APIView):
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
+class PeopleApi(APIView):
+    """`?q=`: people to start a chat with (selectors.people_find)."""
+
+    @extend_schema(responses={200: None})
+    def get(self, request):
+        found = selectors.people_find(user=request.user, query=request.query_params.get("q"))
+        return Response({"results": found})
+
+
 class ConversationListApi(APIView):
     @extend_schema(responses={200: None})
     def get(self, request):

@@ -143,5 +143,34 @@ def contact_ids(*, user_id: int) -> list[int]:
     return sorted(peers - hidden)
 
 
+PEOPLE_LIMIT = 20
+
+
+def people_find(*, user, query) -> list[dict]:
+    """People to start a chat with, by username: an exact match (anyone active), or a
+    prefix among people the user shares a team or a conversation with; never a list
+    of everyone. Blocks in either direction hide a user, so a user who blocked you
+    looks exactly like one who does not exist."""
+    from accounts.models import Membership
+
+    if not isinstance(query, str) or not query.strip():
+        raise ApiError("Give part of a username in `q`.", code="invalid_query", field="q")
+    query = query.strip()
+    limit = User._meta.get_field("username").max_length
+    if len(query) > limit:
+        raise ApiError(f"`q` is {len(query)} characters; a username has at most {limit}.",
+                       code="query_too_long", field="q")
+    teams = Membership.objects.filter(user=user).values("team_id")
+    known = set(Membership.objects.filter(team_id__in=teams).values_list("user_id", flat=True))
+    known |= {c.peer_id(user.pk) for c in Conversation.objects.filter(Q(user_low=user) | Q(user_high=user))}
+    hidden = set(Block.objects.filter(blocker=user).values_list("blocked_id", flat=True))
+    hidden |= set(Block.objects.filter(blocked=user).values_list("blocker_id", flat=True))
+    found = (User.objects.filter(is_active=True)
+             .filter(Q(username__iexact=query) | Q(pk__in=known - {user.pk}, username__istartswith=query))
+             .exclude(pk__in=hidden | {user.pk}).order_by("username")[:PEOPLE_LIMIT])
+    return [{"id": u.pk, "username": u.username, "exact": u.username.lower() == query.lower()}
+            for u in found]
+
+
 def blocked_ids(*, user) -> list[int]:
     return list(Block.objects.filter(blocker=user).values_list("blocked_id", flat=True))

@@ -6,6 +6,7 @@ from . import api
 
 api_urls = [
     path("messages", api.SendApi.as_view(), name="chat-send"),
+    path("people", api.PeopleApi.as_view(), name="chat-people"),
     path("conversations", api.ConversationListApi.as_view(), name="chat-conversations"),
     path("conversations/<int:conversation_id>/messages", api.HistoryApi.as_view(), name="chat-history"),
     path("conversations/<int:conversation_id>/read", api.ReadApi.as_view(), name="chat-read"),

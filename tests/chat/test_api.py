@@ -119,3 +119,28 @@ def test_should_render_the_chat_page_for_a_signed_in_user(users, client):
     client.force_login(users[0])
     page = client.get("/chat/")
     assert page.status_code == 200 and "js/chat.js" in page.text and 'data-user-id="' in page.text
+
+
+def test_should_find_people_by_exact_name_or_shared_team_and_hide_blocks_like_absence(users):
+    from accounts.models import Membership, Team
+
+    ann, ben = users
+    stranger, mate, blocker = (UserFactory(username=n) for n in ("bella", "bertha", "bernard"))
+    team = Team.objects.create(name="t", owner=ann)
+    Membership.objects.bulk_create([Membership(team=team, user=u) for u in (ann, mate, blocker)])
+    services.block_create(blocker=blocker, blocked_id=ann.pk)
+
+    def find(q):
+        response = _client(ann).get("/api/chat/people", {"q": q})
+        return response.status_code, response.json()
+
+    # A prefix finds only people ann shares a team or conversation with; never strangers.
+    assert find("be") == (200, {"results": [{"id": mate.pk, "username": "bertha", "exact": False}]})
+    assert find("BELLA") == (200, {"results": [{"id": stranger.pk, "username": "bella", "exact": True}]})
+    # Someone who blocked ann answers exactly as a name that does not exist.
+    assert find("bernard") == find("nobody-here") == (200, {"results": []})
+    services.message_send(sender=ann, recipient_id=ben.pk, client_msg_id="c", body="hi")
+    assert [r["username"] for r in find("b")[1]["results"]] == ["ben", "bertha"]
+    for q, code in (("", "invalid_query"), ("x" * 10_000, "query_too_long")):
+        status, body = find(q)
+        assert status == 400 and body["error"]["code"] == code and body["error"]["field"] == "q", body
