@@ -245,7 +245,8 @@ def batch_body(b: Batch) -> dict:
             "completed_at": ts(b.finished_at) if b.status == Batch.Status.COMPLETED else None,
             "failed_at": ts(b.finished_at) if b.status == Batch.Status.FAILED else None,
             "cancelled_at": ts(b.finished_at) if b.status == Batch.Status.CANCELLED else None,
-            "finalizing_at": None, "expired_at": None, "cancelling_at": None,
+            "finalizing_at": None, "cancelling_at": None,
+            "expired_at": ts(b.finished_at) if b.status == Batch.Status.EXPIRED else None,
             "request_counts": {"total": b.total, "completed": b.completed, "failed": b.failed},
             "metadata": b.metadata, "finished": done}
 
@@ -333,6 +334,9 @@ def batch_drive(batch_id, *, backend: Backend | None = None, owner: str | None =
     window: list[tuple[int, dict]] = []
     lines = enumerate(file_lines(batch.input_file), start=1)
     while not _cancelled(batch_id):
+        if timezone.now() >= batch.expires_at:  # completion_window passed: the rest is reported expired
+            _expire(batch, lines, done)
+            return _finish(batch, owner, expired=True)
         for number, raw in lines:
             line = json.loads(raw)
             if line["custom_id"] not in done:
@@ -410,7 +414,15 @@ def _line(batch, number, line, request_id, status, body) -> BatchLine:
                      status_code=status, body=body)
 
 
-def _finish(batch: Batch, owner: str) -> str:
+def _expire(batch: Batch, lines, done: set[str]) -> None:
+    body = {"error": {"code": "batch_expired",
+                      "message": "This line was not run before the batch's completion_window ended."}}
+    rows = [_line(batch, number, line, "", 408, body)
+            for number, line in ((n, json.loads(raw)) for n, raw in lines) if line["custom_id"] not in done]
+    BatchLine.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def _finish(batch: Batch, owner: str, *, expired: bool = False) -> str:
     _progress(batch.pk)
     cancelled = _cancelled(batch.pk)
     outputs, errors = [], []
@@ -427,7 +439,8 @@ def _finish(batch: Batch, owner: str) -> str:
                                      ).encode() + b"\n")
     output = _write_file(user=batch.user, name=f"{batch.pk}_output.jsonl", rows=outputs)
     error = _write_file(user=batch.user, name=f"{batch.pk}_error.jsonl", rows=errors)
-    status = Batch.Status.CANCELLED if cancelled else Batch.Status.COMPLETED
+    status = Batch.Status.CANCELLED if cancelled else Batch.Status.EXPIRED if expired else \
+        Batch.Status.COMPLETED
     Batch.objects.filter(pk=batch.pk, lease_owner=owner).update(
         status=status, output_file=output, error_file=error, finished_at=timezone.now(), lease_until=None)
     return status

@@ -166,3 +166,27 @@ def test_a_batch_over_the_accounts_enqueued_token_limit_is_refused_at_create(set
     assert (e.value.status_code, e.value.get_codes()) == (400, "token_limit_exceeded")
     Batch.objects.update(status=Batch.Status.COMPLETED)
     batch_create(user=key.user, api_key=key, input_file_id=f.id, endpoint="/v1/chat/completions")
+
+
+@pytest.mark.django_db
+def test_lines_not_run_within_the_completion_window_are_reported_expired(settings):
+    import datetime
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.utils import timezone
+
+    from inference_client.batches import batch_create, batch_drive, file_create, file_lines
+
+    settings.BATCH_DISPATCH = "none"
+    settings.INFERENCE_MODELS = {MODEL: {"engine": "fixed_cost"}}
+    key, _ = make_key("paid")
+    upload = SimpleUploadedFile("in.jsonl", _jsonl([_line(i, "a") for i in range(3)]))
+    f = file_create(user=key.user, upload=upload, purpose="batch")
+    batch = batch_create(user=key.user, api_key=key, input_file_id=f.id, endpoint="/v1/chat/completions")
+    Batch.objects.filter(pk=batch.pk).update(expires_at=timezone.now() - datetime.timedelta(seconds=1))
+    assert batch_drive(batch.pk) == "expired"
+    batch.refresh_from_db()
+    assert (batch.status, batch.completed, batch.failed, batch.output_file) == ("expired", 0, 3, None)
+    errors = [json.loads(x) for x in file_lines(batch.error_file)]
+    assert sorted(e["custom_id"] for e in errors) == ["req-0", "req-1", "req-2"]
+    assert {e["error"]["code"] for e in errors} == {"batch_expired"}
