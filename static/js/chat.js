@@ -260,19 +260,33 @@ $("chat-body").addEventListener("input", () => {
 $("chat-messages").addEventListener("scroll", () => { if ($("chat-messages").scrollTop < 40) loadOlder(); });
 $("chat-new").addEventListener("submit", async (e) => {
   e.preventDefault();
-  const to = Number($("chat-new-to").value);
-  if (to === me) { $("chat-error").textContent = "That is your own id: enter the other person's."; return; }
-  const found = [...state.convs.values()].find((c) => c.peer.id === to);
-  if (found) { openConversation(found.id); return; }
-  // No conversation yet: open an empty one; the first message creates it on the
-  // server (which says so if the user does not exist) instead of a stray greeting.
-  const id = `new:${to}`;
-  state.convs.set(id, { id, fresh: true, peer: { id: to, username: `User #${to}` }, last_seq: 0, unread: 0,
-                        peer_read_upto: 0 });
+  await startChatWith($("chat-new-to").value.trim());
+});
+
+// Start (or open) a conversation with a username: an exact match from the people
+// search (which never lists everyone, and hides blocks exactly like a missing name).
+async function startChatWith(name) {
+  $("chat-error").textContent = "";
+  if (!name) return;
+  if (name.toLowerCase() === $("chat").dataset.username.toLowerCase()) {
+    $("chat-error").textContent = "That is you: enter the other person's username."; return;
+  }
+  let person;
+  try {
+    person = (await api(`people?q=${encodeURIComponent(name)}`)).results.find((p) => p.exact);
+  } catch (err) { $("chat-error").textContent = err.message; return; }
+  if (!person) { $("chat-error").textContent = `No one you can message is called "${name}".`; return; }
+  const found = [...state.convs.values()].find((c) => c.peer.id === person.id);
   $("chat-new-to").value = "";
+  if (found) { await openConversation(found.id); $("chat-body").focus(); return; }
+  // No conversation yet: open an empty one; the first message creates it on the
+  // server instead of a stray greeting.
+  const id = `new:${person.id}`;
+  state.convs.set(id, { id, fresh: true, peer: { id: person.id, username: person.username }, last_seq: 0,
+                        unread: 0, peer_read_upto: 0 });
   await openConversation(id);
   $("chat-body").focus();
-});
+}
 
 // The first message of a fresh conversation came back with its real id: swap it in.
 async function adoptFresh(freshId, realId) {
@@ -287,4 +301,9 @@ async function adoptFresh(freshId, realId) {
 }
 document.addEventListener("visibilitychange", () => { const c = state.convs.get(state.current); if (c) markRead(c); });
 
-loadConversations().then(connect);
+loadConversations().then(() => {
+  connect();
+  // /chat/?with=<username>: a link that starts a chat from a name.
+  const withName = new URLSearchParams(location.search).get("with");
+  if (withName) startChatWith(withName);
+});

@@ -148,24 +148,23 @@ def test_should_create_a_key_show_it_once_and_revoke_it(live_url, new_page, cons
     assert console_errors == []
 
 
-def user_id(page) -> int:
-    return page.evaluate("async () => (await (await fetch('/api/accounts/me')).json()).id")
-
-
 def test_should_chat_both_ways_with_typing_and_read_receipts(live_url, new_page, console_errors):
     alice, bob = new_page(), new_page(width=390, height=844)
-    sign_up(alice, live_url)
+    alice_name = sign_up(alice, live_url)
     bob_name = sign_up(bob, live_url)
     for page in (alice, bob):
         page.click("nav >> text=Chat")
         expect(page.locator("#chat-status")).to_have_text("Connected")
 
-    # Alice starts a conversation with Bob by his user id (shown on his chat page).
-    bob_id = user_id(bob)
-    expect(bob.locator("#chat-me")).to_contain_text(str(bob_id))
-    alice.fill("#chat-new-to", str(bob_id))
+    # A name nobody has: a clear message, nothing opened.
+    alice.fill("#chat-new-to", "nobody-by-this-name")
     alice.click("#chat-new button")
-    expect(alice.locator("#chat-peer")).to_have_text(f"User #{bob_id}")
+    expect(alice.locator("#chat-error")).to_contain_text("No one you can message")
+    # Alice starts a conversation with Bob by his username (shown on his chat page).
+    expect(bob.locator("#chat-me")).to_contain_text(bob_name)
+    alice.fill("#chat-new-to", bob_name)
+    alice.click("#chat-new button")
+    expect(alice.locator("#chat-peer")).to_have_text(bob_name)
     expect(alice.locator("#chat-body")).to_be_focused()
     alice.fill("#chat-body", "Hello Bob")
     alice.click("#chat-form button[type=submit]")
@@ -191,4 +190,8 @@ def test_should_chat_both_ways_with_typing_and_read_receipts(live_url, new_page,
     expect(alice.locator("#chat-conversations .chat-dot.online")).to_have_count(1)  # Bob is online
     screenshot(alice, "chat")
     screenshot(bob, "chat-phone")
+    # A link with a name opens that chat (here the existing conversation).
+    bob.goto(f"{live_url}/chat/?with={alice_name}")
+    expect(bob.locator("#chat-peer")).to_have_text(alice_name)
+    expect(bob.locator("#chat-messages li", has_text="Hello Bob")).to_be_visible()
     assert console_errors == []
