@@ -6,6 +6,8 @@ few queries per call)."""
 from __future__ import annotations
 
 from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -37,9 +39,11 @@ def _batch(request, batch_id: str) -> Batch:
                        field="batch_id") from None
 
 
+@extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
 class FileListApi(APIView):
     parser_classes = [MultiPartParser]
 
+    @extend_schema(operation_id="v1_files_list", responses=OpenApiTypes.OBJECT)
     def get(self, request):
         files = BatchFile.objects.filter(user=request.user).order_by("-created_at")[:1000]
         return Response({"object": "list", "data": [batches.file_body(f) for f in files]})
@@ -53,6 +57,7 @@ class FileListApi(APIView):
         return Response(batches.file_body(f))
 
 
+@extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
 class FileDetailApi(APIView):
     def get(self, request, file_id):
         return Response(batches.file_body(_file(request, file_id)))
@@ -65,6 +70,7 @@ class FileDetailApi(APIView):
         return Response({"id": file_id, "object": "file", "deleted": True})
 
 
+@extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
 class FileContentApi(APIView):
     def perform_content_negotiation(self, request, force=False):
         # The SDK asks for application/binary; the bytes go out as they are stored.
@@ -76,9 +82,11 @@ class FileContentApi(APIView):
         return StreamingHttpResponse(lines, content_type="application/jsonl")
 
 
+@extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
 class BatchListApi(APIView):
     parser_classes = [JSONParser]
 
+    @extend_schema(operation_id="v1_batches_list", responses=OpenApiTypes.OBJECT)
     def get(self, request):
         rows = Batch.objects.filter(user=request.user).order_by("-created_at")[:100]
         return Response({"object": "list", "data": [batches.batch_body(b) for b in rows],
@@ -97,11 +105,13 @@ class BatchListApi(APIView):
         return Response(batches.batch_body(batch))
 
 
+@extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
 class BatchDetailApi(APIView):
     def get(self, request, batch_id):
         return Response(batches.batch_body(_batch(request, batch_id)))
 
 
+@extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
 class BatchCancelApi(APIView):
     def post(self, request, batch_id):
         return Response(batches.batch_body(batches.batch_cancel(batch=_batch(request, batch_id))))
