@@ -158,7 +158,7 @@ class Stack:
 
     def __enter__(self) -> Stack:
         self.workers = [self._spawn(f"worker{i}", [
-            "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{MODEL}", "-P", "threads", "-c", "256",
+            "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{MODEL}", "-P", "threads", "-c", "1024",
             "--prefetch-multiplier", "1", "-l", "warning", "-n", f"bench-e2e-{i}-{uuid.uuid4().hex[:6]}@%h",
             "--without-mingle", "--without-gossip"]) for i in range(self.devices)]
         self.server = self._spawn("serve", ["manage.py", "serve", "--no-demo", "--port", str(self.port),
