@@ -233,6 +233,20 @@ def wrk(base: str, keys: list[str], connections: int, duration: float, *, delay_
     return result
 
 
+def settle(timeout_s: float = 15.0) -> None:
+    """Wait until every device is idle: when wrk stops, its open requests are
+    cancelled, but a call already on the device runs to its end, and the next
+    level's first requests must not wait behind it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        beats = live_workers(MODEL)
+        if beats and all(b["running"] == 0 and b["queue_length"] == 0 for b in beats):
+            time.sleep(0.6)  # one heartbeat interval more: the last beat may predate a call
+            if all(b["running"] == 0 for b in live_workers(MODEL)):
+                return
+        time.sleep(0.1)
+
+
 def make_keys(tier: str, count: int) -> list[str]:
     run = uuid.uuid4().hex[:8]
     return [ApiKeyFactory.create_with_raw(user=UserFactory(username=f"bench-{tier}-{run}-{i}"),
@@ -264,6 +278,7 @@ def throughput(serve: int, devices: int, levels: list[int], duration: float, rou
         print(f"{'conns':>6} {'req/s':>8} {'share':>6} {'p50/call':>9} {'p99/call':>9} {'non-200':>8}"
               "   CPU ms per request by process")
         for conns in levels:
+            settle()
             r = wrk(stack.base, key, conns, duration, stack=stack)
             print(f"{conns:>6} {r['rps']:>8.1f} {r['rps'] / limit:>6.2f} "
                   f"{r['p50_us'] / 1e6 / CALL_S:>9.2f} {r['p99_us'] / 1e6 / CALL_S:>9.2f} "
