@@ -41,7 +41,7 @@ class Page(CursorPagination):
     max_page_size = 200
     page_size_query_param = "page_size"
 
-    def __init__(self, ordering):
+    def __init__(self, ordering=None):  # None: drf-spectacular's instance, for the schema only
         self.ordering = ordering
 
 
@@ -59,6 +59,7 @@ def paginated(request, view, queryset, ordering, serialize):
 
 
 class PromptListApi(APIView):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(parameters=[OpenApiParameter("q", str, description="Search in title and description")],
                    responses=PromptSerializer(many=True))
     def get(self, request):
@@ -82,6 +83,7 @@ class PromptDetailApi(PromptScopedApi):
 
 
 class VersionListApi(PromptScopedApi):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=VersionSerializer(many=True))
     def get(self, request, prompt_id):
         prompt = request_access(request, prompt_id=prompt_id, need="view")
@@ -142,7 +144,10 @@ class VersionBodyApi(PromptScopedApi):
     @extend_schema(
         parameters=[OpenApiParameter("presign", bool, description="Return a short-lived GET URL instead"),
                     OpenApiParameter("Range", str, OpenApiParameter.HEADER, description="bytes=START-END")],
-        responses={(200, "text/plain"): OpenApiTypes.STR, (206, "text/plain"): OpenApiTypes.STR},
+        responses={(200, "text/plain"): OpenApiTypes.STR, (206, "text/plain"): OpenApiTypes.STR,
+                   (200, "application/json"): inline_serializer("PresignedBody", {
+                       "url": serializers.URLField(), "expires_in": serializers.IntegerField(),
+                       "size": serializers.IntegerField(), "sha256": serializers.CharField()})},
         description="The body: whole, by byte range, or (presign=1) as a presigned URL valid "
                     "PRESIGN_GET_EXPIRES seconds.",
     )
@@ -190,6 +195,7 @@ class VersionRenderApi(PromptScopedApi):
 
 
 class TreeApi(PromptScopedApi):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=TreeNodeSerializer(many=True),
                    description="Every version with its parent, children, depth and labels (paginated).")
     def get(self, request, prompt_id):
@@ -204,6 +210,7 @@ class TreeApi(PromptScopedApi):
 
 
 class HeadsApi(PromptScopedApi):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=VersionSerializer(many=True), description="The tip of every branch.")
     def get(self, request, prompt_id):
         prompt = request_access(request, prompt_id=prompt_id, need="view")

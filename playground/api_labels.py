@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from core.errors import ApiError
 
 from . import protection, selectors, services
-from .api import PromptScopedApi, paginated
+from .api import Page, PromptScopedApi, paginated
 from .evals.gate import gate_check
 from .permissions import request_access
 from .serializers import (
@@ -38,6 +38,7 @@ def _is_uuid(value: str) -> bool:
 
 
 class LabelListApi(PromptScopedApi):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=LabelSerializer(many=True))
     def get(self, request, prompt_id):
         prompt = request_access(request, prompt_id=prompt_id, need="view")
@@ -144,6 +145,7 @@ class LabelProtectApi(PromptScopedApi):
 
 
 class PendingListApi(PromptScopedApi):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=PendingMoveSerializer(many=True), description="Requested moves, newest first.")
     def get(self, request, prompt_id, name):
         prompt = request_access(request, prompt_id=prompt_id, need="view")
@@ -209,6 +211,7 @@ class LabelRedoApi(_LabelStepApi):
 
 
 class LabelHistoryApi(PromptScopedApi):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=LabelMoveSerializer(many=True), description="Every move, newest first.")
     def get(self, request, prompt_id, name):
         prompt = request_access(request, prompt_id=prompt_id, need="view")

@@ -208,6 +208,9 @@ SPECTACULAR_SETTINGS = {
     # Two choice fields named "mode" (share links, dataset imports): name each set.
     "ENUM_NAME_OVERRIDES": {"ImportModeEnum": ["append", "replace"],
                             "LinkModeEnum": "playground.sharing.models.LinkMode"},
+    # Every operation's refusals, in the one error shape (core/openapi.py).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "core.openapi.add_error_responses"],
 }
 
 # Deepest nesting of a JSON request body (/v1 and the REST API); deeper is a 400

@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from core.errors import ApiError
 
-from ..api import paginated
+from ..api import Page, paginated
 from . import datasets as services
 from .evaluators import evaluator_list
 from .models import DatasetGrant, DatasetImport, DatasetVersion, EvalResult
@@ -73,6 +73,7 @@ def _refuse_unknown_params(request, allowed: set[str]) -> None:
 
 
 class DatasetListApi(APIView):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=DatasetSerializer(many=True))
     def get(self, request):
         visible = datasets_visible_to(user=request.user)
@@ -103,6 +104,7 @@ class DatasetDetailApi(APIView):
 
 
 class DatasetVersionListApi(APIView):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=DatasetVersionSerializer(many=True))
     def get(self, request, dataset_id):
         dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
@@ -293,6 +295,7 @@ def _run_queryset():
 
 
 class EvalRunListApi(APIView):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(parameters=[OpenApiParameter("dataset", str, description="Only runs over this dataset")],
                    responses=EvalRunSerializer(many=True))
     def get(self, request):

@@ -6,7 +6,7 @@ from rest_framework.response import Response
 
 from core.errors import ApiError
 
-from ..api import PromptScopedApi, paginated
+from ..api import Page, PromptScopedApi, paginated
 from ..permissions import request_access
 from .gate import gate_get, gate_set
 from .models import GateDecision, LabelGate
@@ -55,6 +55,7 @@ class PromptGateListApi(PromptScopedApi):
 
 
 class LabelGateDecisionsApi(PromptScopedApi):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=GateDecisionSerializer(many=True),
                    description="Every gated move attempt, newest first: passed or refused, why, the run.")
     def get(self, request, prompt_id, name):

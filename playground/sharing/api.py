@@ -7,7 +7,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from playground.api import PromptScopedApi, paginated
+from playground.api import Page, PromptScopedApi, paginated
 from playground.permissions import prompts_shared_with, request_access
 
 from . import selectors, services
@@ -29,6 +29,7 @@ from .serializers import (
 
 
 class LinkListApi(PromptScopedApi):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=LinkSerializer(many=True), description="Owner only.")
     def get(self, request, prompt_id):
         prompt = request_access(request, prompt_id=prompt_id, need="own")
@@ -58,6 +59,7 @@ class LinkDetailApi(PromptScopedApi):
 
 
 class GrantListApi(PromptScopedApi):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=GrantSerializer(many=True), description="Owner only.")
     def get(self, request, prompt_id):
         prompt = request_access(request, prompt_id=prompt_id, need="own")
@@ -136,6 +138,7 @@ class ForkApi(PromptScopedApi):
 
 
 class AuditListApi(PromptScopedApi):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=AuditEventSerializer(many=True),
                    description="Shares, grants, revocations, expiries, transfers and label moves, newest "
                                "first (owner and editors).")
@@ -146,6 +149,7 @@ class AuditListApi(PromptScopedApi):
 
 
 class SharedWithMeApi(APIView):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=SharedPromptSerializer(many=True),
                    description="Prompts others granted to you or to a team you are in.")
     def get(self, request):

@@ -12,7 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from playground.api import paginated
+from playground.api import Page, paginated
 from playground.permissions import request_access
 
 from . import selectors, services
@@ -50,6 +50,7 @@ class DeliverySerializer(serializers.ModelSerializer):
 
 
 class EndpointListApi(APIView):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=EndpointSerializer(many=True))
     def get(self, request):
         return paginated(request, self, selectors.endpoint_list(owner=request.user), ("-created_at",),
@@ -90,6 +91,7 @@ class EndpointRotateApi(APIView):
 
 
 class DeliveryListApi(APIView):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=DeliverySerializer(many=True), description="The delivery log, newest first.")
     def get(self, request, endpoint_id):
         endpoint = selectors.endpoint_get(owner=request.user, endpoint_id=endpoint_id)
