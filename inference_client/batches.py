@@ -183,6 +183,18 @@ def _write_file(*, user, name: str, rows: list[bytes]) -> BatchFile | None:
                                     filename=name, bytes=len(data), lines=len(rows), blob_key=key)
 
 
+def file_delete(f: BatchFile) -> None:
+    """Refused while a batch reads the file; a batch that has ended keeps the file's
+    id (input_file_id) after it is gone, as OpenAI's do. The file's row is locked,
+    so no batch starts on it in between (batch_create locks it too)."""
+    with transaction.atomic():
+        if not BatchFile.objects.select_for_update().filter(pk=f.pk).exists():
+            return
+        if f.batches.filter(status__in=ACTIVE).exists():
+            raise ApiError("A running batch reads this file.", code="file_in_use", status_code=409)
+        f.delete()
+
+
 # -- batches ------------------------------------------------------------------
 
 def batch_create(*, user, api_key, input_file_id, endpoint, completion_window="24h",
@@ -208,6 +220,9 @@ def batch_create(*, user, api_key, input_file_id, endpoint, completion_window="2
             for k, v in metadata.items())):
         raise ApiError("'metadata' must be at most 16 string pairs.", code="invalid_value", field="metadata")
     with transaction.atomic():
+        if not BatchFile.objects.select_for_update().filter(pk=f.pk).exists():  # deleted meanwhile
+            raise ApiError(f"No file with id {input_file_id!r}.", code="file_not_found", status_code=404,
+                           field="input_file_id")
         _check_enqueued_tokens(user, api_key, f)
         batch = Batch.objects.create(id=_new_id("batch_"), user=user, api_key=api_key, input_file=f,
                                      endpoint=endpoint, total=f.lines, metadata=metadata,

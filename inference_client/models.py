@@ -226,7 +226,10 @@ class Batch(models.Model):
     id = models.CharField(primary_key=True, max_length=40)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="batches")
     api_key = models.ForeignKey("accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL)
-    input_file = models.ForeignKey(BatchFile, on_delete=models.PROTECT, related_name="batches")
+    # An ended batch keeps its input's id after the file is deleted (OpenAI's do), so
+    # no database constraint; batches.file_delete refuses while the batch runs.
+    input_file = models.ForeignKey(BatchFile, on_delete=models.DO_NOTHING, db_constraint=False,
+                                   related_name="batches")
     output_file = models.ForeignKey(BatchFile, null=True, blank=True, on_delete=models.SET_NULL,
                                     related_name="+")
     error_file = models.ForeignKey(BatchFile, null=True, blank=True, on_delete=models.SET_NULL,
