@@ -62,11 +62,9 @@ class FileDetailApi(APIView):
     def get(self, request, file_id):
         return Response(batches.file_body(_file(request, file_id)))
 
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})  # OpenAI's: 200 with {"deleted": true}
     def delete(self, request, file_id):
-        f = _file(request, file_id)
-        if f.batches.filter(status__in=batches.ACTIVE).exists():
-            raise ApiError("A running batch reads this file.", code="file_in_use", status_code=409)
-        f.delete()
+        batches.file_delete(_file(request, file_id))
         return Response({"id": file_id, "object": "file", "deleted": True})
 
 
@@ -76,6 +74,7 @@ class FileContentApi(APIView):
         # The SDK asks for application/binary; the bytes go out as they are stored.
         return JSONRenderer(), "application/json"
 
+    @extend_schema(responses={(200, "application/jsonl"): OpenApiTypes.STR})  # the lines as stored
     def get(self, request, file_id):
         f = _file(request, file_id)
         lines = (line + b"\n" for line in batches.file_lines(f))

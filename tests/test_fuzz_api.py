@@ -13,14 +13,18 @@ own id): it would turn every later call into a 401.
 The bar: no 5xx, ever; and each answer is one the schema documents.
 """
 
+import contextlib
 import itertools
+import json
 
 import pytest
 import schemathesis
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
+from django.db import close_old_connections, transaction
 from hypothesis import HealthCheck, Phase, settings
+from rest_framework.test import APIClient
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -37,40 +41,96 @@ SCHEMA_PATH = "/api/schema/"
 
 @pytest.fixture(scope="module")
 def wsgi_app():
-    # As Django's test client does: a request must not close the test's connection
-    # (it holds the test's transaction).
+    return WSGIHandler()
+
+
+@contextlib.contextmanager
+def _keeping_the_connection():
+    """As Django's test client does: a request must not close the test's database
+    connection (it holds the test's transaction)."""
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
-    yield WSGIHandler()
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
+    try:
+        yield
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
 
 
 @pytest.fixture(scope="module")
 def api_schema(wsgi_app, django_db_blocker):
-    with django_db_blocker.unblock():
+    with django_db_blocker.unblock(), _keeping_the_connection():
         return schemathesis.openapi.from_wsgi(SCHEMA_PATH, wsgi_app)
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
+def _created(response, status=201):
+    assert response.status_code == status, response.content[:500]
+    return response.json()
+
+
 @pytest.fixture
-def fuzz_data(db):
-    """What the path parameters resolve to: objects of the authenticated user."""
+def fuzz_data(db, settings):
+    """What the path parameters resolve to: objects of the authenticated user (made
+    through the API where it can), and a second user to share with and write to."""
+    settings.BATCH_DISPATCH = "none"  # a batch the fuzzer creates is only stored
     user = UserFactory()
+    friend = UserFactory()
     key, raw = ApiKeyFactory.create_with_raw(user=user, name="fuzzer")
     other_key, _ = ApiKeyFactory.create_with_raw(user=user, name="revocable")
     version = PromptVersionFactory(prompt__owner=user)
     LabelFactory(version=version, name="production")
+    prompt_id = str(version.prompt_id)
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    team = _created(client.post("/api/accounts/teams", {"name": "fuzzers"}, format="json"))
+    grant = _created(client.post(f"/api/prompts/{prompt_id}/grants",
+                                 {"username": friend.username, "role": "viewer"}, format="json"))
+    link = _created(client.post(f"/api/prompts/{prompt_id}/links", {"mode": "public"}, format="json"))
+    message = _created(client.post("/api/chat/messages", {"to": friend.pk, "client_msg_id": "k1",
+                                                          "body": "hi"}, format="json"))
+    dataset = _created(client.post("/api/datasets/", {"name": "cases"}, format="json"))
+    imported = _created(client.post(f"/api/datasets/{dataset['id']}/import", {
+        "file": SimpleUploadedFile("cases.csv", b"q,expected\nabc,cba\n", content_type="text/csv")}))
+    run = _created(client.post("/api/evals/runs", {
+        "dataset": dataset["id"], "evaluators": ["exact"],
+        "columns": [{"prompt": prompt_id, "version": str(version.pk)}]}, format="json"))
+    endpoint = _created(client.post("/api/webhooks", {"url": "http://93.184.216.34/hook",
+                                                      "events": ["label.moved"]}, format="json"))
+    model = client.get("/v1/models").json()["data"][0]["id"]
+    line = {"custom_id": "r1", "method": "POST", "url": "/v1/chat/completions",
+            "body": {"model": model, "messages": [{"role": "user", "content": "hi"}]}}
+    upload = _created(client.post("/v1/files", {"purpose": "batch", "file": SimpleUploadedFile(
+        "in.jsonl", json.dumps(line).encode() + b"\n")}), status=200)
+    batch = _created(client.post("/v1/batches", {
+        "input_file_id": upload["id"], "completion_window": "24h", "endpoint": "/v1/chat/completions"},
+        format="json"), status=200)
     return {
+        # Every operation starts from this state (the test rolls back to it).
+        "savepoint": transaction.savepoint(),
+        "operation": None,
         "raw_key": raw,
         "own_key_id": key.pk,
         "path": {
             "key_id": other_key.pk,
-            "prompt_id": str(version.prompt_id),
+            "prompt_id": prompt_id,
             "version_id": str(version.pk),
             "name": "production",
+            "team_id": team["id"],
+            "grant_id": grant["id"],
+            "link_id": link["id"],
+            "user_id": friend.pk,
+            "conversation_id": message.get("conversation_id") or message.get("conversation"),
+            "dataset_id": dataset["id"],
+            "import_id": imported.get("id"),
+            "run_id": run["id"],
+            "endpoint_id": endpoint["id"],
+            "file_id": upload["id"],
+            "batch_id": batch["id"],
+            "model": model,
         },
     }
 
@@ -100,6 +160,12 @@ def _resolve_path_parameters(case, data):
           phases=[Phase.explicit, Phase.generate],
           suppress_health_check=list(HealthCheck))
 def test_api_never_answers_with_a_server_error(case, fuzz_data, wsgi_app):
+    # All operations run in this one test, in schema order: each starts from the
+    # fixture's objects, not from what the operations before it deleted or cancelled.
+    if fuzz_data["operation"] != case.operation.label:
+        transaction.savepoint_rollback(fuzz_data["savepoint"])
+        fuzz_data["operation"] = case.operation.label
     _resolve_path_parameters(case, fuzz_data)
-    response = case.call(app=wsgi_app, headers={"Authorization": f"Bearer {fuzz_data['raw_key']}"})
+    with _keeping_the_connection():
+        response = case.call(app=wsgi_app, headers={"Authorization": f"Bearer {fuzz_data['raw_key']}"})
     case.validate_response(response, checks=CHECKS)
