@@ -208,6 +208,9 @@ SPECTACULAR_SETTINGS = {
     # Two choice fields named "mode" (share links, dataset imports): name each set.
     "ENUM_NAME_OVERRIDES": {"ImportModeEnum": ["append", "replace"],
                             "LinkModeEnum": "playground.sharing.models.LinkMode"},
+    # Request bodies documented apart from responses: "not blank" (minLength 1) and
+    # write-only fields show where they apply.
+    "COMPONENT_SPLIT_REQUEST": True,
     # Every operation's refusals, in the one error shape (core/openapi.py).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "core.openapi.add_error_responses"],
