@@ -302,9 +302,11 @@ def fairness(duration: float, free_keys: int) -> None:
         alone = wrk(stack.base, paid, paid_conns, duration, stack=stack)
         flood_proc = subprocess.Popen(
             [sys.executable, __file__, "--flood", stack.base, ",".join(free), str(pause_ms),
-             str(duration + 4)],
+             str(duration + FLOOD_LEAD_S + 2)],
             stdout=subprocess.PIPE, text=True)
-        time.sleep(2)  # let the flood reach its rate before the paid run starts (a bench, not a test)
+        # A free key's bucket holds a minute's burst: the flood must drain it before the
+        # paid run starts, or every flood request is a 200 (a bench, not a test).
+        time.sleep(FLOOD_LEAD_S)
         beside = wrk(stack.base, paid, paid_conns, duration, stack=stack)
         flood = json.loads(flood_proc.communicate()[0].splitlines()[-1])
         retry_ok = honour_retry_after(stack.base, free[0])
@@ -317,9 +319,16 @@ def fairness(duration: float, free_keys: int) -> None:
           f"honouring Retry-After got a 200: {retry_ok}")
 
 
+FLOOD_CONNS_PER_KEY = 4
+FLOOD_LEAD_S = 10  # a minute's burst (60 requests) drained at 10x the rate, with margin
+
+
 def flood(base: str, keys: str, pause_ms: str, duration: str) -> None:
     """The free flood, as its own wrk process, reporting statuses and Retry-After presence."""
-    result = wrk(base, keys.split(","), len(keys.split(",")), float(duration), delay_ms=int(pause_ms))
+    # Several connections per key: at 10x its rate a key sends every 100 ms, longer than
+    # an answered request takes on one connection.
+    result = wrk(base, keys.split(","), FLOOD_CONNS_PER_KEY * len(keys.split(",")), float(duration),
+                 delay_ms=int(pause_ms) * FLOOD_CONNS_PER_KEY)
     refused = result["statuses"].get("429", 0)
     # wrk sees statuses, not headers: sample refusals directly for Retry-After.
     with httpx.Client(base_url=base, timeout=10) as client:
@@ -356,7 +365,7 @@ def main() -> None:
     parser.add_argument("--free-keys", type=int, default=20)
     args = parser.parse_args()
     duration = 3.0 if args.quick else args.duration
-    configs = ["1x1"] if args.quick else args.configs.split(",")
+    configs = ["1x1"] if args.quick else [c for c in args.configs.split(",") if c]  # "": fairness only
     levels = [int(x) for x in args.levels.split(",")]
     print(f"wrk on this machine ({os.cpu_count()} cores, shared by wrk and the whole stack), "
           f"{duration:.0f} s per level")
