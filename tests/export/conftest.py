@@ -12,8 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.inference_client.conftest import stack_env, uvicorn_server, wait_for_worker
-from tests.livesubprocess import ROOT
+from tests.inference_client.conftest import gateway_worker, stack_env, uvicorn_server, wait_for_worker
 
 MODEL = "export-fixed-cost"
 MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.02}}
@@ -125,19 +124,8 @@ def run_node(jobs: list[tuple[str, dict]], tmp_path, env: dict) -> list:
 
 @pytest.fixture(scope="session")
 def export_worker():
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{MODEL}", "-P", "threads",
-         "-c", "16", "--prefetch-multiplier", "1", "-l", "warning", "-n", f"export-test-{os.getpid()}@%h"],
-        cwd=ROOT, env=stack_env(**STACK), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_worker(MODEL, timeout=40)
+    with gateway_worker(MODEL, concurrency=16, name="export-test", env=stack_env(**STACK)) as proc:
         yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="session")

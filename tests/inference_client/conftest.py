@@ -49,14 +49,17 @@ def wait_for_worker(model: str = MODEL, timeout: float = 20) -> None:
         time.sleep(0.05)
 
 
-@pytest.fixture(scope="session")
-def celery_worker_proc():
+@contextlib.contextmanager
+def gateway_worker(model: str, *, concurrency: int, name: str, env: dict | None = None,
+                   timeout: float = 40):
+    """A real Celery worker on gpu.<model>, live (heartbeating) before it is yielded."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{MODEL}", "-P", "threads",
-         "-c", "64", "--prefetch-multiplier", "1", "-l", "warning", "-n", f"gw-test-{os.getpid()}@%h"],
-        cwd=ROOT, env=stack_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{model}", "-P", "threads",
+         "-c", str(concurrency), "--prefetch-multiplier", "1", "-l", "warning",
+         "-n", f"{name}-{os.getpid()}@%h"],
+        cwd=ROOT, env=env or stack_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_worker(timeout=40)
+        wait_for_worker(model, timeout=timeout)
         yield proc
     finally:
         proc.terminate()
@@ -64,40 +67,24 @@ def celery_worker_proc():
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def celery_worker_proc():
+    with gateway_worker(MODEL, concurrency=64, name="gw-test") as proc:
+        yield proc
 
 
 @pytest.fixture(scope="session")
 def smol_worker_proc(celery_worker_proc):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{SMOL}", "-P", "threads",
-         "-c", "16", "--prefetch-multiplier", "1", "-l", "warning", "-n", f"gw-smol-{os.getpid()}@%h"],
-        cwd=ROOT, env=stack_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_worker(SMOL, timeout=60)
+    with gateway_worker(SMOL, concurrency=16, name="gw-smol", timeout=60) as proc:
         yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="session")
 def embed_worker_proc(celery_worker_proc):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{EMBED}", "-P", "threads",
-         "-c", "16", "--prefetch-multiplier", "1", "-l", "warning", "-n", f"gw-embed-{os.getpid()}@%h"],
-        cwd=ROOT, env=stack_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_worker(EMBED, timeout=90)
+    with gateway_worker(EMBED, concurrency=16, name="gw-embed", timeout=90) as proc:
         yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture
