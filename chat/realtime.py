@@ -62,19 +62,21 @@ class RedisState:
     def _aio(self):
         return get_aredis()
 
+    def _bucket_args(self, user_id: int, cost: int) -> dict:
+        return {"keys": [_bucket_key(user_id), _presence_key(user_id)],
+                "args": [settings.CHAT_SEND_RATE, settings.CHAT_SEND_BURST, cost, time.time()]}
+
     async def take_send_token_async(self, user_id: int, *, cost: int = 1) -> tuple[bool, float, int]:
-        """As take_send_token (a negative cost refunds), plus how many live
-        connections the user has, in the same round trip."""
+        """As take_send_token, on the caller's loop."""
         script = self._aio().register_script(TOKEN_BUCKET_LUA)  # NOSCRIPT-safe; sha computed locally
-        allowed, retry, conns = await script(
-            keys=[_bucket_key(user_id), _presence_key(user_id)],
-            args=[settings.CHAT_SEND_RATE, settings.CHAT_SEND_BURST, cost, time.time()])
+        allowed, retry, conns = await script(**self._bucket_args(user_id, cost))
         return bool(allowed), float(retry), int(conns)
 
-    def take_send_token(self, user_id: int) -> tuple[bool, float]:
-        allowed, retry, _ = self._bucket(keys=[_bucket_key(user_id)],
-                                         args=[settings.CHAT_SEND_RATE, settings.CHAT_SEND_BURST, 1])
-        return bool(allowed), float(retry)
+    def take_send_token(self, user_id: int, *, cost: int = 1) -> tuple[bool, float, int]:
+        """(allowed, seconds until a token, the user's live connections); a negative
+        cost refunds."""
+        allowed, retry, conns = self._bucket(**self._bucket_args(user_id, cost))
+        return bool(allowed), float(retry), int(conns)
 
     async def heartbeat(self, user_id: int, conn: str) -> bool:
         """Marks the connection alive; returns True if the user was offline before."""
@@ -121,25 +123,18 @@ class MemoryState:
         self._presence: dict[int, dict[str, float]] = {}
         self._claims: dict[str, float] = {}
 
-    def take_send_token(self, user_id: int) -> tuple[bool, float]:
+    def take_send_token(self, user_id: int, *, cost: int = 1) -> tuple[bool, float, int]:
         rate, burst = settings.CHAT_SEND_RATE, settings.CHAT_SEND_BURST
         with self._lock:
             now = time.monotonic()
             tokens, ts = self._buckets.get(user_id, (burst, now))
             tokens = min(burst, tokens + (now - ts) * rate)
-            allowed = tokens >= 1
-            self._buckets[user_id] = (tokens - 1 if allowed else tokens, now)
-            return allowed, 0.0 if allowed else (1 - tokens) / rate
+            allowed = tokens >= cost
+            self._buckets[user_id] = (min(burst, tokens - cost) if allowed else tokens, now)
+            return allowed, 0.0 if allowed else (cost - tokens) / rate, len(self._live(user_id, time.time()))
 
     async def take_send_token_async(self, user_id: int, *, cost: int = 1) -> tuple[bool, float, int]:
-        if cost < 0:
-            with self._lock:
-                tokens, ts = self._buckets.get(user_id, (settings.CHAT_SEND_BURST, time.monotonic()))
-                self._buckets[user_id] = (min(settings.CHAT_SEND_BURST, tokens - cost), ts)
-            return True, 0.0, 0
-        allowed, retry = self.take_send_token(user_id)
-        with self._lock:
-            return allowed, retry, len(self._live(user_id, time.time()))
+        return self.take_send_token(user_id, cost=cost)
 
     def _live(self, user_id: int, now: float) -> dict[str, float]:
         conns = {c: exp for c, exp in self._presence.get(user_id, {}).items() if exp > now}
