@@ -176,7 +176,10 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
             # n choices share one prompt; embeddings' inputs are each a prompt.
             "prompt_tokens": input_tokens if inputs else prompt_tokens,
             "completion_tokens": completion_tokens,
-            "queued_s": first.queued_s, "latency_s": max(r.latency_s for r in results), "device": WORKER_ID}}
+            "queued_s": first.queued_s, "latency_s": max(r.latency_s for r in results), "device": WORKER_ID,
+            # What served it: the name this worker's scheduler was loaded and declared
+            # ready under (model, or model@version), as its heartbeats say.
+            "served": scheduler.name}}
         if n > 1 or inputs:
             event["result"]["choices"] = choices
         if request.logprobs is not None:

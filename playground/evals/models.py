@@ -204,6 +204,10 @@ class EvalResult(models.Model):
     latency_ms = models.PositiveIntegerField(null=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    # What served the cell, from the worker's terminal event: the name its scheduler
+    # was loaded and declared ready under (model, or model@version). "": no worker
+    # answered (a failed cell).
+    served = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -502,7 +502,8 @@ def _scored(run: EvalRun, row: dict, col: _Column, result: dict, judged: dict) -
                       scores=scores, passed=all(s["passed"] for s in scores.values()),
                       latency_ms=int(latency * 1000) if isinstance(latency, int | float) else None,
                       prompt_tokens=result.get("prompt_tokens") or 0,
-                      completion_tokens=result.get("completion_tokens") or 0)
+                      completion_tokens=result.get("completion_tokens") or 0,
+                      served=str(result.get("served") or "")[:200])
 
 
 # -- aggregates ---------------------------------------------------------------
@@ -524,18 +525,24 @@ def bootstrap_ci(values, *, resamples: int | None = None, seed: int = 0) -> tupl
 
 def run_summary(run: EvalRun) -> dict:
     """Per column: cells, failures, per evaluator mean (a failed cell scores 0),
-    its 95% bootstrap interval, pass rate and score histogram; latency p50/p95; tokens."""
+    its 95% bootstrap interval, pass rate and score histogram; latency p50/p95; tokens;
+    how many cells each model@version served."""
     keys = [spec["key"] for spec in run.evaluators]
     out = {"columns": []}
     for column in run.columns.order_by("index"):
         cells = list(EvalResult.objects.filter(column=column).values_list(
-            "scores", "error_code", "latency_ms", "prompt_tokens", "completion_tokens", "passed"))
+            "scores", "error_code", "latency_ms", "prompt_tokens", "completion_tokens", "passed", "served"))
         latencies = [c[2] for c in cells if c[2] is not None]
+        served: dict[str, int] = {}
+        for c in cells:
+            if c[6]:
+                served[c[6]] = served.get(c[6], 0) + 1
         entry = {"column": column.index, "cells": len(cells), "failed": sum(1 for c in cells if c[1]),
                  "passed": sum(1 for c in cells if c[5]),
                  "prompt_tokens": sum(c[3] for c in cells), "completion_tokens": sum(c[4] for c in cells),
                  "latency_ms_p50": float(np.percentile(latencies, 50)) if latencies else None,
                  "latency_ms_p95": float(np.percentile(latencies, 95)) if latencies else None,
+                 "served": dict(sorted(served.items())),  # model@version -> cells it served
                  "scores": {}}
         for key in keys:
             values = [(c[0].get(key) or {}).get("score", 0.0) if not c[1] else 0.0 for c in cells]

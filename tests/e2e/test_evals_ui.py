@@ -98,6 +98,9 @@ def test_should_import_run_two_versions_compare_and_gate_a_label(live_url, new_p
     expect(first.locator("td").nth(4).locator("del")).to_have_text("cba")
     expect(first.locator("td").nth(4).locator("ins")).to_have_text("!cba")
     expect(first.locator("td.pass")).to_have_count(1)
+    expect(first.locator("td").nth(3).locator(".ev-served")).to_have_text("fixed-cost")  # what served it
+    served_by = page.locator("#agg-table tbody tr[data-column='0'] td.ev-served-by")
+    expect(served_by).to_have_text("fixed-cost (3)")
     expect(page.locator("#agg-table tbody tr[data-column='0'] td.ev-mean")).to_have_text(
         re.compile(r"^1\.00 \[")
     )

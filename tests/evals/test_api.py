@@ -84,11 +84,13 @@ def test_should_preview_an_import_then_run_two_versions_and_page_the_grid(user, 
     assert [c["version_number"] for c in run["columns"]] == [1, 2]
     first, second = run["summary"]["columns"]
     assert first["scores"]["exact"]["mean"] == pytest.approx(2 / 3) and second["scores"]["exact"]["mean"] == 0
+    assert first["served"] == {MODEL: 3}  # which model@version served the column's cells
 
     page = client.get(f"/api/evals/runs/{run['id']}/results?limit=2").json()
     assert [r["row_index"] for r in page["rows"]] == [0, 1] and page["next"] == 2
     cells = page["rows"][0]["cells"]
     assert [c["output"] for c in cells] == ["cba", "! cba"]
+    assert [c["served"] for c in cells] == [MODEL, MODEL]
     assert cells[1]["diff"] == [["+", "! "], ["=", "cba"]]
     disagree = client.get(f"/api/evals/runs/{run['id']}/results?filter=disagree").json()
     assert [r["row_index"] for r in disagree["rows"]] == [0, 1]  # xyz fails in both columns

@@ -47,6 +47,7 @@ def test_should_run_every_row_through_every_column_and_score_it(user, dataset, e
     assert cells[(3, 0)].error_code == "missing_variables" and cells[(3, 0)].passed is None
     assert cells[(4, 1)].error_code == "unknown_variables"
     assert cells[(0, 0)].completion_tokens == 3 and cells[(0, 0)].latency_ms is not None
+    assert cells[(0, 0)].served == MODEL and cells[(3, 0)].served == ""  # a failed cell reached no worker
     first, second = run.summary["columns"]
     assert first["scores"]["exact"]["mean"] == pytest.approx(0.4)  # 2 of 5; the failed row scores 0
     assert second["scores"]["exact"]["mean"] == 0.0
@@ -187,3 +188,4 @@ def test_should_keep_what_another_users_run_used(user, dataset, echo_version, ba
     with pytest.raises(RestrictedError):
         user.delete()  # the grantee's run still needs the dataset's rows
     assert EvalRun.objects.filter(pk=run.pk).exists()
+

@@ -209,6 +209,7 @@ function runPage() {
     for (const [name, s] of Object.entries(cell.scores)) {
       td.append(el("span", { class: "ev-score", title: s.reason || "", text: `${name}: ${fmt(s.score)}${s.reason ? " · " + s.reason : ""}` }));
     }
+    if (cell.served) td.append(el("span", { class: "ev-served", title: "the model@version that served this cell", text: cell.served }));
     return td;
   }
   function renderRow(row) {
@@ -222,7 +223,8 @@ function runPage() {
     const keys = run.evaluators.map((e) => e.key);
     document.querySelector("#agg-table thead").replaceChildren(el("tr", {}, el("th", { text: "Column" }),
       ...keys.map((k) => el("th", { text: `${k} mean [95% CI]` })), ...keys.map((k) => el("th", { text: `${k} pass` })),
-      el("th", { text: "failed" }), el("th", { text: "latency p50" }), el("th", { text: "tokens in / out" })));
+      el("th", { text: "failed" }), el("th", { text: "latency p50" }), el("th", { text: "tokens in / out" }),
+      el("th", { text: "served by" })));
     const summary = (run.summary && run.summary.columns) || [];
     document.querySelector("#agg-table tbody").replaceChildren(...run.columns.map((c) => {
       const s = summary[c.index];
@@ -231,7 +233,8 @@ function runPage() {
         ...keys.map((k) => el("td", { class: "ev-mean", text: `${fmt(s.scores[k].mean)} [${fmt(s.scores[k].ci95[0])}, ${fmt(s.scores[k].ci95[1])}]` })),
         ...keys.map((k) => el("td", { text: `${Math.round(100 * s.scores[k].pass_rate)}%` })),
         el("td", { text: String(s.failed) }), el("td", { text: s.latency_ms_p50 === null ? "–" : `${Math.round(s.latency_ms_p50)} ms` }),
-        el("td", { text: `${s.prompt_tokens} / ${s.completion_tokens}` }));
+        el("td", { text: `${s.prompt_tokens} / ${s.completion_tokens}` }),
+        el("td", { class: "ev-served-by", text: Object.entries(s.served || {}).map(([name, n]) => `${name} (${n})`).join(", ") || "–" }));
     }));
     const select = $("chart-evaluator");
     if (!select.options.length) select.replaceChildren(...keys.map((k) => el("option", { value: k, text: k })));
