@@ -66,6 +66,11 @@ def channel(namespace: str | None = None) -> str:
 # checks its own registry too; a test pins the two together), besides a plug-in
 # engine's "package.module:Class", which only the worker can import and check.
 ENGINE_NAMES = ("llamacpp", "transformers", "upstream", "fixed_cost", "embeddings")
+# A model's "scheduler" settings (inference_worker.requests.SchedulerConfig; a
+# test pins the two together), applied live by every worker that serves it.
+SCHEDULER_KEYS = ("max_batch_size", "max_batch_tokens", "max_wait_ms", "free_age_bound_s",
+                  "batch_slot_share", "max_queue", "stats_window_s")
+SCHEDULER_INTEGERS = ("max_batch_size", "max_batch_tokens", "max_queue")
 TIERS = ("free", "paid")
 RATE_LIMIT_KEYS = ("requests_per_min", "tokens_per_min")
 # Capacity controller thresholds (inference_client.capacity), the names of the
@@ -192,7 +197,11 @@ def check_content(content, *, published: Callable[[str, str], bool] | None = Non
             problems.append(f"{path}.scheduler: must be an object")
         else:
             for key, value in scheduler.items():
-                _number(value, f"{path}.scheduler.{key}", problems)
+                if key not in SCHEDULER_KEYS:
+                    problems.append(f"{path}.scheduler.{key}: unknown setting; expected one of "
+                                    f"{', '.join(SCHEDULER_KEYS)}")
+                else:
+                    _number(value, f"{path}.scheduler.{key}", problems, integer=key in SCHEDULER_INTEGERS)
         versions = spec.get("versions")
         if versions is None:
             continue

@@ -16,7 +16,7 @@ from inference_protocol.generation import GenerationRequest
 from inference_protocol.validation import SEED_MAX
 from inference_worker.engines.base import EngineError, SamplingParams, Sequence
 from inference_worker.heartbeat import WORKER_ID
-from inference_worker.runtime import get_scheduler
+from inference_worker.runtime import get_scheduler, submit
 
 logger = logging.getLogger(__name__)
 
@@ -138,8 +138,8 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
                 messages = [{"role": "user", "content": inputs[index]}] if inputs else request.messages
                 seq = Sequence(id=request.request_id if n == 1 else f"{request.request_id}/{index}",
                                messages=messages, params=sampling_params(request, index))
-                group.handles.append(scheduler.submit(seq, request.priority, timeout=request.timeout_s,
-                                                      on_token=on_token_for(index, seq)))
+                group.handles.append(submit(request.model, seq, request.priority, timeout=request.timeout_s,
+                                            on_token=on_token_for(index, seq)))
                 seqs.append(seq)
         except BaseException:
             group.cancel("a sibling choice was refused")

@@ -16,7 +16,10 @@ from inference_protocol.heartbeat import HEARTBEAT_INTERVAL_S, publish
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
 
 
-def heartbeat_record(model: str, stats) -> dict:
+def heartbeat_record(model: str, stats, engine: tuple[int, str | None] | None = None) -> dict:
+    """``engine``: (the config document the engine was built from, the newest
+    spec's build failure), inference_worker.runtime.engine_status."""
+    engine_config, engine_error = engine or (config.current().number, None)
     return {
         "worker": WORKER_ID, "model": model, "at": time.time(),
         "free_slots": stats.free_slots, "max_batch_size": stats.max_batch_size,
@@ -25,14 +28,15 @@ def heartbeat_record(model: str, stats) -> dict:
         "busy_fraction": stats.busy_fraction, "healthy": stats.healthy,
         "batch_sizes": stats.batch_sizes,
         "config": config.current().number,  # the config document this worker runs on
+        "engine_config": engine_config, "engine_error": engine_error,
     }
 
 
 def local_records(model: str | None = None) -> list[dict]:
     """Records of this process's schedulers (all, or one model)."""
-    from inference_worker.runtime import loaded_schedulers
+    from inference_worker.runtime import engine_status, loaded_schedulers
 
-    return [heartbeat_record(name, s.stats()) for name, s in loaded_schedulers().items()
+    return [heartbeat_record(name, s.stats(), engine_status(name)) for name, s in loaded_schedulers().items()
             if model is None or name == model]
 
 

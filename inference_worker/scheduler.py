@@ -76,13 +76,7 @@ class Scheduler:
         cap = engine.capacity
         self.fixed_batch = cap.fixed_batch
         self.context_window = cap.context_window
-        self.max_batch_size = min(cap.max_batch_size,
-                                  self.config.max_batch_size or cap.max_batch_size)
-        self.max_batch_tokens = min(cap.max_batch_tokens,
-                                    self.config.max_batch_tokens or cap.max_batch_tokens)
-        if self.max_batch_size < 1 or self.max_batch_tokens < 1:
-            raise ValueError("max_batch_size and max_batch_tokens must be at least 1")
-        self.batch_slots = max(1, int(self.max_batch_size * self.config.batch_slot_share))
+        self.max_batch_size, self.max_batch_tokens, self.batch_slots = self._limits(self.config)
 
         self._lock = threading.Condition()
         self._waiting: dict[Priority, collections.deque[RequestHandle]] = {
@@ -104,6 +98,44 @@ class Scheduler:
         self._batch_sizes: collections.Counter[int] = collections.Counter()
         self._completed = self._failed = self._cancelled = self._expired = 0
         self._window = StepWindow(self.config.stats_window_s)
+
+    def _limits(self, config: SchedulerConfig) -> tuple[int, int, int]:
+        """(max_batch_size, max_batch_tokens, batch_slots): the config's caps
+        under the engine's capacity (ValueError when a cap is below 1)."""
+        cap = self.engine.capacity
+        size = min(cap.max_batch_size, config.max_batch_size or cap.max_batch_size)
+        tokens = min(cap.max_batch_tokens, config.max_batch_tokens or cap.max_batch_tokens)
+        if size < 1 or tokens < 1:
+            raise ValueError("max_batch_size and max_batch_tokens must be at least 1")
+        return size, tokens, max(1, int(size * config.batch_slot_share))
+
+    def reconfigure(self, config: SchedulerConfig) -> None:
+        """Apply new settings live (a config document), atomically between steps:
+        every scheduling decision is made under the lock, so the next one uses
+        all of the new settings and none before it did; a running step is not
+        disturbed. Running sequences keep their room (their tokens were
+        reserved); a waiting request that no longer fits in one batch (a lower
+        max_batch_tokens) fails with request_too_large, since left at the head
+        of its queue it would block everything behind it for ever."""
+        size, tokens, slots = self._limits(config)
+        events = []
+        with self._lock:
+            self.config = config
+            self.max_batch_size, self.max_batch_tokens, self.batch_slots = size, tokens, slots
+            self._window.span_s = config.stats_window_s
+            for queue in self._waiting.values():
+                for h in [h for h in queue if h._footprint > tokens]:
+                    queue.remove(h)
+                    self._ids.discard(h.id)
+                    self._failed += 1
+                    events.append((h, self._finish(h, error=RequestFailed(
+                        f"request needs {h._footprint} tokens (prompt + max_tokens), more than one "
+                        f"batch holds under the new settings ({tokens})", code="request_too_large")),
+                        False))
+            self._dirty = True
+            self._lock.notify_all()
+        self._release_and_notify(events)
+        self._changed()
 
     # ---- submitting -------------------------------------------------------
 

@@ -31,7 +31,9 @@ def _staff(request) -> None:
 
 
 def worker_states(model: str) -> dict[str, list[dict]]:
-    """version -> [{worker, state, percent, reason}] from heartbeats (ready) and
+    """version -> [{worker, state, percent, reason, config, engine_config,
+    engine_error}] from heartbeats (ready: the document it applies, the one its
+    engine was built from, a newer spec's build failure) and
     node records (downloading / verifying / present / failed)."""
     out: dict[str, dict[str, dict]] = {}
     try:
@@ -49,7 +51,8 @@ def worker_states(model: str) -> dict[str, list[dict]]:
         m, version = split_served(record["model"])
         if m == model and version and record.get("healthy", True):
             row = out.setdefault(version, {}).setdefault(record["worker"], {"worker": record["worker"]})
-            row.update(state="ready", config=record.get("config"))
+            row.update(state="ready", config=record.get("config"), engine_config=record.get("engine_config"),
+                       engine_error=record.get("engine_error"))
     return {v: sorted(rows.values(), key=lambda r: r["worker"]) for v, rows in out.items()}
 
 

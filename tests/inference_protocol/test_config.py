@@ -107,6 +107,23 @@ def test_should_name_every_problem_of_an_invalid_content():
     assert any("rate_limits.free.requests_per_min: must not be negative" in p for p in problems)
 
 
+def test_should_name_unknown_and_fractional_scheduler_settings():
+    scheduler = {"max_batch": 4, "max_batch_size": 2.5, "max_wait_ms": 5.5}
+    bad = {**CONTENT, "models": {"m": {"engine": "fixed_cost", "scheduler": scheduler}}}
+    problems = config.check_content(bad)
+    assert any("models.m.scheduler.max_batch: unknown setting" in p for p in problems)
+    assert any("models.m.scheduler.max_batch_size: must be an integer" in p for p in problems)
+    assert len(problems) == 2
+
+
+def test_should_know_the_same_scheduler_settings_as_the_worker():
+    from inference_worker.requests import SchedulerConfig
+
+    fields = {f.name: f for f in dataclasses.fields(SchedulerConfig)}
+    assert set(config.SCHEDULER_KEYS) == set(fields)
+    assert set(config.SCHEDULER_INTEGERS) == {k for k, f in fields.items() if "int" in str(f.type)}
+
+
 def test_should_know_the_same_engines_as_the_worker():
     from inference_worker.engines import ENGINES
 

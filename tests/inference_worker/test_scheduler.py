@@ -411,6 +411,51 @@ def test_queue_full_is_refused():
     assert exc.value.code == "queue_full"
 
 
+# ---- settings applied live (a config document) -------------------------------
+
+def test_new_settings_apply_from_the_next_step_and_never_disturb_the_running_one():
+    clock = VirtualClock()
+    engine = fixed(clock, n=8)
+    sched = Scheduler(engine, SchedulerConfig(max_batch_size=8), clock=clock)
+    for i in range(14):
+        sched.submit(seq(f"r{i}"))
+    # A document arrives in the middle of the first call.
+    clock.call_at(CALL / 2, lambda: sched.reconfigure(SchedulerConfig(max_batch_size=2, max_queue=20)))
+    run_until_idle(sched, clock)
+    assert engine.batch_sizes == [8, 2, 2, 2]
+    assert sched.config.max_queue == 20 and sched.stats().max_batch_size == 2
+
+
+def test_a_smaller_batch_keeps_its_running_sequences_and_admits_when_there_is_room():
+    clock = VirtualClock()
+    engine = CountingEngine(clock, max_batch_size=4)
+    sched = Scheduler(engine, clock=clock)
+    handles = [sched.submit(seq(x, max_tokens=3)) for x in "abcd"] + [sched.submit(seq("e", max_tokens=1))]
+    assert sched.run_once() == 0                      # a-d running
+    sched.reconfigure(SchedulerConfig(max_batch_size=2))
+    run_until_idle(sched, clock)
+    assert engine.steps[:3] == [([], list("abcd")), (list("abcd"), []), (list("abcd"), [])]
+    assert engine.steps[3] == ([], ["e"])             # joins once fewer than 2 run
+    assert all(h.result(0).finish_reason == "length" for h in handles)
+
+
+def test_a_waiting_request_that_no_longer_fits_a_batch_fails_instead_of_blocking_the_queue():
+    clock = VirtualClock()
+    engine = CountingEngine(clock, max_batch_size=1, max_batch_tokens=1000)
+    sched = Scheduler(engine, clock=clock)
+    first = sched.submit(seq("a", max_tokens=2))
+    rec = Recorder()
+    big = sched.submit(seq("big", max_tokens=100), **rec.kw())
+    small = sched.submit(seq("s", max_tokens=2))
+    assert sched.run_once() == 0
+    sched.reconfigure(SchedulerConfig(max_batch_tokens=50))
+    assert rec.error[0] == "request_too_large" and "new settings (50)" in rec.error[1]
+    run_until_idle(sched, clock)
+    assert big.error.code == "request_too_large"
+    assert first.result(0).completion_tokens == 2 and small.result(0).completion_tokens == 2
+    assert sched.stats().failed == 1
+
+
 # ---- counters --------------------------------------------------------------
 
 def test_stats_for_heartbeats():

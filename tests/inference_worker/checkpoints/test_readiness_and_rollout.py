@@ -3,7 +3,9 @@ fetch and verify model-version checkpoints from the swarm, a uvicorn gateway,
 config documents over Redis.
 
 - A worker whose checkpoint does not verify never reports ready, and no request
-  reaches its version, though the document gives it half the traffic.
+  reaches its version, though the document gives it half the traffic. The good
+  worker then applies a document that changes its scheduler settings and an
+  engine option under traffic, without a restart and without losing a request.
 - A rollout to a version whose engine fails 30% of requests rolls back after one
   window, and paid traffic's errors stay within the canary's share.
 """
@@ -67,9 +69,9 @@ def publish_models(name: str, versions: dict, **rollout) -> None:
     documents.config_publish(content=content, actor="tests")
 
 
-def ask(base: str, key: str, name: str) -> int:
-    body = {"model": name, "messages": [{"role": "user", "content": uuid.uuid4().hex}], "max_tokens": 4,
-            "temperature": 1.0}
+def ask(base: str, key: str, name: str, content: str | None = None) -> int:
+    body = {"model": name, "messages": [{"role": "user", "content": content or uuid.uuid4().hex}],
+            "max_tokens": 4, "temperature": 1.0}
     return httpx.post(f"{base}/v1/chat/completions", json=body, timeout=30,
                       headers={"Authorization": f"Bearer {key}"}).status_code
 
@@ -104,15 +106,50 @@ def test_should_route_nothing_to_a_version_whose_checkpoint_does_not_verify(mode
             assert statuses == [200] * 30
             wait_for(lambda: UsageRecord.objects.filter(model=model).count() == 30, timeout=10,
                      what="the usage records")
-        assert set(UsageRecord.objects.filter(model=model).values_list("version", flat=True)) == {"v1"}
-        assert live_workers(f"{model}@v2") == [] and messages_in(f"gpu.{model}@v2") == 0
-        # a running worker picks up a new document within 2 s (its heartbeat names it)
-        documents.config_publish(content=documents.content_with(
-            documents.current_content(), ["rate_limits.free.requests_per_min=5"]), actor="tests")
-        started = time.monotonic()
-        wait_for(lambda: [r["config"] for r in live_workers(f"{model}@v1")] == [2], timeout=3, interval=0.05,
-                 what="the worker to apply document 2")
-        assert time.monotonic() - started < 2 + 0.5  # + one heartbeat interval to report it
+            assert set(UsageRecord.objects.filter(model=model).values_list("version", flat=True)) == {"v1"}
+            assert live_workers(f"{model}@v2") == [] and messages_in(f"gpu.{model}@v2") == 0
+            long_prompt = "x" * 100
+            assert ask(base, key, model, long_prompt) == 200
+
+            # Under traffic, a document changes a scheduler setting and an engine option of the
+            # running worker: it applies both without a restart, and no request is lost.
+            stop, statuses = threading.Event(), []
+
+            def traffic():
+                while not stop.is_set():
+                    statuses.append(ask(base, key, model))
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                for _ in range(8):
+                    pool.submit(traffic)
+                try:
+                    wait_for(lambda: len(statuses) > 20, timeout=10, interval=0.05, what="traffic")
+                    documents.config_publish(content=documents.content_with(documents.current_content(), [
+                        f"models.{model}.scheduler.max_batch_size=3",      # the scheduler's cap: 16 -> 3
+                        f"models.{model}.context_window=40"]), actor="tests")  # an engine option
+                    started = time.monotonic()
+                    record = wait_for(lambda: next((r for r in live_workers(f"{model}@v1")
+                                                    if r["engine_config"] == 2), None),
+                                      timeout=3, interval=0.05, what="the worker to rebuild on document 2")
+                    # picked up within 2 s (+ one heartbeat interval to report it)
+                    assert time.monotonic() - started < 2 + 0.5
+                    served = len(statuses)
+                    wait_for(lambda: len(statuses) > served + 20, timeout=10, interval=0.05, what="traffic")
+                finally:
+                    stop.set()
+            assert statuses.count(200) == len(statuses), sorted(set(statuses))  # none lost
+            assert record["config"] == 2 and record["max_batch_size"] == 3 and not record["engine_error"]
+            # the new engine's context window refuses what the old one served
+            assert ask(base, key, model, long_prompt) == 400
+            # ...and only the new scheduler's batches are reported: at most 3
+            assert max(map(int, live_workers(f"{model}@v1")[0]["batch_sizes"])) <= 3
+
+            # A scheduler setting alone is applied in place: no new engine.
+            documents.config_publish(content=documents.content_with(documents.current_content(), [
+                f"models.{model}.scheduler.max_batch_size=5"]), actor="tests")
+            record = wait_for(lambda: next((r for r in live_workers(f"{model}@v1")
+                                            if r["config"] == 3), None),
+                              timeout=3, interval=0.05, what="the worker to apply document 3")
+            assert record["max_batch_size"] == 5 and record["engine_config"] == 2
 
 
 def test_should_roll_back_a_canary_that_fails_30_percent_within_one_window(model, stack_env,
