@@ -7,6 +7,12 @@ import secrets
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
+from django.dispatch import Signal
+
+# Sent by `manage.py serve` in the process that serves, just before it serves (not
+# by every import of the ASGI app): apps start their background work on it. A
+# receiver returns what it started (with a stop()), so a test can end it.
+serving = Signal()
 
 MISSING_SECRET_KEY = (
     "SECRET_KEY is not set. Export SECRET_KEY (e.g. "

@@ -9,7 +9,8 @@ default) and Celery is not used.
 
 from core.env import env_str
 
-from .base import REDIS_URL
+from .base import REDIS_URL, VAR_DIR
+from .webhooks import WEBHOOK_QUEUE, WEBHOOK_SWEEP_INTERVAL_S
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 # No result backend: the one task ignores its result; results travel through the
@@ -31,6 +32,15 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2,
                                     "interval_max": 0.5}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# Periodic tasks, published by `celery -A config beat` (one process; README).
+# The webhook sweep runs on the webhooks workers; a sweep left in the queue past
+# the next one's time is dropped (the next does the same work).
+CELERY_BEAT_SCHEDULE = {
+    "webhooks-sweep": {"task": "playground.webhooks.sweep", "schedule": WEBHOOK_SWEEP_INTERVAL_S,
+                       "options": {"queue": WEBHOOK_QUEUE, "expires": WEBHOOK_SWEEP_INTERVAL_S}},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # How the gateway reaches workers: Celery queues when there is a broker, else
 # worker threads in the serving process (embedded default).

@@ -6,8 +6,9 @@ Every value can be set by an environment variable of the same name.
 from core.env import env_float, env_int, env_str
 
 # The Celery queue deliveries go to. Production runs a worker on it besides the
-# GPU workers: `celery -A config worker -Q webhooks -c 8` (README). Without a
-# broker (embedded default) deliveries run on threads of the serving process.
+# GPU workers, and one beat process for the sweep below (README):
+# `celery -A config worker -Q webhooks -P threads -c 8` and `celery -A config beat`.
+# Without a broker (embedded default) deliveries run on threads of the serving process.
 WEBHOOK_QUEUE = env_str("WEBHOOK_QUEUE", "webhooks")
 # Attempts per delivery (the first one included); after the last failed one the
 # delivery is marked failed in the log, where the owner can redeliver it.
@@ -26,3 +27,13 @@ WEBHOOK_ALLOWED_NETWORKS = [n.strip() for n in env_str("WEBHOOK_ALLOWED_NETWORKS
                             if n.strip()]
 # Endpoints per owner.
 WEBHOOK_MAX_ENDPOINTS = env_int("WEBHOOK_MAX_ENDPOINTS", 20)
+# The sweep: every WEBHOOK_SWEEP_INTERVAL_S (a Celery beat entry on WEBHOOK_QUEUE;
+# a thread of the serving process in the embedded default), pending deliveries
+# whose next attempt is overdue by WEBHOOK_SWEEP_GRACE_S are queued again: their
+# message was never queued (the broker was away) or was lost with the process
+# holding it. The grace is how late a queued attempt may run before it counts as
+# lost; a delivery that could not be queued at all is picked by the next sweep.
+WEBHOOK_SWEEP_INTERVAL_S = env_float("WEBHOOK_SWEEP_INTERVAL_S", 30.0)
+WEBHOOK_SWEEP_GRACE_S = env_float("WEBHOOK_SWEEP_GRACE_S", 60.0)
+# Most deliveries one sweep queues (the oldest first; the next sweep takes the rest).
+WEBHOOK_SWEEP_BATCH = env_int("WEBHOOK_SWEEP_BATCH", 500)

@@ -5,6 +5,12 @@ one POST; a 2xx ends the delivery as succeeded; anything else (an error
 status, a redirect, a timeout, a refused connection, an address now inside
 the network) schedules the next attempt after an exponential backoff, and the
 last one ends it as failed. Nothing is dropped without a row saying so.
+
+A pending row's `next_attempt_at` is when its next attempt is due, and an
+attempt runs only when it is: queuing one delivery twice (a sweep, a message
+that came back) never sends it twice at once. `deliveries_sweep` queues again
+the rows whose attempt is overdue (never queued, or lost with a process); Celery
+beat runs it with a broker, `Sweeper` (a thread of the serving process) without.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -34,6 +40,15 @@ def backoff_s(attempts: int) -> float:
     return min(settings.WEBHOOK_BACKOFF_BASE_S * 2 ** (attempts - 1), settings.WEBHOOK_BACKOFF_MAX_S)
 
 
+# An attempt may start this much before its due time: the clocks of the process
+# that queued it and of the one running it differ a little.
+CLOCK_SKEW_S = 1.0
+
+
+def _grace() -> datetime.timedelta:
+    return datetime.timedelta(seconds=settings.WEBHOOK_SWEEP_GRACE_S)
+
+
 def schedule(delivery_id, *, countdown: float = 0.0) -> None:
     """Queue an attempt: on the webhooks Celery queue, or (no broker, the embedded
     default) on a timer thread of this process."""
@@ -42,9 +57,12 @@ def schedule(delivery_id, *, countdown: float = 0.0) -> None:
 
         try:
             deliver.apply_async(args=[str(delivery_id)], queue=settings.WEBHOOK_QUEUE, countdown=countdown)
-        except Exception as exc:  # the row stays pending, visible in the log, redeliverable
+        except Exception as exc:  # the row stays pending, visible in the log; the sweep queues it again
             log.warning("webhook delivery %s could not be queued: %r", delivery_id, exc)
-            WebhookDelivery.objects.filter(pk=delivery_id).update(last_error=f"not queued: {exc!r}"[:500])
+            # No message can be late: the first sweep after its due time takes it, without the grace.
+            due = timezone.now() + datetime.timedelta(seconds=countdown)
+            WebhookDelivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING).update(
+                last_error=f"not queued: {exc!r}"[:500], next_attempt_at=due - _grace())
         return
     timer = threading.Timer(countdown, _run_in_thread, args=[str(delivery_id)])
     timer.daemon = True
@@ -84,15 +102,27 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
     return response.status_code, f"HTTP {response.status_code}"
 
 
+def attempt_lease_s() -> float:
+    """How long an attempt may run before the sweep counts it as lost (connect,
+    send and answer each have WEBHOOK_TIMEOUT_S)."""
+    return 3 * settings.WEBHOOK_TIMEOUT_S
+
+
 def attempt_delivery(delivery_id) -> str:
     """One attempt; returns the delivery's status after it."""
     # One conditional UPDATE claims the attempt (no read-then-write transaction: on
     # SQLite that upgrade fails at once with "database is locked" under contention).
-    claimed = WebhookDelivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING).update(
-        attempts=F("attempts") + 1)
+    # Only a due delivery is claimed, and claiming moves its due time past the attempt:
+    # a second message for it (a sweep's, one that came back) finds it not due.
+    now = timezone.now()
+    claimed = WebhookDelivery.objects.filter(
+        pk=delivery_id, status=DeliveryStatus.PENDING,
+        next_attempt_at__lte=now + datetime.timedelta(seconds=CLOCK_SKEW_S),
+    ).update(attempts=F("attempts") + 1, next_attempt_at=now + datetime.timedelta(seconds=attempt_lease_s()))
     delivery = WebhookDelivery.objects.select_related("endpoint").filter(pk=delivery_id).first()
     if not claimed or delivery is None:
-        return delivery.status if delivery else "missing"  # a duplicate message, or a deleted endpoint
+        # A duplicate message, an attempt not due yet, a finished or deleted delivery.
+        return delivery.status if delivery else "missing"
     code, error = _post(delivery)
     now = timezone.now()
     update = {"response_code": code, "last_error": error}
@@ -108,3 +138,56 @@ def attempt_delivery(delivery_id) -> str:
         schedule(delivery_id, countdown=wait)
         return DeliveryStatus.PENDING
     return update["status"]
+
+
+def deliveries_sweep(*, limit: int | None = None) -> list[str]:
+    """Queue again the pending deliveries whose next attempt is overdue by more
+    than WEBHOOK_SWEEP_GRACE_S; returns their ids.
+
+    Concurrent sweepers (two beat processes, several embedded servers) take
+    disjoint rows: SKIP LOCKED (PostgreSQL) passes over rows another sweep holds,
+    and a row taken is due now, out of every sweep's reach until the grace has
+    passed again. Queued twice anyway (SQLite has no row locks), the attempt runs
+    once: it is claimed only while due."""
+    now = timezone.now()
+    with transaction.atomic():
+        ids = list(WebhookDelivery.objects.select_for_update(skip_locked=True)
+                   .filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now - _grace())
+                   .order_by("next_attempt_at")
+                   .values_list("pk", flat=True)[:limit or settings.WEBHOOK_SWEEP_BATCH])
+        if ids:
+            WebhookDelivery.objects.filter(pk__in=ids).update(next_attempt_at=now)
+            transaction.on_commit(lambda: [schedule(i) for i in ids])
+    if ids:
+        log.info("webhook sweep: %d overdue deliveries queued again", len(ids))
+    return [str(i) for i in ids]
+
+
+class Sweeper:
+    """The embedded default's sweep (no broker, so no beat): a thread of the
+    serving process sweeps at start, which recovers the deliveries whose timers
+    died with the previous process, then every WEBHOOK_SWEEP_INTERVAL_S."""
+
+    def __init__(self, interval: float | None = None):
+        self.interval = settings.WEBHOOK_SWEEP_INTERVAL_S if interval is None else interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="webhook-sweep")
+
+    def start(self) -> Sweeper:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                deliveries_sweep()
+            except Exception:  # the database busy or away: the next tick tries again
+                log.warning("webhook sweep failed", exc_info=True)
+            finally:
+                close_old_connections()
+            if self._stop.wait(self.interval):
+                return

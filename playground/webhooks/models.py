@@ -60,6 +60,8 @@ class WebhookDelivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     response_code = models.PositiveIntegerField(null=True, blank=True)  # of the last attempt
     last_error = models.CharField(max_length=500, blank=True, default="")
+    # While pending: when the next attempt is due (set at creation; during an attempt,
+    # when it counts as lost). The sweep queues again what is overdue. None once finished.
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     redelivery_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
                                       related_name="+")
@@ -68,4 +70,7 @@ class WebhookDelivery(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["endpoint", "-created_at"])]
+        indexes = [models.Index(fields=["endpoint", "-created_at"]),
+                   # The sweep's scan: pending rows only, by due time.
+                   models.Index(fields=["next_attempt_at"], condition=models.Q(status="pending"),
+                                name="webhook_delivery_pending_due")]

@@ -65,7 +65,8 @@ def _delivery(*, endpoint: WebhookEndpoint, event: str, event_id, body: bytes,
     timestamp = int(time.time())
     return WebhookDelivery.objects.create(
         endpoint=endpoint, event=event, event_id=event_id, body=body, timestamp=timestamp,
-        signature=sign(secret=endpoint.secret, timestamp=timestamp, body=body), redelivery_of=redelivery_of)
+        signature=sign(secret=endpoint.secret, timestamp=timestamp, body=body), redelivery_of=redelivery_of,
+        next_attempt_at=timezone.now())
 
 
 def _schedule_on_commit(ids: list) -> None:

@@ -1,8 +1,12 @@
 """Webhook deliveries for real: a real HTTP receiver in this process, and the
-attempts run by a Celery worker on its own webhooks queue (services pass) or
-by the serving process's timer threads (embedded pass, no broker). Retries
-back off exponentially (0.2 s base here), a failing endpoint ends as failed
-after its last attempt, a redelivery goes out again."""
+attempts run by a Celery worker on its own webhooks queue, with `celery beat`
+sending the sweep (services pass), or by the serving process's timer threads
+(embedded pass, no broker). Retries back off exponentially (0.2 s base here), a
+failing endpoint ends as failed after its last attempt, a redelivery goes out
+again, and an event written while the broker is away is delivered once it is back.
+
+With services, this process, the worker and beat all reach RabbitMQ through one
+TCP proxy, which the outage test cuts."""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 import pytest
 from django.db import connection
@@ -20,42 +26,80 @@ from tests.factories import PromptFactory, UserFactory
 from tests.livesubprocess import ROOT, free_port
 from tests.playground.webhook_receiver import Receiver, readme_verifier
 from tests.polling import wait_for
+from tests.tcpproxy import TcpProxy
 
 QUEUE = f"webhooks-test-{os.getpid()}"
+# A sweep every 0.3 s takes what is 1 s overdue (production: 30 s and 60 s).
 WEBHOOK_SETTINGS = {"WEBHOOK_QUEUE": QUEUE, "WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
-                    "WEBHOOK_MAX_ATTEMPTS": "3", "WEBHOOK_BACKOFF_BASE_S": "0.2", "WEBHOOK_TIMEOUT_S": "2"}
+                    "WEBHOOK_MAX_ATTEMPTS": "3", "WEBHOOK_BACKOFF_BASE_S": "0.2", "WEBHOOK_TIMEOUT_S": "2",
+                    "WEBHOOK_SWEEP_INTERVAL_S": "0.3", "WEBHOOK_SWEEP_GRACE_S": "1"}
+
+
+@contextmanager
+def _publishing_to(url: str):
+    """This process's Celery app publishing to `url`: its publishing URL (broker_url
+    yields to the CELERY_BROKER_URL variable), and its connection pools, which are
+    looked up per URL (dropping the app's handles makes the next publish take the new one's)."""
+    from config.celery import app
+
+    def point(to):
+        app.conf.broker_write_url = to
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    before = app.conf.get("broker_write_url")
+    point(url)
+    try:
+        yield
+    finally:
+        point(before)
 
 
 @pytest.fixture(scope="module")
-def webhook_worker(django_db_setup, django_db_blocker):
+def broker(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The broker as this module's processes see it (a TcpProxy to cut), with a
+    webhooks worker and beat behind it; None on the embedded default (deliveries
+    run on threads of this process)."""
     from django.conf import settings
 
     if not settings.CELERY_BROKER_URL:
-        yield None  # embedded default: deliveries run on threads of this process
+        yield None
         return
     with django_db_blocker.unblock():
         db = connection.settings_dict
-    url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", QUEUE, "-P", "threads", "-c", "4",
-         "-l", "warning", "-n", f"{QUEUE}@%h"],
-        cwd=ROOT, env=dict(os.environ, DATABASE_URL=url, **WEBHOOK_SETTINGS),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    yield proc  # messages wait in the queue (declared on publish) until the worker consumes
-    proc.terminate()
+    real = urlsplit(settings.CELERY_BROKER_URL)
+    proxy = TcpProxy(real.hostname, real.port or 5672)
+    url = real._replace(netloc=f"{real.netloc.rsplit('@', 1)[0]}@127.0.0.1:{proxy.port}").geturl()
+    env = dict(os.environ, DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+               CELERY_BROKER_URL=url, **WEBHOOK_SETTINGS)
+    schedule = tmp_path_factory.mktemp("beat") / "schedule"
+    procs = [subprocess.Popen([sys.executable, "-m", "celery", "-A", "config", *args], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for args in (["worker", "-Q", QUEUE, "-P", "threads", "-c", "4", "-l", "warning",
+                           "-n", f"{QUEUE}@%h"],
+                          ["beat", "-s", str(schedule), "-l", "warning"])]
     try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        with _publishing_to(url):
+            yield proxy  # messages wait in the queue (declared on publish) until the worker consumes
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        proxy.close()
 
 
 @pytest.fixture
-def live(webhook_worker, transactional_db, settings):
+def live(broker, transactional_db, settings):
     settings.WEBHOOK_QUEUE = QUEUE
     settings.WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     settings.WEBHOOK_MAX_ATTEMPTS = 3
     settings.WEBHOOK_BACKOFF_BASE_S = 0.2
     settings.WEBHOOK_TIMEOUT_S = 2.0
+    settings.WEBHOOK_SWEEP_GRACE_S = 1.0
     receiver = Receiver()
     yield receiver
     receiver.close()
@@ -149,3 +193,25 @@ def test_should_refuse_at_delivery_time_an_address_no_longer_allowed(live, setti
                    what="the refused delivery")
     assert (row.status, row.attempts, row.response_code) == ("failed", 3, None)
     assert "inside the network" in row.last_error and live.received == []
+
+
+@pytest.mark.needs_services
+def test_should_deliver_an_event_written_while_the_broker_was_away_once_it_is_back(live, broker):
+    from playground.webhooks.services import endpoint_create
+
+    user = UserFactory()
+    prompt = PromptFactory(owner=user)
+    endpoint_create(owner=user, url=live.url, events=["version.created"], prompt=prompt)
+    broker.cut()  # this process, the worker and beat lose RabbitMQ
+    try:
+        services.version_create(prompt=prompt, author=user, body="written while the broker is away")
+        row = WebhookDelivery.objects.get()
+        # The change committed with its delivery; queuing the attempt failed, and says so.
+        assert (row.status, row.attempts, live.received) == ("pending", 0, [])
+        assert row.last_error.startswith("not queued:"), row.last_error
+    finally:
+        broker.restore()
+    # Nothing re-queues it but beat's sweep, once the broker is back.
+    done = wait_for(_finished(row.pk), timeout=60, what="the delivery after the broker came back")
+    assert (done.status, done.attempts, done.response_code, done.last_error) == ("succeeded", 1, 200, "")
+    assert [got["body"] for got in live.received] == [bytes(row.body)]

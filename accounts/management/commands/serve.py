@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import BaseCommand, CommandError, call_command
 
-from core.startup import check_secret_key
+from core.startup import check_secret_key, serving
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "promptyard-demo"
@@ -55,6 +55,7 @@ class Command(BaseCommand):
             shutil.rmtree(metrics_dir, ignore_errors=True)
             metrics_dir.mkdir(parents=True)
             os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
+        serving.send(sender=self.__class__)
         uvicorn.run("config.asgi:application", host=host, port=port, log_level="info",
                     lifespan="off", workers=workers,
                     # The client address is the app's to work out, from TRUSTED_PROXIES
