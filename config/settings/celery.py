@@ -41,6 +41,7 @@ CELERY_BEAT_SCHEDULE = {
                        "options": {"queue": WEBHOOK_QUEUE, "expires": WEBHOOK_SWEEP_INTERVAL_S}},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULER = "config.celery:BeatScheduler"
 
 # How the gateway reaches workers: Celery queues when there is a broker, else
 # worker threads in the serving process (embedded default).

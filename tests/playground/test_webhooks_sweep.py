@@ -7,6 +7,7 @@ Beat's sweep through a broker outage is in test_webhooks_live.py."""
 from __future__ import annotations
 
 import datetime
+import os
 import threading
 import uuid
 
@@ -29,7 +30,7 @@ def _settings(settings):
     settings.WEBHOOK_SWEEP_GRACE_S = 60.0
     # A failed attempt's retry is an hour away: no timer or message of it runs during the suite.
     settings.WEBHOOK_BACKOFF_BASE_S = 3600.0
-    settings.WEBHOOK_QUEUE = f"webhooks-sweep-test-{uuid.uuid4().hex[:8]}"  # nobody consumes it
+    settings.WEBHOOK_QUEUE = f"webhooks-sweep-test-{os.getpid()}"  # nobody consumes it
 
 
 def _endpoint(url="http://127.0.0.1:9/hook") -> WebhookEndpoint:
