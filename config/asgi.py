@@ -24,7 +24,8 @@ check_secret_key()
 start_watcher()
 
 # /v1 (the OpenAI-compatible API) skips the page middleware: see core/asgi.py.
-api_app = ApiHandler(settings.API_MIDDLEWARE)
+api_app = ApiHandler(settings.API_MIDDLEWARE,
+                     signal_free=("/v1/chat/completions", "/v1/completions", "/v1/embeddings"))
 
 application = ProtocolTypeRouter(
     {

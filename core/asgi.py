@@ -11,16 +11,27 @@ Views, URL resolution, request and response objects are Django's own.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 from asgiref.sync import iscoroutinefunction
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured, RequestAborted
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.exception import convert_exception_to_response
 from django.utils.module_loading import import_string
 
 
 class ApiHandler(ASGIHandler):
-    def __init__(self, middleware: list[str]):
+    """``signal_free``: paths of async views whose Bearer calls touch no database
+    or cache connection on the request's thread (keys come from the key cache or
+    a run_db thread, which closes its own): those skip Django's request_started
+    and request_finished signals, whose sync receivers (connection and cache
+    clean-up) cost a thread hop each way per request. Session calls (the
+    signed-in user is read on the request's thread) and every other path keep them."""
+
+    def __init__(self, middleware: list[str], signal_free: tuple[str, ...] = ()):
         self.middleware_paths = list(middleware)
+        self.signal_free = frozenset(signal_free)
         super().__init__()  # builds the chain through load_middleware
 
     async def __call__(self, scope, receive, send):
@@ -30,7 +41,38 @@ class ApiHandler(ASGIHandler):
         # one sync thread instead.
         if scope["type"] != "http":
             raise ValueError(f"ApiHandler serves HTTP only, not {scope['type']}")
-        await self.handle(scope, receive, send)
+        if scope["path"] in self.signal_free and any(
+                name == b"authorization" for name, _ in scope.get("headers", ())):
+            await self._handle_without_signals(scope, receive, send)
+        else:
+            await self.handle(scope, receive, send)
+
+    async def _handle_without_signals(self, scope, receive, send):
+        """Django's ``handle`` less the request signals: the view runs as its own
+        task beside a listener for the client's disconnect, which cancels it."""
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        try:
+            request, error_response = self.create_request(scope, body_file)
+            if request is None:
+                await self.send_response(error_response, send)
+                return
+
+            async def respond():
+                await self.send_response(await self.run_get_response(request), send)
+
+            tasks = [asyncio.create_task(self.listen_for_disconnect(receive)),
+                     asyncio.create_task(respond())]
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in tasks:
+                if not task.done():
+                    task.cancel()  # the view sees CancelledError (it stops its generation)
+                with contextlib.suppress(asyncio.CancelledError, RequestAborted):
+                    await task
+        finally:
+            body_file.close()
 
     def load_middleware(self, is_async=False):
         self._view_middleware, self._template_response_middleware = [], []

@@ -57,6 +57,9 @@ class Completion:
     tools: bool = False                 # the reply may be tool calls (inference_protocol.tools)
     started: float = dataclasses.field(default_factory=time.monotonic)
     first_token_at: float | None = None
+    ended_at: float | None = None       # when the terminal event reached this process
+    # Milliseconds per gateway phase (auth, parse, admit, publish), for Server-Timing.
+    timings: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         self._events: list[dict] = []
@@ -72,6 +75,8 @@ class Completion:
             elif self._last_token_at is not None:
                 ITL.labels(self.model).observe(now - self._last_token_at)
             self._last_token_at = now
+        else:
+            self.ended_at = time.monotonic()
         self._events.append(event)
         self._changed.set()
 
@@ -133,6 +138,18 @@ class Completion:
         if self._events and self._events[-1]["type"] != "token":
             return
         await get_backend().acancel(self.request_id)
+
+    def server_timing(self, result: dict | None) -> str:
+        """The Server-Timing header (W3C) of a finished completion: the gateway's
+        phases, the wait from publish to the terminal event, and within it the
+        worker's own time (scheduler queue + engine), so that the overhead of the
+        path shows per request in a client or a bench (bench/overhead.py)."""
+        parts = [f"{name};dur={ms:.2f}" for name, ms in self.timings.items()]
+        if self.ended_at is not None:
+            parts.append(f"wait;dur={(self.ended_at - self.started) * 1000:.2f}")
+        if result and "latency_s" in result:
+            parts.append(f"worker;dur={result['latency_s'] * 1000:.2f}")
+        return ", ".join(parts)
 
     @property
     def ttft_s(self) -> float | None:

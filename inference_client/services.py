@@ -224,6 +224,7 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
         # A versioned model: pick the version first, among those ready at this process's
         # last decision, so that the same round trip brings that version's device states.
         guess = choose_version(weights, _last_ready.get(model)) if weights else None
+        admit_start = time.perf_counter()
         decision = await _admit(principal, model, request_id, estimate, check_queue=True, snapshot=snapshot,
                                 devices_of=served_name(model, guess) if guess else None)
         headers = admission.ratelimit_headers(decision)
@@ -258,6 +259,8 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
         raw_prompt=params.raw_prompt,
         priority="paid" if principal.tier == "paid" else "free",
         timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S)
+    timings = {"admit": (time.perf_counter() - admit_start) * 1000} if use_redis else {}
+    publish_start = time.perf_counter()
     try:
         await get_backend().asubmit(generation, device=device)
     except Exception as exc:
@@ -268,7 +271,8 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
                                    record="", stream=usage.USAGE_STREAM)
         raise ApiError(f"The task queue is unavailable ({type(exc).__name__}: {exc}); try again shortly.",
                        code="queue_unavailable", status_code=503, headers={"Retry-After": "5"}) from exc
-    completion = Completion(**new, headers=headers)
+    timings["publish"] = (time.perf_counter() - publish_start) * 1000
+    completion = Completion(**new, headers=headers, timings=timings)
     return completion.start(read_events(request_id, timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S + 5),
                             on_end=lambda c, terminal: _record(c, ctx, terminal, estimate=estimate))
 

@@ -7,6 +7,7 @@ event loop, not on one of the few threads Django runs sync views on.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
@@ -134,13 +135,16 @@ async def _generate(request, check, *, kind: str, path: str):
     if request.method != "POST":
         return json_error("method_not_allowed", f"Use POST for {path}.", 405)
     model = None
+    started = time.perf_counter()
     try:
         api_key = await authenticate_caller(request)
+        authenticated = time.perf_counter()
         check_body_size(int(request.META.get("CONTENT_LENGTH") or 0))
         body = parse_json(request.read())  # read(): our own size limit, not Django's form limit
         chat = check(body)
         model = chat.model
         idempotency_key = check_idempotency_key(request.headers.get("Idempotency-Key"))
+        parsed = time.perf_counter()
         completion = await completion_create(
             api_key_or_user=api_key, model=chat.model, messages=chat.messages, params=chat.params,
             stream=chat.stream, idempotency_key=idempotency_key, kind=kind,
@@ -149,12 +153,16 @@ async def _generate(request, check, *, kind: str, path: str):
     except ApiError as exc:
         _count(model, exc.status_code)
         return error_response(exc)
-    return await completion_response(completion, stream=chat.stream, model=model)
+    completion.timings = {"auth": (authenticated - started) * 1000,
+                          "parse": (parsed - authenticated) * 1000, **completion.timings}
+    return await completion_response(completion, stream=chat.stream, model=model, started=started)
 
 
-async def completion_response(completion, *, stream: bool, model: str, headers: dict | None = None):
+async def completion_response(completion, *, stream: bool, model: str, headers: dict | None = None,
+                              started: float | None = None):
     """The HTTP response of a started completion: SSE chunks, or the
-    chat.completion object once it ends (shared with saved-prompt runs)."""
+    chat.completion object once it ends (shared with saved-prompt runs).
+    ``started`` (perf_counter at the view's start) adds the total to Server-Timing."""
     headers = {**completion.headers, "x-request-id": completion.request_id,
                "x-cache": completion.cache_hit or "miss", **(headers or {})}
     if stream:
@@ -167,6 +175,10 @@ async def completion_response(completion, *, stream: bool, model: str, headers: 
     except asyncio.CancelledError:  # the client went away while waiting
         await completion.client_gone()
         raise
+    timing = completion.server_timing(terminal.get("result"))
+    if started is not None:
+        timing += f", total;dur={(time.perf_counter() - started) * 1000:.2f}"
+    headers["Server-Timing"] = timing.lstrip(", ")
     if terminal["type"] == "done":
         _count(model, 200)
         return JsonResponse(completion_body(completion, terminal["result"]), headers=headers)

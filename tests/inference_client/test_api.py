@@ -27,6 +27,12 @@ def test_should_serve_plain_and_streamed_completions_to_the_openai_sdk(live):
     usage = plain.usage
     assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (11, 11, 22)
     assert plain.id.startswith("chatcmpl-")
+    raw_reply = client.chat.completions.with_raw_response.create(
+        model=MODEL, messages=[{"role": "user", "content": "timed"}])
+    phases = dict(part.strip().split(";dur=") for part in raw_reply.headers["server-timing"].split(","))
+    assert set(phases) == {"auth", "parse", "admit", "publish", "wait", "worker", "total"}
+    # The worker's time (queue + the 50 ms call) lies within the gateway's wait, within the total.
+    assert 50 <= float(phases["worker"]) <= float(phases["wait"]) <= float(phases["total"])
 
     chunks = list(client.chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": "streaming"}], max_tokens=5, stream=True,

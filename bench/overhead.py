@@ -1,0 +1,136 @@
+"""Where the gateway's overhead at one connection goes (run by hand; prints, asserts nothing).
+
+    .venv/bin/python bench/overhead.py [--requests 300] [--call-ms 200]
+
+Same services and stack as bench/e2e.py (one `serve` process, one Celery worker on
+the fixed-cost engine). One client on one kept-alive connection sends requests one
+after another and reads each answer's Server-Timing header (inference_client/
+completion.py), so every phase is measured per request in the same run:
+
+- auth, parse, admit, publish: the gateway before the generation is queued;
+- wait: from the publish to the terminal event reaching the gateway, of which
+  worker is the worker's own time (scheduler queue + engine call); the rest of
+  wait is transport: broker -> task -> scheduler, and event log -> gateway;
+- total: the view, start to response object; the client's round trip minus total
+  is HTTP, uvicorn and Django's handler around the view.
+
+The overhead is the round trip minus the engine's call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import e2e  # noqa: E402  (sets up Django and the bench's model)
+
+
+def timings(header: str) -> dict[str, float]:
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"([\w-]+);dur=([\d.]+)", header)}
+
+
+class Server:
+    """One `serve` process on its own port, with one kept-alive client connection."""
+
+    def __init__(self, stack: e2e.Stack):
+        self.port = e2e.free_port()
+        self.proc = stack._spawn(f"serve-{self.port}", ["manage.py", "serve", "--no-demo", "--port",
+                                                        str(self.port), "--workers", "1"])
+        self.conn: http.client.HTTPConnection | None = None
+
+    def up(self) -> bool:
+        try:
+            return e2e.httpx.get(f"http://127.0.0.1:{self.port}/login/", timeout=1).status_code == 200
+        except e2e.httpx.TransportError:
+            return False
+
+    def call(self, body: str, headers: dict) -> dict[str, float]:
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        started = time.perf_counter()
+        self.conn.request("POST", "/v1/chat/completions", body, headers)
+        response = self.conn.getresponse()
+        response.read()
+        rtt = (time.perf_counter() - started) * 1000
+        if response.status != 200:
+            raise RuntimeError(f"{response.status} from port {self.port}")
+        return {**timings(response.getheader("Server-Timing", "")), "client": rtt}
+
+
+def report(name: str, rows: list[dict], call_ms: float) -> dict[str, float]:
+    phases = {name: [r[name] for r in rows] for name in
+              ["auth", "parse", "admit", "publish", "wait", "worker", "total", "client"]}
+    phases.update({
+        "gateway before queueing (auth+parse+admit+publish)":
+            [r["auth"] + r["parse"] + r["admit"] + r["publish"] for r in rows],
+        "transport (wait - worker)": [r["wait"] - r["worker"] for r in rows],
+        "worker beyond the call (worker - call)": [r["worker"] - call_ms for r in rows],
+        "HTTP + handler (client - total)": [r["client"] - r["total"] for r in rows],
+        "OVERHEAD (client - call)": [r["client"] - call_ms for r in rows],
+    })
+    print(f"\n-- {name}: {len(rows)} requests")
+    print(f"{'phase (ms)':<52} {'p50':>8} {'p90':>8} {'p99':>8}")
+    for phase, values in phases.items():
+        print(f"{phase:<52} {statistics.median(values):>8.2f} {e2e.pct(values, 0.9):>8.2f} "
+              f"{e2e.pct(values, 0.99):>8.2f}")
+    return {phase: statistics.median(values) for phase, values in phases.items()}
+
+
+def run(requests: int, call_ms: float, variant: dict[str, str]) -> None:
+    engine = {**e2e.ENGINE, "call_s": call_ms / 1000}
+    env = dict(os.environ, **e2e.STACK_ENV, INFERENCE_MODELS=json.dumps({e2e.MODEL: engine}))
+    key = e2e.make_keys("paid", 1)[0]
+    body = json.dumps(e2e.BODY)
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    with e2e.Stack(1, 1, env) as stack:
+        servers = {"baseline": None}
+        if variant:
+            stack.env = {**env, **variant}
+            servers["variant " + " ".join(f"{k}={v}" for k, v in variant.items())] = Server(stack)
+            deadline = time.monotonic() + 60
+            while not all(s.up() for s in servers.values() if s):
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the variant server did not start")
+                time.sleep(0.2)
+        servers["baseline"] = Server.__new__(Server)
+        servers["baseline"].port, servers["baseline"].conn = stack.port, None
+        rows: dict[str, list] = {name: [] for name in servers}
+        for i in range(requests + 20):  # alternating, one request in flight at a time
+            for name, server in servers.items():
+                row = server.call(body, headers)
+                if i >= 20:  # the first ones warm pools and connections
+                    rows[name].append(row)
+    load = os.getloadavg()
+    print(f"\n{requests} sequential requests per server, one connection each, alternating; "
+          f"{call_ms:.0f} ms call; load average {load[0]:.2f} {load[1]:.2f}")
+    medians = {name: report(name, r, call_ms) for name, r in rows.items()}
+    if variant:
+        (base, var) = medians.values()
+        print("\nvariant / baseline, p50:")
+        for phase in ("publish", "transport (wait - worker)", "HTTP + handler (client - total)",
+                      "OVERHEAD (client - call)"):
+            print(f"  {phase:<50} {var[phase]:>7.2f} / {base[phase]:>7.2f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--call-ms", type=float, default=200.0)
+    parser.add_argument("--variant", default="", help="VAR=value,...: a second serve process with "
+                        "these environment variables, measured against the first in the same run")
+    args = parser.parse_args()
+    run(args.requests, args.call_ms, dict(kv.split("=", 1) for kv in args.variant.split(",") if kv))
+
+
+if __name__ == "__main__":
+    main()
