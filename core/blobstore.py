@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import functools
+import secrets
 import shutil
 import time
 from pathlib import Path
@@ -30,6 +31,12 @@ class BlobStore(abc.ABC):
     @abc.abstractmethod
     def put_file(self, key: str, path: Path) -> None:
         """Store a file's bytes under ``key``, streamed from disk."""
+
+    @abc.abstractmethod
+    def writer(self, key: str) -> BlobWriter:
+        """Store bytes under ``key`` as they are produced (``with store.writer(key) as w:
+        w.write(...)``), holding at most one part in memory; nothing is stored if the
+        block raises."""
 
     @abc.abstractmethod
     def get(self, key: str, byte_range: tuple[int, int] | None = None) -> bytes:
@@ -70,6 +77,98 @@ class BlobStore(abc.ABC):
     def describe(self) -> str: ...
 
 
+class BlobWriter(abc.ABC):
+    """Bytes written in order, stored on ``commit`` as one object: readers never
+    see part of it, and an aborted writer leaves nothing behind."""
+
+    def __init__(self):
+        self.bytes = 0
+
+    def write(self, data: bytes) -> None:
+        self.bytes += len(data)
+        self._write(data)
+
+    @abc.abstractmethod
+    def _write(self, data: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def commit(self) -> None: ...
+
+    @abc.abstractmethod
+    def abort(self) -> None: ...
+
+    def __enter__(self) -> BlobWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+class _S3Writer(BlobWriter):
+    """A multipart upload of S3_STREAM_PART_BYTES parts, begun when the first part
+    fills; an object smaller than one part is a single PUT."""
+
+    def __init__(self, store: S3BlobStore, key: str):
+        super().__init__()
+        self.client, self.bucket, self.key = store.client, store.bucket, key
+        self.part_bytes = max(5 * 1024 * 1024, settings.S3_STREAM_PART_BYTES)  # S3's least part
+        self.buffer = bytearray()
+        self.upload_id: str | None = None
+        self.parts: list[dict] = []
+
+    def _write(self, data):
+        self.buffer += data
+        if len(self.buffer) >= self.part_bytes:
+            self._send_part()
+
+    def _send_part(self):
+        if self.upload_id is None:
+            self.upload_id = self.client.create_multipart_upload(Bucket=self.bucket, Key=self.key)["UploadId"]
+        data, self.buffer = bytes(self.buffer), bytearray()
+        number = len(self.parts) + 1
+        sent = self.client.upload_part(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id,
+                                       PartNumber=number, Body=data)
+        self.parts.append({"ETag": sent["ETag"], "PartNumber": number})
+
+    def commit(self):
+        if self.upload_id is None:
+            self.client.put_object(Bucket=self.bucket, Key=self.key, Body=bytes(self.buffer))
+            return
+        if self.buffer:
+            self._send_part()
+        self.client.complete_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id,
+                                              MultipartUpload={"Parts": self.parts})
+
+    def abort(self):
+        if self.upload_id is not None:
+            self.client.abort_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id)
+
+
+class _FileWriter(BlobWriter):
+    """Chunks appended to a temporary file beside the target, renamed into place on commit."""
+
+    def __init__(self, target: Path):
+        super().__init__()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self.target = target
+        self.tmp = target.with_name(f"{target.name}.{secrets.token_hex(6)}.part")
+        self.fh = self.tmp.open("wb")
+
+    def _write(self, data):
+        self.fh.write(data)
+
+    def commit(self):
+        self.fh.close()
+        self.tmp.replace(self.target)
+
+    def abort(self):
+        self.fh.close()
+        self.tmp.unlink(missing_ok=True)
+
+
 class S3BlobStore(BlobStore):
     def __init__(self):
         import boto3
@@ -104,6 +203,9 @@ class S3BlobStore(BlobStore):
                                 multipart_chunksize=settings.S3_MULTIPART_CHUNKSIZE,
                                 max_concurrency=settings.S3_MULTIPART_CONCURRENCY)
         self.client.upload_file(str(path), self.bucket, key, Config=config)
+
+    def writer(self, key):
+        return _S3Writer(self, key)
 
     def get(self, key, byte_range=None):
         kwargs = {"Bucket": self.bucket, "Key": key}
@@ -209,6 +311,9 @@ class LocalBlobStore(BlobStore):
         tmp = target.with_suffix(".part")
         shutil.copyfile(path, tmp)
         tmp.replace(target)
+
+    def writer(self, key):
+        return _FileWriter(self._path(key))
 
     def get(self, key, byte_range=None):
         path = self._path(key)

@@ -21,6 +21,7 @@ At the end the output and error files are written in OpenAI's line format.
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import logging
 import os
@@ -54,6 +55,9 @@ LINE_NAMESPACE = uuid.UUID("1d1f5d1e-8a51-4d33-9a7b-6a3f0f3c2b71")
 ACTIVE = (Batch.Status.VALIDATING, Batch.Status.IN_PROGRESS, Batch.Status.CANCELLING)
 # Per-line errors returned at once for a bad file (the first ones).
 MAX_REPORTED_ERRORS = 20
+# Lines read (and stored rows written) per database round trip when a batch
+# resumes, expires or writes its result files.
+PENDING_CHUNK = 1000
 
 
 def _new_id(prefix: str) -> str:
@@ -66,48 +70,52 @@ def line_request_id(batch_id: str, custom_id: str) -> str:
 
 # -- files --------------------------------------------------------------------
 
-def _check_line(number: int, raw: bytes, seen: set[str], endpoints: set[str],
-                tokens: list[int]) -> str | None:
-    """None if the line is good (its estimated tokens appended to ``tokens``), else what is wrong."""
+class _BadLine(Exception):
+    pass
+
+
+def _check_line(raw: bytes, seen: set[str], endpoints: set[str]) -> int:
+    """The line's estimated tokens if it is good; raises _BadLine saying what is wrong."""
     if len(raw) > settings.INFERENCE_MAX_BODY_BYTES:
-        return f"the line is {len(raw)} bytes; at most {settings.INFERENCE_MAX_BODY_BYTES} are accepted"
+        raise _BadLine(f"the line is {len(raw)} bytes; at most {settings.INFERENCE_MAX_BODY_BYTES} "
+                       "are accepted")
     try:
         line = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        return f"not valid JSON ({exc})"
+        raise _BadLine(f"not valid JSON ({exc})") from None
     if not isinstance(line, dict):
-        return "a line must be a JSON object"
+        raise _BadLine("a line must be a JSON object")
     extra = sorted(set(line) - {"custom_id", "method", "url", "body"})
     if extra:
-        return f"unrecognized field '{extra[0]}'"
+        raise _BadLine(f"unrecognized field '{extra[0]}'")
     custom_id = line.get("custom_id")
     if not isinstance(custom_id, str) or not custom_id or len(custom_id) > 512:
-        return "'custom_id' must be a string of 1-512 characters"
+        raise _BadLine("'custom_id' must be a string of 1-512 characters")
     if custom_id in seen:
-        return f"duplicate custom_id {custom_id!r}"
+        raise _BadLine(f"duplicate custom_id {custom_id!r}")
     seen.add(custom_id)
     if line.get("method") != "POST":
-        return "'method' must be POST"
+        raise _BadLine("'method' must be POST")
     url = line.get("url")
     if url not in ENDPOINTS:
-        return f"'url' must be one of {', '.join(sorted(ENDPOINTS))} (got {url!r})"
+        raise _BadLine(f"'url' must be one of {', '.join(sorted(ENDPOINTS))} (got {url!r})")
     endpoints.add(url)
     if len(endpoints) > 1:
-        return f"every line must call the same endpoint ({', '.join(sorted(endpoints))} seen)"
+        raise _BadLine(f"every line must call the same endpoint ({', '.join(sorted(endpoints))} seen)")
     body = line.get("body")
     if not isinstance(body, dict):
-        return "'body' must be a JSON object"
+        raise _BadLine("'body' must be a JSON object")
     if body.get("stream"):
-        return "'body.stream' must be false in a batch"
+        raise _BadLine("'body.stream' must be false in a batch")
     try:
         request = ENDPOINTS[url][0](body)
         model_spec(request.model)
-        tokens.append(estimate_prompt_tokens(request.messages) + request.params.n * request.params.max_tokens)
     except ApiError as exc:
-        return f"body: {exc.detail} (param {exc.field})" if exc.field else f"body: {exc.detail}"
+        where = f" (param {exc.field})" if exc.field else ""
+        raise _BadLine(f"body: {exc.detail}{where}") from None
     except UnknownModel as exc:
-        return f"body.model: {exc}"
-    return None
+        raise _BadLine(f"body.model: {exc}") from None
+    return estimate_prompt_tokens(request.messages) + request.params.n * request.params.max_tokens
 
 
 def file_create(*, user, upload, purpose: str) -> BatchFile:
@@ -121,8 +129,7 @@ def file_create(*, user, upload, purpose: str) -> BatchFile:
                        "accepted.", code="file_too_large", field="file")
     seen: set[str] = set()
     endpoints: set[str] = set()
-    tokens: list[int] = []
-    errors, count = [], 0
+    shown, invalid, count, tokens = [], 0, 0, 0
     for number, raw in enumerate(upload, start=1):  # Django's UploadedFile yields lines
         if not raw.strip():
             continue
@@ -130,18 +137,18 @@ def file_create(*, user, upload, purpose: str) -> BatchFile:
         if count > settings.BATCH_MAX_LINES:
             raise ApiError(f"The file has more than {settings.BATCH_MAX_LINES} lines.",
                            code="too_many_lines", field="file")
-        problem = _check_line(number, raw.rstrip(b"\r\n"), seen, endpoints, tokens)
-        if problem and len(errors) < MAX_REPORTED_ERRORS:
-            errors.append({"line": number, "message": problem})
-        elif problem:
-            errors.append(None)
+        try:
+            tokens += _check_line(raw.rstrip(b"\r\n"), seen, endpoints)
+        except _BadLine as exc:
+            invalid += 1
+            if len(shown) < MAX_REPORTED_ERRORS:
+                shown.append({"line": number, "message": str(exc)})
     if count == 0:
         raise ApiError("The file has no lines.", code="empty_file", field="file")
-    if errors:
-        shown = [e for e in errors if e]
-        raise ApiError(f"{len(errors)} line(s) of the file are invalid; the first: line {shown[0]['line']}: "
+    if invalid:
+        raise ApiError(f"{invalid} line(s) of the file are invalid; the first: line {shown[0]['line']}: "
                        f"{shown[0]['message']}", code="invalid_file", field="file",
-                       extra={"errors": shown, "invalid_lines": len(errors)})
+                       extra={"errors": shown, "invalid_lines": invalid})
     file_id = _new_id("file-")
     key = f"batch-files/{file_id}"
     store = get_blob_store()
@@ -153,7 +160,7 @@ def file_create(*, user, upload, purpose: str) -> BatchFile:
         store.put(key, upload.read())
     return BatchFile.objects.create(id=file_id, user=user, purpose=purpose, filename=upload.name[:255],
                                     bytes=upload.size, lines=count, endpoint=endpoints.pop(),
-                                    tokens=sum(tokens), blob_key=key)
+                                    tokens=tokens, blob_key=key)
 
 
 def file_lines(batch_file: BatchFile):
@@ -172,15 +179,37 @@ def file_body(f: BatchFile) -> dict:
             "filename": f.filename, "purpose": f.purpose, "status": "processed", "status_details": None}
 
 
-def _write_file(*, user, name: str, rows: list[bytes]) -> BatchFile | None:
-    if not rows:
-        return None
-    data = b"".join(rows)
-    file_id = _new_id("file-")
-    key = f"batch-files/{file_id}"
-    get_blob_store().put(key, data)
-    return BatchFile.objects.create(id=file_id, user=user, purpose=BatchFile.Purpose.BATCH_OUTPUT,
-                                    filename=name, bytes=len(data), lines=len(rows), blob_key=key)
+class _ResultFile:
+    """A batch's output or error file, streamed to the object store as its lines
+    come (one part in memory, whatever the batch's size); opened at its first line."""
+
+    def __init__(self, *, user, name: str):
+        self.user, self.name = user, name
+        self.id = _new_id("file-")
+        self.key = f"batch-files/{self.id}"
+        self.writer = None
+        self.lines = 0
+
+    def add(self, data: bytes) -> None:
+        if self.writer is None:
+            self.writer = get_blob_store().writer(self.key)
+        self.writer.write(data)
+        self.lines += 1
+
+    def commit(self) -> None:
+        if self.writer is not None:
+            self.writer.commit()
+
+    def abort(self) -> None:
+        if self.writer is not None:
+            self.writer.abort()
+
+    def record(self) -> BatchFile | None:
+        if self.writer is None:
+            return None
+        return BatchFile.objects.create(id=self.id, user=self.user, purpose=BatchFile.Purpose.BATCH_OUTPUT,
+                                        filename=self.name, bytes=self.writer.bytes, lines=self.lines,
+                                        blob_key=self.key)
 
 
 def file_delete(f: BatchFile) -> None:
@@ -344,27 +373,29 @@ def batch_drive(batch_id, *, backend: Backend | None = None, owner: str | None =
     if not _claim(batch_id, owner):
         return "busy"
     batch = Batch.objects.select_related("input_file", "user").get(pk=batch_id)
-    done = set(BatchLine.objects.filter(batch=batch).values_list("custom_id", flat=True))
     check, kind = ENDPOINTS[batch.endpoint]
-    window: list[tuple[int, dict]] = []
-    lines = enumerate(file_lines(batch.input_file), start=1)
+    pending = _pending(batch, enumerate(file_lines(batch.input_file), start=1))
     while not _cancelled(batch_id):
         if timezone.now() >= batch.expires_at:  # completion_window passed: the rest is reported expired
-            _expire(batch, lines, done)
+            _expire(batch, pending)
             return _finish(batch, owner, expired=True)
-        for number, raw in lines:
-            line = json.loads(raw)
-            if line["custom_id"] not in done:
-                window.append((number, line))
-                if len(window) >= max(1, settings.BATCH_WINDOW):
-                    break
+        window = list(itertools.islice(pending, max(1, settings.BATCH_WINDOW)))
         if not window or not _run_window(batch, window, check, kind, backend):
             break
-        window = []
         if not _renew(batch_id, owner):
             logger.warning("batch %s: lease lost; another driver continues", batch_id)
             return "busy"
     return _finish(batch, owner)
+
+
+def _pending(batch: Batch, lines):
+    """(number, line) of the lines not stored yet, in file order. Stored lines are
+    looked up a chunk at a time: a resumed 50,000-line batch holds no set of them."""
+    while chunk := [(number, json.loads(raw)) for number, raw in itertools.islice(lines, PENDING_CHUNK)]:
+        ids = [line["custom_id"] for _, line in chunk]
+        stored = set(BatchLine.objects.filter(batch=batch, custom_id__in=ids)
+                     .values_list("custom_id", flat=True))
+        yield from ((number, line) for number, line in chunk if line["custom_id"] not in stored)
 
 
 def _request(batch: Batch, line: dict, check) -> tuple[GenerationRequest, object]:
@@ -429,31 +460,34 @@ def _line(batch, number, line, request_id, status, body) -> BatchLine:
                      status_code=status, body=body)
 
 
-def _expire(batch: Batch, lines, done: set[str]) -> None:
+def _expire(batch: Batch, pending) -> None:
     body = {"error": {"code": "batch_expired",
                       "message": "This line was not run before the batch's completion_window ended."}}
-    rows = [_line(batch, number, line, "", 408, body)
-            for number, line in ((n, json.loads(raw)) for n, raw in lines) if line["custom_id"] not in done]
-    BatchLine.objects.bulk_create(rows, ignore_conflicts=True)
+    while chunk := list(itertools.islice(pending, PENDING_CHUNK)):
+        BatchLine.objects.bulk_create([_line(batch, number, line, "", 408, body) for number, line in chunk],
+                                      ignore_conflicts=True)
 
 
 def _finish(batch: Batch, owner: str, *, expired: bool = False) -> str:
     _progress(batch.pk)
     cancelled = _cancelled(batch.pk)
-    outputs, errors = [], []
-    for row in BatchLine.objects.filter(batch=batch).order_by("line").iterator():
-        out = {"id": f"batch_req_{row.request_id or row.custom_id}", "custom_id": row.custom_id}
-        if row.status_code == 200:
-            response = {"status_code": 200, "request_id": row.request_id, "body": row.body}
-            outputs.append(json.dumps({**out, "response": response, "error": None}).encode() + b"\n")
-        else:
-            error = row.body.get("error", {})
-            errors.append(json.dumps({**out, "response": {"status_code": row.status_code,
-                                                          "request_id": row.request_id, "body": row.body},
-                                      "error": {"code": error.get("code"), "message": error.get("message")}}
-                                     ).encode() + b"\n")
-    output = _write_file(user=batch.user, name=f"{batch.pk}_output.jsonl", rows=outputs)
-    error = _write_file(user=batch.user, name=f"{batch.pk}_error.jsonl", rows=errors)
+    files = [_ResultFile(user=batch.user, name=f"{batch.pk}_{kind}.jsonl") for kind in ("output", "error")]
+    try:
+        for row in BatchLine.objects.filter(batch=batch).order_by("line").iterator(chunk_size=PENDING_CHUNK):
+            response = {"status_code": row.status_code, "request_id": row.request_id, "body": row.body}
+            out = {"id": f"batch_req_{row.request_id or row.custom_id}", "custom_id": row.custom_id,
+                   "response": response, "error": None}
+            if row.status_code != 200:
+                error = row.body.get("error", {})
+                out["error"] = {"code": error.get("code"), "message": error.get("message")}
+            files[row.status_code != 200].add(json.dumps(out).encode() + b"\n")
+        for f in files:
+            f.commit()
+    except BaseException:
+        for f in files:
+            f.abort()
+        raise
+    output, error = (f.record() for f in files)
     status = Batch.Status.CANCELLED if cancelled else Batch.Status.EXPIRED if expired else \
         Batch.Status.COMPLETED
     Batch.objects.filter(pk=batch.pk, lease_owner=owner).update(
