@@ -2,8 +2,9 @@
 
 Input: a JSONL file, validated line by line as it is uploaded (streamed: one
 line in memory at a time), each line {"custom_id", "method": "POST", "url",
-"body"}, every url the same endpoint (/v1/chat/completions or /v1/completions),
-custom_ids unique, every body checked by the same checker as the live endpoint.
+"body"}, every url the same endpoint (/v1/chat/completions, /v1/completions or
+/v1/embeddings), custom_ids unique, every body checked by the same checker as
+the live endpoint, for a model that serves that endpoint and its features.
 Errors name each bad line by its number. The file goes to the object store.
 
 Execution: a driver (a thread of the process that created the batch, or
@@ -40,9 +41,10 @@ from core.blobstore import get_blob_store
 from core.errors import ApiError
 from inference_client.completion import Completion
 from inference_client.models import Batch, BatchFile, BatchLine
-from inference_client.rendering import completion_body, error_status
+from inference_client.rendering import completion_body, embeddings_body, error_status
 from inference_client.services import estimate_prompt_tokens
-from inference_client.validation import check_chat_request, check_text_request
+from inference_client.validation import check_chat_request, check_embeddings_request, check_text_request
+from inference_protocol import features
 from inference_protocol.backend import Backend, get_backend
 from inference_protocol.catalog import UnknownModel, model_spec
 from inference_protocol.generation import GenerationRequest
@@ -50,7 +52,8 @@ from inference_protocol.generation import GenerationRequest
 logger = logging.getLogger(__name__)
 
 ENDPOINTS = {"/v1/chat/completions": (check_chat_request, "chat"),
-             "/v1/completions": (check_text_request, "text")}
+             "/v1/completions": (check_text_request, "text"),
+             "/v1/embeddings": (check_embeddings_request, "embed")}
 LINE_NAMESPACE = uuid.UUID("1d1f5d1e-8a51-4d33-9a7b-6a3f0f3c2b71")
 ACTIVE = (Batch.Status.VALIDATING, Batch.Status.IN_PROGRESS, Batch.Status.CANCELLING)
 # Per-line errors returned at once for a bad file (the first ones).
@@ -107,14 +110,21 @@ def _check_line(raw: bytes, seen: set[str], endpoints: set[str]) -> int:
         raise _BadLine("'body' must be a JSON object")
     if body.get("stream"):
         raise _BadLine("'body.stream' must be false in a batch")
+    check, kind = ENDPOINTS[url]
     try:
-        request = ENDPOINTS[url][0](body)
-        model_spec(request.model)
+        request = check(body)
+        spec = model_spec(request.model)
     except ApiError as exc:
         where = f" (param {exc.field})" if exc.field else ""
         raise _BadLine(f"body: {exc.detail}{where}") from None
     except UnknownModel as exc:
         raise _BadLine(f"body.model: {exc}") from None
+    if (kind == "embed") == features.generates(spec):  # what completion_create refuses live
+        serves = "/v1/chat/completions and /v1/completions" if features.generates(spec) else "/v1/embeddings"
+        raise _BadLine(f"body.model: the model {request.model!r} serves {serves} only")
+    missing = features.unsupported(spec, request.params.features())
+    if missing:
+        raise _BadLine(f"body: the model {request.model!r} does not implement {missing[0]!r}")
     return estimate_prompt_tokens(request.messages) + request.params.n * request.params.max_tokens
 
 
@@ -407,7 +417,7 @@ def _request(batch: Batch, line: dict, check) -> tuple[GenerationRequest, object
         temperature=params.temperature, top_p=params.top_p, stop=list(params.stop),
         seed=params.seed if params.seed is not None else int(request_id[:8], 16) & 0x7FFFFFFF,
         priority="batch", timeout_s=settings.BATCH_LINE_TIMEOUT_S,
-        response_format=params.response_format or params.tool_constraint, n=params.n,
+        response_format=params.response_format or params.tool_constraint, n=params.n, inputs=params.inputs,
         logprobs=params.logprobs, raw_prompt=params.raw_prompt), request
 
 
@@ -445,8 +455,9 @@ def _run_window(batch: Batch, window: list, check, kind: str, backend: Backend) 
                            request_id=generation.request_id, model=request.model, created=int(time.time()),
                            kind=kind, n=params.n, logprobs=params.logprobs is not None, tools=params.tools,
                            echo=request.messages[-1]["content"] if params.echo else None)
-            rows.append(_line(batch, number, line, generation.request_id, 200,
-                              completion_body(c, event["result"])))
+            body = embeddings_body(c, event["result"], request.encoding_format) if kind == "embed" else \
+                completion_body(c, event["result"])
+            rows.append(_line(batch, number, line, generation.request_id, 200, body))
         else:
             status, body = error_status(event)
             rows.append(_line(batch, number, line, generation.request_id, status, body))

@@ -7,7 +7,7 @@ import openai
 import pytest
 
 from inference_client.models import Batch, BatchLine
-from tests.inference_client.conftest import MODEL, make_key
+from tests.inference_client.conftest import EMBED, MODEL, make_key
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.needs_services  # the live gateway, a Celery worker, Redis, the object store
@@ -60,6 +60,9 @@ def test_should_run_every_line_once_and_return_output_and_error_files(live):
     (_jsonl([_line(1, "a"), _line(1, "b")]), "invalid_file"),
     (_jsonl([{**_line(1, "a"), "url": "/v1/embeddings"}]), "invalid_file"),
     (_jsonl([{**_line(1, "a"), "url": "/v1/completions"}, _line(2, "b")]), "invalid_file"),
+    (_jsonl([{**_line(1, "a"), "body": {"model": EMBED, "messages": [{"role": "user", "content": "a"}]}}]),
+     "invalid_file"),  # an embeddings model's chat
+    (_jsonl([_line(1, "a", response_format={"type": "json_object"})]), "invalid_file"),  # not on fixed_cost
     (b"\n\n", "empty_file"),
 ])
 def test_a_bad_input_file_is_refused_naming_its_lines(live, data, code):
@@ -67,6 +70,45 @@ def test_a_bad_input_file_is_refused_naming_its_lines(live, data, code):
     with pytest.raises(openai.BadRequestError) as e:
         _sdk(live, raw).files.create(file=("in.jsonl", io.BytesIO(data)), purpose="batch")
     assert e.value.code == code
+
+
+def _embed_line(i, text, **body):
+    return {"custom_id": f"emb-{i}", "method": "POST", "url": "/v1/embeddings",
+            "body": {"model": EMBED, "input": text, **body}}
+
+
+def test_should_run_embeddings_lines_on_the_real_model_with_the_same_vectors_as_the_live_endpoint(embedder):
+    import base64
+
+    import numpy as np
+
+    _, raw = make_key("paid")
+    client = _sdk(embedder, raw)
+    bad = [_embed_line(0, "x"), {**_embed_line(1, "x"), "body": {"model": MODEL, "input": "x"}}]
+    with pytest.raises(openai.BadRequestError) as e:  # a text model's embeddings
+        client.files.create(file=("in.jsonl", io.BytesIO(_jsonl(bad))), purpose="batch")
+    [error] = e.value.body["errors"]
+    assert error["line"] == 2 and "serves /v1/chat/completions and /v1/completions only" in error["message"]
+
+    texts = ["A cat sat on the mat.", "A kitten rested on the rug."]
+    lines = [_embed_line(0, texts), _embed_line(1, texts[0], encoding_format="base64"),
+             _embed_line(2, ["fine", "word " * 400])]  # over MiniLM's context: this line fails alone
+    f = client.files.create(file=("in.jsonl", io.BytesIO(_jsonl(lines))), purpose="batch")
+    batch = client.batches.create(input_file_id=f.id, endpoint="/v1/embeddings", completion_window="24h")
+    done = wait_for(lambda: (b := client.batches.retrieve(batch.id)).status == "completed" and b,
+                    timeout=60, what="the batch to complete")
+    assert (done.request_counts.completed, done.request_counts.failed) == (2, 1)
+    out = {x["custom_id"]: x["response"]["body"]
+           for x in map(json.loads, client.files.content(done.output_file_id).text.splitlines())}
+    pair = np.array([d["embedding"] for d in out["emb-0"]["data"]])
+    assert pair.shape == (2, 384) and out["emb-0"]["model"] == EMBED
+    assert out["emb-0"]["usage"]["prompt_tokens"] > 2
+    one = np.frombuffer(base64.b64decode(out["emb-1"]["data"][0]["embedding"]), dtype="<f4")
+    live = client.embeddings.create(model=EMBED, input=texts, encoding_format="float")
+    assert np.allclose(pair, [d.embedding for d in live.data], atol=1e-5)
+    assert np.allclose(one, pair[0], atol=1e-5)
+    [error] = map(json.loads, client.files.content(done.error_file_id).text.splitlines())
+    assert (error["custom_id"], error["error"]["code"]) == ("emb-2", "context_length_exceeded")
 
 
 def test_a_batch_refuses_a_file_of_another_endpoint_or_owner_and_cancel_keeps_finished_lines(live):
