@@ -127,15 +127,16 @@ class _S3Writer(BlobWriter):
     def _send_part(self):
         if self.upload_id is None:
             self.upload_id = self.client.create_multipart_upload(Bucket=self.bucket, Key=self.key)["UploadId"]
-        data, self.buffer = bytes(self.buffer), bytearray()
         number = len(self.parts) + 1
+        # The buffer itself is the body (no copy): one part in memory at a time.
         sent = self.client.upload_part(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id,
-                                       PartNumber=number, Body=data)
+                                       PartNumber=number, Body=self.buffer)
         self.parts.append({"ETag": sent["ETag"], "PartNumber": number})
+        self.buffer = bytearray()
 
     def commit(self):
         if self.upload_id is None:
-            self.client.put_object(Bucket=self.bucket, Key=self.key, Body=bytes(self.buffer))
+            self.client.put_object(Bucket=self.bucket, Key=self.key, Body=self.buffer)
             return
         if self.buffer:
             self._send_part()

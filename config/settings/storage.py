@@ -24,8 +24,9 @@ S3_MULTIPART_THRESHOLD = env_int("S3_MULTIPART_THRESHOLD", 64 * 1024 * 1024)
 S3_MULTIPART_CHUNKSIZE = env_int("S3_MULTIPART_CHUNKSIZE", 64 * 1024 * 1024)
 S3_MULTIPART_CONCURRENCY = env_int("S3_MULTIPART_CONCURRENCY", 4)
 # Files written as they are produced (a batch's output) go up in parts of this
-# size (at least S3's 5 MiB): the memory a writer holds, whatever the file's size.
-S3_STREAM_PART_BYTES = env_int("S3_STREAM_PART_BYTES", 8 * 1024 * 1024)
+# size (S3's least, 5 MiB, by default): the memory a writer holds, whatever the
+# file's size (at most 10,000 parts: 50 GB).
+S3_STREAM_PART_BYTES = env_int("S3_STREAM_PART_BYTES", 5 * 1024 * 1024)
 
 # Presigned URL lifetimes (seconds). GET is short: it is the only window in
 # which a revoked user can still read a body they were handed.
