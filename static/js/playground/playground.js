@@ -5,6 +5,7 @@ import { loadBody, uploadBody } from "./bodies.js";
 import { Draft } from "./draft.js";
 import { HighlightedEditor, render, variablesIn } from "./editor.js";
 import { Params } from "./params.js";
+import { structuredResult, toolCallsResult } from "./result.js";
 import { describeRunError, streamChat, tokensPerSecond } from "./stream.js";
 import { VariablesPanel } from "./variables.js";
 import { offerTestCase, setUpTestCases } from "../evals/save_case.js";
@@ -24,12 +25,65 @@ const params = new Params(cfg, scheduleDraft);
 
 function state() {
   return { base: base && base.id, system: system.value, body: body.value, ...params.get(),
-           variables: vars.values(), message: $("commit-message").value };
+           variables: vars.values(), message: $("commit-message").value, ...format() };
+}
+
+// Response format and tools as typed (text: a draft keeps what does not parse yet).
+function format() {
+  return { response_format: $("response-format").value, response_schema: $("response-schema").value,
+           tools: $("tools-input").value, tool_choice: $("tool-choice").value };
+}
+
+function showFormat(s) {
+  $("response-format").value = s.response_format || "text";
+  $("response-schema").value = s.response_schema || "";
+  $("tools-input").value = s.tools || "";
+  $("tool-choice").value = s.tool_choice || "auto";
+  $("schema-row").hidden = $("response-format").value !== "json_schema";
+}
+
+// A saved version keeps a response schema (a JSON object mode is the schema {"type": "object"}).
+function formatOfVersion(v) {
+  return v.response_schema ? { response_format: "json_schema",
+                               response_schema: JSON.stringify(v.response_schema, null, 2) }
+    : { response_format: "text", response_schema: "" };
+}
+
+function parseJsonField(text, what) {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${what} is not valid JSON: ${err.message}`);
+  }
+}
+
+// The schema to save with a version (null: plain text); throws when it does not parse.
+function schemaToSave(s) {
+  if (s.response_format === "json_object") return { type: "object" };
+  if (s.response_format !== "json_schema") return null;
+  return parseJsonField(s.response_schema, "The response schema");
+}
+
+// The request's response_format / tools / tool_choice; throws when a field does not parse.
+function formatRequest(s) {
+  const out = {};
+  if (s.response_format === "json_object") out.response_format = { type: "json_object" };
+  if (s.response_format === "json_schema") {
+    out.response_format = { type: "json_schema", json_schema: { name: "response", strict: true,
+      schema: parseJsonField(s.response_schema, "The response schema") } };
+  }
+  if ((s.tools || "").trim()) {
+    out.tools = parseJsonField(s.tools, "Tools");
+    out.tool_choice = s.tool_choice || "auto";
+  }
+  return out;
 }
 
 function sameContent(a, b) {
-  const pick = ({ system: s, body: t, model, temperature, max_tokens, top_p, stop, variables }) =>
-    JSON.stringify([s, t, model, temperature, max_tokens, top_p, stop, variables]);
+  const pick = ({ system: s, body: t, model, temperature, max_tokens, top_p, stop, variables,
+                  response_format: f = "text", response_schema: rs = "", tools = "", tool_choice: tc = "auto" }) =>
+    JSON.stringify([s, t, model, temperature, max_tokens, top_p, stop, variables, f, f === "json_schema" ? rs : "",
+                    tools, tc]);
   return a && b && pick(a) === pick(b);
 }
 
@@ -50,6 +104,7 @@ function apply(s) {
   system.value = s.system || "";
   body.value = s.body || "";
   params.set(s);
+  showFormat(s);
   vars.sync(variablesIn(system.value, body.value), s.variables || {});
   $("commit-message").value = s.message || "";
 }
@@ -74,7 +129,8 @@ async function loadBase() {
   body.setReadOnly(false);
   $("large-body").hidden = true;
   baseState = { system: base.system, body: text, model: base.model, temperature: base.temperature,
-                max_tokens: base.max_tokens, top_p: base.top_p, stop: base.stop, variables: base.variables };
+                max_tokens: base.max_tokens, top_p: base.top_p, stop: base.stop, variables: base.variables,
+                ...formatOfVersion(base), tools: "", tool_choice: "auto" };
   params.ensureModel(base.model);
 }
 
@@ -109,6 +165,7 @@ async function save() {
   try {
     const payload = { parent: base ? base.id : null, message: s.message, model: s.model, system: s.system,
       temperature: s.temperature, max_tokens: s.max_tokens, top_p: s.top_p, stop: s.stop,
+      response_schema: schemaToSave(s),
       variables: Object.fromEntries(Object.entries(s.variables).map(([k, v]) => [k, v === "" ? null : v])) };
     if (new TextEncoder().encode(s.body).length > cfg.uploadThreshold) {
       $("upload").hidden = false;
@@ -118,7 +175,7 @@ async function save() {
     }
     const created = await api(`${cfg.apiBase}/versions`, { method: "POST", body: payload });
     base = created;
-    baseState = { ...s, variables: payload.variables };
+    baseState = { ...s, variables: payload.variables, ...formatOfVersion(created) };
     draft.clear();
     note("");
     $("discard-draft").hidden = true;
@@ -152,8 +209,18 @@ async function run() {
   const messages = [];
   if (s.system.trim()) messages.push({ role: "system", content: render(s.system, values) });
   messages.push({ role: "user", content: render(s.body, values) });
+  let extra;
+  try {
+    extra = formatRequest(s);
+  } catch (err) {
+    showAlert($("run-error"), err.message);
+    return;
+  }
   const request = { model: s.model, messages, temperature: s.temperature ?? 1, top_p: s.top_p ?? 1,
-                    max_tokens: s.max_tokens ?? 256, ...(s.stop.length ? { stop: s.stop } : {}) };
+                    max_tokens: s.max_tokens ?? 256, ...(s.stop.length ? { stop: s.stop } : {}), ...extra };
+  const result = $("run-result");
+  result.hidden = true;
+  result.replaceChildren();
 
   out.classList.remove("empty");
   const text = document.createTextNode("");
@@ -177,6 +244,15 @@ async function run() {
     setStat("stat-tps", tps ? `${tps.toFixed(1)} tok/s` : "–");
     if (stats.ttftMs === null) setStat("stat-ttft", "–");
     setStat("stat-finish", stats.finish ? `finish: ${stats.finish}` : "");
+    if (stats.toolCalls.length) {
+      result.replaceChildren(toolCallsResult(stats.toolCalls, extra.tools));
+      result.hidden = false;
+    } else if (extra.response_format) {
+      result.replaceChildren(structuredResult(text.data, { mode: extra.response_format.type,
+        schema: extra.response_format.json_schema && extra.response_format.json_schema.schema,
+        finish: stats.finish }));
+      result.hidden = false;
+    }
     if (text.data) offerTestCase({ variables: values, output: text.data });
   } catch (err) {
     if (err.name === "AbortError") setStat("stat-finish", "stopped");
@@ -186,7 +262,7 @@ async function run() {
     cursor.remove();
     running = null;
     if (!$("run-btn").disabled) $("run-btn").firstChild.textContent = "Run ";
-    if (!text.data) out.classList.add("empty");
+    if (!text.data && result.hidden) out.classList.add("empty");
   }
 }
 
@@ -213,6 +289,10 @@ function rateLimited(err) {
 $("run-btn").addEventListener("click", run);
 $("save-form").addEventListener("submit", (e) => { e.preventDefault(); save(); });
 $("commit-message").addEventListener("input", scheduleDraft);
+for (const id of ["response-format", "response-schema", "tools-input", "tool-choice"]) {
+  $(id).addEventListener("input", () => { $("schema-row").hidden = $("response-format").value !== "json_schema";
+                                          scheduleDraft(); });
+}
 $("discard-draft").addEventListener("click", () => {
   draft.clear();
   if (baseState) apply({ ...baseState, message: "" }); else apply({});

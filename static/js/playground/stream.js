@@ -19,7 +19,7 @@ export async function streamChat({ request, signal, onToken }) {
   }
   if (!res.ok) throw await errorFrom(res);
 
-  const stats = { ttftMs: null, tokens: 0, finish: null, usage: null, totalMs: 0 };
+  const stats = { ttftMs: null, tokens: 0, finish: null, usage: null, totalMs: 0, toolCalls: [] };
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
@@ -42,6 +42,13 @@ export async function streamChat({ request, signal, onToken }) {
         const choice = chunk.choices && chunk.choices[0];
         if (!choice) continue;
         if (choice.finish_reason) stats.finish = choice.finish_reason;
+        // OpenAI's streamed calls: by index, the name once, the arguments in pieces.
+        for (const part of (choice.delta && choice.delta.tool_calls) || []) {
+          const call = stats.toolCalls[part.index] ||= { id: "", type: "function", function: { name: "", arguments: "" } };
+          if (part.id) call.id = part.id;
+          if (part.function && part.function.name) call.function.name += part.function.name;
+          if (part.function && part.function.arguments) call.function.arguments += part.function.arguments;
+        }
         const text = choice.delta && choice.delta.content;
         if (text) {
           if (stats.ttftMs === null) stats.ttftMs = performance.now() - started;
