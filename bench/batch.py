@@ -1,6 +1,9 @@
-"""Batch lines beside interactive traffic, on the real scheduler and virtual time.
+"""Batch lines beside interactive traffic, on the real scheduler and virtual time;
+with --live, through the whole HTTP stack; with --rss, the batch worker's memory.
 
     .venv/bin/python bench/batch.py [--lines 10000] [--load 0.5]
+    .venv/bin/python bench/batch.py --live [--duration 20] [--lines 10000]
+    .venv/bin/python bench/batch.py --rss [--lines 50000]
 
 A device is ``FixedCostEngine`` at 50 inputs / 200 ms per call (250 req/s).
 Interactive (paid) requests arrive as a Poisson stream at ``--load`` of the
@@ -14,16 +17,42 @@ topped up). Printed, against the interactive-only run of the same arrivals:
 - the job's total time.
 
 What this does not measure: the HTTP path, the batch driver (its windows and
-database writes) or a continuous-batching engine (see batch_slot_share); the
-peak-RSS run over a 50,000-line file is not written yet.
+database writes) or a continuous-batching engine (see batch_slot_share): --live
+and --rss do the first two.
+
+--live and --rss need the services scripts/test.sh points at (DATABASE_URL,
+REDIS_URL, CELERY_BROKER_URL=amqp://...; S3 if S3_ENDPOINT_URL is set, else
+`rclone serve s3` is started here) and wrk (`apt-get install -y wrk`). They start
+`manage.py serve`, one Celery worker (the device) and run `manage.py
+batch_worker` (BATCH_DISPATCH=none), as production does (see bench/e2e.py).
+
+--live: the same device (50 inputs / 200 ms); interactive traffic from wrk at
+about --load of the device limit (100 connections, each pausing between
+requests), alone, then beside a running batch job (--lines lines uploaded and
+created through /v1/files and /v1/batches), then alone again: interactive
+p50 / p99 with and without the job (ratios from the same run), and the job's
+lines/s meanwhile as a share of the capacity the traffic leaves idle.
+
+--rss: a fast device (512 inputs / 10 ms), so the path is the limit; a
+1,000-line and a --lines-line file uploaded (peak RSS of the serve process
+while each is validated, read from VmHWM after resetting it), then each job run
+by its own `manage.py batch_worker --once` process: its peak RSS (wait4's
+ru_maxrss), lines/s, and the output file's size. Memory must not grow with the
+lines: the input is streamed line by line, the output streamed to the store in
+S3_STREAM_PART_BYTES parts.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import random
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -67,11 +96,187 @@ def run(arrivals, lines: int):
     return interactive, batch_done
 
 
+# ---- the live stack (--live, --rss) ------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def object_store():
+    """The S3 server the environment names, or an rclone one started here (as scripts/test.sh does)."""
+    if os.environ.get("S3_ENDPOINT_URL"):
+        yield {}
+        return
+    from tests.livesubprocess import free_port
+
+    port = free_port()
+    with tempfile.TemporaryDirectory() as root:
+        proc = subprocess.Popen([str(ROOT / ".venv/bin/rclone"), "serve", "s3", root, "--addr",
+                                 f"127.0.0.1:{port}", "--auth-key", "benchkey,benchsecret"],
+                                env=dict(os.environ, RCLONE_CONFIG="/dev/null"),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.5)
+            yield {"S3_ENDPOINT_URL": f"http://127.0.0.1:{port}", "S3_BUCKET": "bench-batch",
+                   "S3_ACCESS_KEY_ID": "benchkey", "S3_SECRET_ACCESS_KEY": "benchsecret"}
+        finally:
+            proc.terminate()
+            proc.wait()
+
+
+def jsonl(model: str, lines: int, tag: str) -> bytes:
+    def line(i):
+        return {"custom_id": f"{tag}-{i}", "method": "POST", "url": "/v1/chat/completions",
+                "body": {"model": model, "max_tokens": 16,
+                         "messages": [{"role": "user", "content": f"batch line {i} of {tag}"}]}}
+    return b"".join(json.dumps(line(i)).encode() + b"\n" for i in range(lines))
+
+
+def upload_and_create(client, model: str, lines: int, tag: str) -> tuple[dict, dict]:
+    data = jsonl(model, lines, tag)
+    f = client.post("/v1/files", files={"file": (f"{tag}.jsonl", data)}, data={"purpose": "batch"})
+    f.raise_for_status()
+    b = client.post("/v1/batches", json={"input_file_id": f.json()["id"], "endpoint": "/v1/chat/completions",
+                                         "completion_window": "24h"})
+    b.raise_for_status()
+    return f.json(), b.json()
+
+
+def reset_peak_rss(procs) -> None:
+    for p in procs:  # writing 5 to clear_refs resets VmHWM (Linux)
+        with contextlib.suppress(OSError), open(f"/proc/{p.pid}/clear_refs", "w") as fh:
+            fh.write("5")
+
+
+def peak_rss_mb(procs) -> float:
+    peak = 0
+    for p in procs:
+        with contextlib.suppress(OSError), open(f"/proc/{p.pid}/status") as fh:
+            for row in fh:
+                if row.startswith("VmHWM:"):
+                    peak = max(peak, int(row.split()[1]))
+    return peak / 1024
+
+
+def batch_worker(env: dict, *, once: bool) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "manage.py", "batch_worker", *(["--once"] if once else
+                                                                           ["--poll", "0.2"])],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+
+
+def live_stack_env(e2e, engine: dict, **extra) -> dict:
+    return dict(os.environ, **e2e.STACK_ENV, BATCH_DISPATCH="none",
+                INFERENCE_MODELS=json.dumps({e2e.MODEL: engine}), **extra)
+
+
+def rss(lines: int) -> None:
+    import httpx
+
+    from bench import e2e
+
+    engine = {"engine": "fixed_cost", "max_inputs": 512, "call_s": 0.01}
+    with object_store() as s3:
+        env = live_stack_env(e2e, engine, BATCH_WINDOW="512", **s3)
+        with e2e.Stack(1, 1, env) as stack:
+            key = e2e.make_keys("paid", 1)[0]
+            server = e2e.tree(stack.server.pid)
+            client = httpx.Client(base_url=stack.base, headers={"Authorization": f"Bearer {key}"},
+                                  timeout=600)
+            from django.conf import settings
+
+            print(f"device: fixed-cost, {engine['max_inputs']} inputs / {engine['call_s'] * 1000:.0f} ms per "
+                  f"call; BATCH_WINDOW 512; output parts of {settings.S3_STREAM_PART_BYTES / 2**20:.0f} MiB")
+            print(f"{'lines':>7} {'file MB':>8} {'serve peak MB':>14} {'worker peak MB':>15} {'lines/s':>8} "
+                  f"{'output MB':>10}")
+            rows = {}
+            for n in (1_000, lines // 5, lines):
+                reset_peak_rss(server)
+                f, b = upload_and_create(client, e2e.MODEL, n, f"rss{n}")
+                serve_peak = peak_rss_mb(server)
+                started = time.monotonic()
+                proc = batch_worker(env, once=True)
+                _, status, usage = os.wait4(proc.pid, 0)
+                took = time.monotonic() - started
+                done = client.get(f"/v1/batches/{b['id']}").json()
+                if status or done["status"] != "completed":
+                    raise RuntimeError(f"the {n}-line job ended {done['status']} (exit status {status})")
+                out = client.get(f"/v1/files/{done['output_file_id']}").json()
+                rows[n] = usage.ru_maxrss / 1024  # kilobytes on Linux
+                print(f"{n:>7} {f['bytes'] / 1e6:>8.1f} {serve_peak:>14.0f} {rows[n]:>15.0f} "
+                      f"{done['request_counts']['completed'] / took:>8.0f} {out['bytes'] / 1e6:>10.1f}")
+            print(f"batch worker peak RSS, {lines} lines against 1,000: {rows[lines] / rows[1_000]:.2f}x "
+                  f"({rows[lines] - rows[1_000]:+.0f} MB)")
+
+
+def live(duration: float, lines: int, load: float) -> None:
+    import httpx
+
+    from bench import e2e
+
+    engine = {"engine": "fixed_cost", "max_inputs": N, "call_s": CALL}
+    conns = 100
+    # Closed loop: a connection sends every latency + pause; ~300 ms of latency on this device.
+    pause_ms = max(0, int(conns / (load * LIMIT) * 1000 - 300))
+    with object_store() as s3:
+        env = live_stack_env(e2e, engine, **s3)
+        with e2e.Stack(1, 1, env) as stack:
+            key = e2e.make_keys("paid", 1)
+            client = httpx.Client(base_url=stack.base, headers={"Authorization": f"Bearer {key[0]}"},
+                                  timeout=60)
+            e2e.wrk(stack.base, key, conns, 3, delay_ms=pause_ms)  # warm up
+            e2e.settle()
+            alone = e2e.wrk(stack.base, key, conns, duration, delay_ms=pause_ms, stack=stack)
+            _, b = upload_and_create(client, e2e.MODEL, lines, "live")
+            driver = batch_worker(env, once=False)
+            try:
+                def completed():
+                    return client.get(f"/v1/batches/{b['id']}").json()["request_counts"]["completed"]
+                deadline = time.monotonic() + 30
+                while completed() < 200:  # the job is running: windows in flight
+                    if time.monotonic() > deadline:
+                        raise TimeoutError("the batch job did not start")
+                    time.sleep(0.2)
+                before, t0 = completed(), time.monotonic()
+                beside = e2e.wrk(stack.base, key, conns, duration, delay_ms=pause_ms, stack=stack)
+                during = (completed() - before) / (time.monotonic() - t0)
+                still = client.get(f"/v1/batches/{b['id']}").json()["status"]
+                client.post(f"/v1/batches/{b['id']}/cancel")
+            finally:
+                driver.terminate()
+                driver.wait(30)
+            e2e.settle()
+            again = e2e.wrk(stack.base, key, conns, duration, delay_ms=pause_ms, stack=stack)
+    print(f"device: {N} inputs / {CALL * 1000:.0f} ms per call = {LIMIT:.0f} req/s; interactive: wrk, "
+          f"{conns} connections pausing {pause_ms} ms, {duration:.0f} s per run; batch job {lines} lines "
+          f"({still} at the end of the run beside it)")
+    print(f"{'':24} {'alone':>9} {'with batch':>11} {'alone again':>12} {'ratio':>7}")
+    print(f"{'interactive req/s':24} {alone['rps']:>9.0f} {beside['rps']:>11.0f} {again['rps']:>12.0f}")
+    for name, field in (("interactive p50 (ms)", "p50_us"), ("interactive p99 (ms)", "p99_us")):
+        base = (alone[field] + again[field]) / 2
+        print(f"{name:24} {alone[field] / 1000:>9.0f} {beside[field] / 1000:>11.0f} "
+              f"{again[field] / 1000:>12.0f} {beside[field] / base:>6.2f}x")
+    print(f"{'non-200':24} {alone['non200']:>9} {beside['non200']:>11} {again['non200']:>12}")
+    idle = LIMIT - beside["rps"]
+    print(f"batch lines/s beside interactive traffic: {during:.0f} = {during / idle:.0%} of the idle "
+          f"capacity ({idle:.0f} req/s: the limit less the interactive rate)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--lines", type=int, default=10_000)
+    ap.add_argument("--lines", type=int, default=None, help="10,000 (virtual, --live) or 50,000 (--rss)")
     ap.add_argument("--load", type=float, default=0.5)
+    ap.add_argument("--live", action="store_true",
+                    help="through the HTTP stack (serve, worker, batch_worker)")
+    ap.add_argument("--rss", action="store_true", help="peak RSS of the batch worker: 1,000 vs --lines lines")
+    ap.add_argument("--duration", type=float, default=20.0, help="seconds per wrk run (--live)")
     args = ap.parse_args()
+    if args.rss:
+        rss(args.lines or 50_000)
+        return 0
+    if args.live:
+        live(args.duration, args.lines or 10_000, args.load)
+        return 0
+    args.lines = args.lines or 10_000
     rng = random.Random(7)
     rate = args.load * LIMIT
     arrivals, t = [], rng.expovariate(rate)
