@@ -10,7 +10,7 @@ from core.errors import ApiError
 from core.ids import parse_uint
 
 from . import selectors, services
-from .serializers import BlockSerializer, ReadSerializer, SendSerializer
+from .serializers import BlockSerializer, EditSerializer, ReadSerializer, SendSerializer
 
 
 def _query_int(request, name: str, default: int | None) -> int | None:
@@ -33,6 +33,43 @@ class SendApi(APIView):
                                              body=data.validated_data["body"])
         return Response(dict(selectors.message_payload(msg), duplicate=not created),
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class MessageApi(APIView):
+    """PATCH {"body"}: edit your own message; DELETE: delete it (a tombstone).
+    Both answer with the message as it now is."""
+
+    @extend_schema(request=EditSerializer, responses={200: None})
+    def patch(self, request, message_id):
+        data = EditSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        msg = services.message_edit(user=request.user, message_id=message_id,
+                                    body=data.validated_data["body"])
+        return Response(selectors.message_payload(msg))
+
+    @extend_schema(responses={200: None})
+    def delete(self, request, message_id):
+        return Response(selectors.message_payload(services.message_delete(user=request.user,
+                                                                          message_id=message_id)))
+
+
+class UnreadApi(APIView):
+    """Unread messages in total and per conversation (the navigation badge)."""
+
+    @extend_schema(responses={200: None})
+    def get(self, request):
+        counts = selectors.unread_counts(user_id=request.user.pk)
+        return Response({"total": sum(counts.values()),
+                         "conversations": {str(k): v for k, v in counts.items()}})
+
+
+class SearchApi(APIView):
+    """`?q=`: messages in your conversations (selectors.message_search)."""
+
+    @extend_schema(responses={200: None})
+    def get(self, request):
+        return Response({"results": selectors.message_search(user=request.user,
+                                                             query=request.query_params.get("q"))})
 
 
 class PeopleApi(APIView):

@@ -37,6 +37,13 @@ def _int(value, field: str, *, optional: bool = False) -> int | None:
     return value
 
 
+def _inbox_frame(payload: dict) -> dict:
+    """An inbox entry as a frame: `message` for an arrival, `update` for an edit or
+    a deletion (the client replaces the message it has; `version` orders them).
+    Both carry inbox_seq and are acked alike."""
+    return {"type": "message" if payload["kind"] == "message" else "update", **payload}
+
+
 class ChatConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         user = self.scope.get("user")
@@ -124,7 +131,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.cursors = cursors
         self.cursor = await db(selectors.catchup_start)(user=self.user, since=since, cursors=cursors)
         await self._catch_up()
-        await self.send_json({"type": "synced", "inbox_seq": self.cursor})
+        # Unread counts as of the end of catch-up: right after any reconnect.
+        unread = await db(selectors.unread_counts)(user_id=self.user.pk)
+        await self.send_json({"type": "synced", "inbox_seq": self.cursor,
+                              "unread": {str(k): v for k, v in unread.items()}})
 
     async def on_ack(self, frame):
         """{"type": "ack", "upto": inbox_seq}: everything up to it reached the client."""
@@ -153,6 +163,21 @@ class ChatConsumer(AsyncWebsocketConsumer):
                               "created_at": msg.created_at.isoformat(), "duplicate": not created})
         if created and int(frame["to"]) not in self.contacts:
             await self._load_contacts()
+
+    async def on_edit(self, frame):
+        """{"type": "edit", "id": message_id, "body": str, "ref"?}: answered by `changed`."""
+        msg = await events.run_then_publish(services.message_edit, user=self.user, message_id=frame.get("id"),
+                                            body=frame.get("body"))
+        await self._changed(msg, frame)
+
+    async def on_delete(self, frame):
+        """{"type": "delete", "id": message_id, "ref"?}: answered by `changed` (a tombstone)."""
+        msg = await events.run_then_publish(services.message_delete, user=self.user,
+                                            message_id=frame.get("id"))
+        await self._changed(msg, frame)
+
+    async def _changed(self, msg, frame) -> None:
+        await self.send_json({"type": "changed", "ref": _ref(frame), **selectors.message_payload(msg)})
 
     async def on_read(self, frame):
         """{"type": "read", "conversation": id, "upto": seq}"""
@@ -192,8 +217,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self.send_json({"type": "echo", **event["message"]})
 
     async def chat_read(self, event):
-        await self.send_json({"type": "read", "conversation": event["conversation"],
-                              "reader": event["reader"], "upto": event["upto"]})
+        """The peer read up to `upto`, or (reader = this user) another of this
+        user's devices did, with what is left unread there."""
+        await self.send_json({"type": "read", **{k: v for k, v in event.items() if k != "type"}})
 
     async def chat_typing(self, event):
         if event["user"] in self.contacts:
@@ -210,7 +236,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     # --- internals -----------------------------------------------------------
 
     async def _send_message(self, payload: dict) -> None:
-        await self.send_json({"type": "message", **payload})
+        await self.send_json(_inbox_frame(payload))
         if payload["sender"] not in self.contacts:
             await self._load_contacts()
 
@@ -222,7 +248,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             for payload in batch:
                 self.cursor = payload["inbox_seq"]
                 if not payload.pop("skip", False):
-                    await self.send_json({"type": "message", **payload})
+                    await self.send_json(_inbox_frame(payload))
             if len(batch) < batch_size:
                 return
 

@@ -47,8 +47,13 @@ class Message(models.Model):
     seq = models.BigIntegerField()
     sender = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     client_msg_id = models.CharField(max_length=64)
-    body = models.TextField()
+    body = models.TextField()  # "" once deleted: a tombstone keeps its seq, so nothing renumbers
     created_at = models.DateTimeField(auto_now_add=True)
+    edited_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    # Bumped by each edit and by the deletion: a client keeps the highest it has seen,
+    # so a late live push cannot undo a newer state from a catch-up.
+    version = models.IntegerField(default=0, db_default=0)  # db_default: chat.send inserts raw
 
     class Meta:
         constraints = [
@@ -59,6 +64,14 @@ class Message(models.Model):
 
 
 class InboxEntry(models.Model):
+    """What a user's devices must learn, in order: a new message, or an edit or a
+    deletion of one (which goes through the inbox too, so no device misses it)."""
+
+    class Kind(models.TextChoices):
+        MESSAGE = "message"
+        EDIT = "edit"
+        DELETE = "delete"
+
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="inbox_entries")
     # Denormalised from the message so catch-up and unread counts read one table.
@@ -67,11 +80,14 @@ class InboxEntry(models.Model):
     inbox_seq = models.BigIntegerField()
     delivered_at = models.DateTimeField(null=True, blank=True)
     read_at = models.DateTimeField(null=True, blank=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.MESSAGE, db_default=Kind.MESSAGE)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["user", "inbox_seq"], name="chat_inbox_seq_unique"),
-            models.UniqueConstraint(fields=["user", "message"], name="chat_inbox_message_unique"),
+            # One arrival per message; its edits and deletion are further entries.
+            models.UniqueConstraint(fields=["user", "message"], condition=Q(kind="message"),
+                                    name="chat_inbox_message_unique"),
         ]
         indexes = [
             models.Index(fields=["user", "conversation", "seq"], name="chat_inbox_conv_seq"),
@@ -79,6 +95,9 @@ class InboxEntry(models.Model):
             # only the undelivered tail, not the whole inbox.
             models.Index(fields=["user", "inbox_seq"], condition=Q(delivered_at__isnull=True),
                          name="chat_inbox_undelivered"),
+            # Unread counts (the navigation badge asks on every page) read only unread arrivals.
+            models.Index(fields=["user", "conversation"], condition=Q(read_at__isnull=True, kind="message"),
+                         name="chat_inbox_unread"),
         ]
 
 

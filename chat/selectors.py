@@ -1,7 +1,9 @@
 """Reads for chat: catch-up, history, conversation list, contacts, blocks."""
 
 from django.contrib.auth import get_user_model
-from django.db.models import Max, Q
+from django.db import connection
+from django.db.models import BooleanField, Count, Max, Q
+from django.db.models.expressions import RawSQL
 
 from core import adb
 from core.errors import ApiError
@@ -12,7 +14,10 @@ from .models import Block, ChatProfile, Conversation, InboxEntry, Message
 User = get_user_model()
 
 
-def message_payload(message: Message, *, inbox_seq: int | None = None) -> dict:
+def message_payload(message: Message, *, inbox_seq: int | None = None, kind: str = "message") -> dict:
+    """A message as every client sees it. `kind` says what the inbox entry carrying
+    it is about (its arrival, an edit or the deletion); the fields are the current
+    state either way."""
     return {
         "id": message.pk,
         "conversation": message.conversation_id,
@@ -21,7 +26,11 @@ def message_payload(message: Message, *, inbox_seq: int | None = None) -> dict:
         "client_msg_id": message.client_msg_id,
         "body": message.body,
         "created_at": message.created_at.isoformat(),
+        "edited_at": message.edited_at.isoformat() if message.edited_at else None,
+        "deleted": message.deleted_at is not None,
+        "version": message.version,
         "inbox_seq": inbox_seq,
+        "kind": kind,
     }
 
 
@@ -94,9 +103,12 @@ def inbox_after(*, user, after: int, limit: int, cursors: dict[int, int] | None 
                .select_related("message").order_by("inbox_seq")[:limit])
     out = []
     for entry in entries:
-        payload = message_payload(entry.message, inbox_seq=entry.inbox_seq)
-        if cursors and entry.seq <= cursors.get(entry.conversation_id, 0):
-            payload["skip"] = True  # the client has it; still advances the cursor
+        payload = message_payload(entry.message, inbox_seq=entry.inbox_seq, kind=entry.kind)
+        # The client has this arrival; still advances the cursor. An edit or a
+        # deletion is sent anyway: per-conversation cursors count arrivals only.
+        arrival = entry.kind == InboxEntry.Kind.MESSAGE
+        if cursors and arrival and entry.seq <= cursors.get(entry.conversation_id, 0):
+            payload["skip"] = True
         out.append(payload)
     return out
 
@@ -117,19 +129,68 @@ def conversation_list(*, user) -> list[dict]:
     convs = list(Conversation.objects.filter(Q(user_low=user) | Q(user_high=user))
                  .order_by("-last_message_at", "-pk"))
     peers = {u.pk: u for u in User.objects.filter(pk__in=[c.peer_id(user.pk) for c in convs])}
+    unread = unread_counts(user_id=user.pk)
     out = []
     for conv in convs:
         peer_id = conv.peer_id(user.pk)
         last = Message.objects.filter(conversation=conv).order_by("-seq").first()
-        unread = InboxEntry.objects.filter(user=user, conversation=conv, read_at__isnull=True).count()
         out.append({
             "id": conv.pk,
             "peer": {"id": peer_id, "username": peers[peer_id].username},
             "last_seq": conv.last_seq,
             "last_message": message_payload(last) if last else None,
-            "unread": unread,
+            "unread": unread.get(conv.pk, 0),
             "peer_read_upto": peer_read_upto(conversation=conv, reader_id=peer_id),
         })
+    return out
+
+
+def _unread(user_id: int):
+    # Arrivals not read yet, minus messages deleted since (a tombstone is nothing to read).
+    return InboxEntry.objects.filter(user_id=user_id, read_at__isnull=True, kind=InboxEntry.Kind.MESSAGE,
+                                     message__deleted_at__isnull=True)
+
+
+def unread_counts(*, user_id: int) -> dict[int, int]:
+    """{conversation id: unread messages}, conversations with none left out."""
+    rows = _unread(user_id).values("conversation_id").annotate(n=Count("id"))
+    return {row["conversation_id"]: row["n"] for row in rows}
+
+
+def unread_in(*, user_id: int, conversation_id: int) -> int:
+    return _unread(user_id).filter(conversation_id=conversation_id).count()
+
+
+SEARCH_LIMIT = 30
+SEARCH_MAX_QUERY = 200
+
+
+def message_search(*, user, query) -> list[dict]:
+    """Messages in the user's conversations matching `query`, newest first.
+    PostgreSQL: full text (English stemming, web-search syntax: "quotes", -not, or)
+    over the GIN index of migration 0003; SQLite: every word as a substring (LIKE).
+    Deleted messages never match (their body is gone)."""
+    if not isinstance(query, str) or not query.strip() or "\x00" in query:
+        raise ApiError("Give words to search for in `q` (text without NUL).", code="invalid_query", field="q")
+    query = query.strip()
+    if len(query) > SEARCH_MAX_QUERY:
+        raise ApiError(f"`q` is {len(query)} characters; a search has at most {SEARCH_MAX_QUERY}.",
+                       code="query_too_long", field="q")
+    convs = {c.pk: c for c in Conversation.objects.filter(Q(user_low=user) | Q(user_high=user))}
+    found = Message.objects.filter(conversation_id__in=list(convs), deleted_at__isnull=True)
+    if connection.vendor == "postgresql":
+        found = found.filter(RawSQL("to_tsvector('english', body) @@ websearch_to_tsquery('english', %s)",
+                                    [query], output_field=BooleanField()))
+    else:
+        for word in query.split():
+            found = found.filter(body__icontains=word)
+    found = list(found.order_by("-created_at", "-pk")[:SEARCH_LIMIT])
+    names = dict(User.objects.filter(pk__in={convs[m.conversation_id].peer_id(user.pk) for m in found})
+                 .values_list("pk", "username"))
+    out = []
+    for m in found:
+        peer = convs[m.conversation_id].peer_id(user.pk)
+        out.append(dict(message_payload(m), peer={"id": peer, "username": names[peer]}))
     return out
 
 
@@ -153,8 +214,8 @@ def people_find(*, user, query) -> list[dict]:
     looks exactly like one who does not exist."""
     from accounts.models import Membership
 
-    if not isinstance(query, str) or not query.strip():
-        raise ApiError("Give part of a username in `q`.", code="invalid_query", field="q")
+    if not isinstance(query, str) or not query.strip() or "\x00" in query:
+        raise ApiError("Give part of a username in `q` (text without NUL).", code="invalid_query", field="q")
     query = query.strip()
     limit = User._meta.get_field("username").max_length
     if len(query) > limit:

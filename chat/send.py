@@ -79,8 +79,8 @@ def _tables() -> dict:
             "inbox": InboxEntry._meta.db_table}
 
 
-_DUP_COLUMNS = ("dup.id, dup.conversation_id, dup.seq, dup.created_at, dup.body, dup.user_low_id,"
-                " dup.user_high_id")
+_DUP_COLUMNS = ("dup.id, dup.conversation_id, dup.seq, dup.created_at, dup.body, dup.edited_at,"
+                " dup.deleted_at, dup.version, dup.user_low_id, dup.user_high_id")
 
 
 def _checks_sql(t: dict) -> str:
@@ -89,7 +89,8 @@ def _checks_sql(t: dict) -> str:
     columns = ", ".join(f"({r.sql}) AS {r.name}" for r in RULES)
     return f"""
     dup AS (
-        SELECT m.id, m.conversation_id, m.seq, m.created_at, m.body, c.user_low_id, c.user_high_id
+        SELECT m.id, m.conversation_id, m.seq, m.created_at, m.body, m.edited_at, m.deleted_at, m.version,
+            c.user_low_id, c.user_high_id
         FROM {t["msg"]} m JOIN {t["conv"]} c ON c.id = m.conversation_id
         WHERE m.sender_id = %(sender)s AND m.client_msg_id = %(cid)s
     ), peer AS (
@@ -172,6 +173,13 @@ def _entry_sql() -> str:
             " VALUES (%s, %s, %s, %s, %s)")
 
 
+def next_inbox_seq(user_id: int) -> int:
+    """The user's next inbox number, under their profile's row lock until commit."""
+    with connection.cursor() as cursor:
+        cursor.execute(_NEXT_INBOX_SEQ_SQL, [user_id])
+        return cursor.fetchone()[0]
+
+
 _sql: dict[str, str] = {}
 
 
@@ -181,7 +189,9 @@ def _cached(name: str, build) -> str:
     return _sql[name]
 
 
-def _aware(value) -> datetime:
+def _aware(value) -> datetime | None:
+    if value is None:
+        return None
     if isinstance(value, str):  # SQLite hands raw SQL its text
         value = parse_datetime(value)
     return value if timezone.is_aware(value) else timezone.make_aware(value, UTC)
@@ -197,18 +207,19 @@ def _params(*, sender_id: int, recipient_id: int, client_msg_id: str, body: str,
 def _outcome(row: tuple, params: dict) -> tuple[Message, bool]:
     """(message, created) from a statement's row, or the first failing rule's error."""
     checks, rest = dict(zip((r.name for r in RULES), row, strict=False)), row[len(RULES):]
-    dup, stored = rest[:7], rest[7:]
+    dup, stored = rest[:10], rest[10:]
     for rule in RULES:
         if checks[rule.name]:
             continue
         if rule.error is not None:
             raise rule.error(params)
-        dup_id, dup_conv, dup_seq, dup_at, dup_body, dup_low, dup_high = dup
-        if params["recipient"] not in (dup_low, dup_high):
+        dup_id, dup_conv, dup_seq, dup_at, dup_body, edited_at, deleted_at, version, low, high = dup
+        if params["recipient"] not in (low, high):
             raise ApiError("This client_msg_id was already used for another conversation.",
                            code="client_msg_id_reused", status_code=409, field="client_msg_id")
         return Message(id=dup_id, conversation_id=dup_conv, seq=dup_seq, sender_id=params["sender"],
-                       client_msg_id=params["cid"], body=dup_body, created_at=_aware(dup_at)), False
+                       client_msg_id=params["cid"], body=dup_body, created_at=_aware(dup_at),
+                       edited_at=_aware(edited_at), deleted_at=_aware(deleted_at), version=version), False
     msg_id, conv_id, seq, inbox_seq = stored
     msg = Message(id=msg_id, conversation_id=conv_id, seq=seq, sender_id=params["sender"],
                   client_msg_id=params["cid"], body=params["body"], created_at=params["now"])
@@ -282,8 +293,7 @@ def _steps(params: dict) -> tuple:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(_NEXT_SEQ_SQL, [p["low"], p["high"], p["now"], p["now"]])
         conversation_id, seq = cursor.fetchone()
-        cursor.execute(_NEXT_INBOX_SEQ_SQL, [p["recipient"]])
-        (inbox_seq,) = cursor.fetchone()
+        inbox_seq = next_inbox_seq(p["recipient"])
         cursor.execute(_cached("insert", _insert_sql),
                        [conversation_id, seq, p["sender"], p["cid"], p["body"], p["now"]])
         (msg_id,) = cursor.fetchone()

@@ -14,3 +14,7 @@ class ReadSerializer(serializers.Serializer):
 
 class BlockSerializer(serializers.Serializer):
     user = serializers.IntegerField(min_value=1)
+
+
+class EditSerializer(serializers.Serializer):
+    body = serializers.CharField(trim_whitespace=False)

@@ -13,7 +13,7 @@ from core.errors import ApiError
 from core.ids import parse_uint
 from inference_protocol.validation import InvalidInput, check_text
 
-from . import events, selectors, send
+from . import events, realtime, selectors, send
 from .models import Block, ChatProfile, InboxEntry, Message
 
 User = get_user_model()
@@ -84,6 +84,61 @@ async def message_send_async(*, sender, recipient_id, client_msg_id, body) -> tu
     return await send.run_async(**args)
 
 
+def message_edit(*, user, message_id, body) -> Message:
+    """Replaces the body of the user's own message (marked edited); the peer's inbox
+    gets an entry for it, so every device of theirs learns it, live or on catch-up."""
+    return _message_change(user=user, message_id=message_id, body=check_body(body))
+
+
+def message_delete(*, user, message_id) -> Message:
+    """Deletes the user's own message as a tombstone: the row and its seq stay (so
+    nothing renumbers), the body goes; the peer learns it through the inbox."""
+    return _message_change(user=user, message_id=message_id, body=None)
+
+
+def _message_change(*, user, message_id, body: str | None) -> Message:
+    number = parse_uint(message_id)
+    with transaction.atomic():
+        # The row lock orders concurrent changes of one message (and their versions).
+        msg = (Message.objects.select_for_update(of=("self",)).select_related("conversation")
+               .filter(pk=number).first() if number is not None else None)
+        if msg is None or not msg.conversation.has_member(user.pk):
+            raise ApiError("No such message.", code="unknown_message", status_code=404, field="id")
+        if msg.sender_id != user.pk:
+            raise ApiError("Only the sender can change a message.", code="not_your_message",
+                           status_code=403, field="id")
+        if msg.deleted_at is not None:
+            raise ApiError("This message was deleted; it cannot change any more.", code="message_deleted",
+                           status_code=409, field="id")
+        peer_id = msg.conversation.peer_id(user.pk)
+        if body is not None:
+            if selectors.block_exists_between(user_a_id=user.pk, user_b_id=peer_id):
+                raise ApiError("You cannot edit messages in this conversation while a block is in place.",
+                               code="blocked", status_code=403, field="id")
+            if body == msg.body:
+                return msg  # nothing changes: no version, no event
+        allowed, retry, _ = realtime.state().take_send_token(user.pk)
+        if not allowed:
+            raise send.rate_limited(retry)
+        now = timezone.now()
+        if body is None:
+            msg.body, msg.deleted_at, kind = "", now, InboxEntry.Kind.DELETE
+        else:
+            msg.body, msg.edited_at, kind = body, now, InboxEntry.Kind.EDIT
+        msg.version += 1
+        msg.save(update_fields=["body", "edited_at", "deleted_at", "version"])
+        # Lock order: this message, then the peer's profile (a send takes conversation
+        # then profile, never a message row): no cycle.
+        inbox_seq = send.next_inbox_seq(peer_id)
+        InboxEntry.objects.create(user_id=peer_id, message=msg, conversation_id=msg.conversation_id,
+                                  seq=msg.seq, inbox_seq=inbox_seq, kind=kind)
+        payload = selectors.message_payload(msg, inbox_seq=inbox_seq, kind=kind)
+        transaction.on_commit(partial(events.publish, peer_id, {"type": "chat.message", "message": payload}))
+        echo = {"type": "chat.echo", "message": dict(payload, inbox_seq=None)}
+        transaction.on_commit(partial(events.publish, user.pk, echo))
+    return msg
+
+
 def inbox_mark_delivered(*, user, upto: int) -> int:
     return (InboxEntry.objects.filter(user=user, inbox_seq__lte=upto, delivered_at__isnull=True)
             .update(delivered_at=timezone.now()))
@@ -113,6 +168,9 @@ def conversation_mark_read(*, user, conversation_id, upto) -> int:
         if count:
             event = {"type": "chat.read", "conversation": conv.pk, "reader": user.pk, "upto": upto}
             transaction.on_commit(partial(events.publish, conv.peer_id(user.pk), event))
+            # The reader's other tabs and devices update their unread counts.
+            mine = dict(event, unread=selectors.unread_in(user_id=user.pk, conversation_id=conv.pk))
+            transaction.on_commit(partial(events.publish, user.pk, mine))
     return count
 
 

@@ -6,6 +6,9 @@ from . import api
 
 api_urls = [
     path("messages", api.SendApi.as_view(), name="chat-send"),
+    path("messages/<int:message_id>", api.MessageApi.as_view(), name="chat-message"),
+    path("unread", api.UnreadApi.as_view(), name="chat-unread"),
+    path("search", api.SearchApi.as_view(), name="chat-search"),
     path("people", api.PeopleApi.as_view(), name="chat-people"),
     path("conversations", api.ConversationListApi.as_view(), name="chat-conversations"),
     path("conversations/<int:conversation_id>/messages", api.HistoryApi.as_view(), name="chat-history"),

@@ -1,5 +1,7 @@
 // Chat page: conversation list, history on scroll-up, live socket with catch-up.
 // Message bodies are text: they only ever reach the DOM through textContent.
+import { setUnread } from "./chat_badge.js";
+
 const root = document.getElementById("chat");
 const me = Number(root.dataset.userId);
 const $ = (id) => document.getElementById(id);
@@ -8,6 +10,7 @@ const state = {
   ws: null, backoff: 500, heartbeat: null, convs: new Map(), current: null,
   cursor: Number(localStorage.getItem(cursorKey) || 0), pending: new Map(), lastTyping: 0,
   typingTimer: null, oldest: null, loadingOlder: false,
+  editing: null,  // the id of the own message the composer is editing, or null
   // Presence by user id: a presence frame may arrive before its conversation is listed.
   online: new Map(),
 };
@@ -58,6 +61,7 @@ function convRow(conv) {
   li.querySelector(".chat-dot").classList.toggle("online", online);
   li.querySelector(".chat-dot").title = online ? "online" : "offline";
   li.querySelector("button").setAttribute("aria-current", String(state.current === conv.id));
+  showUnreadTotal();
   return li;
 }
 
@@ -73,13 +77,74 @@ function messageItem(m) {
   const li = document.createElement("li");
   li.dataset.seq = m.seq ?? "";
   li.classList.toggle("mine", m.sender === me);
-  renderBody(li, m.body);
+  const text = document.createElement("span");
+  text.className = "chat-text";
+  li.append(text);
+  const edited = document.createElement("span");
+  edited.className = "chat-edited";
+  li.append(edited);
   if (m.sender === me) {
+    const actions = document.createElement("span");
+    actions.className = "chat-actions";
+    const edit = document.createElement("button");
+    edit.type = "button"; edit.className = "link"; edit.textContent = "Edit";
+    edit.addEventListener("click", () => startEdit(li));
+    const del = document.createElement("button");
+    del.type = "button"; del.className = "link"; del.textContent = "Delete";
+    del.addEventListener("click", () => {
+      // Ask once more: a deletion cannot be undone.
+      if (!del.dataset.armed) { del.dataset.armed = "1"; del.textContent = "Confirm delete"; return; }
+      send({ type: "delete", id: Number(li.dataset.id), ref: `del-${li.dataset.id}` });
+    });
+    actions.append(edit, del);
     const r = document.createElement("span");
     r.className = "chat-receipt";
-    li.append(r);
+    li.append(actions, r);
   }
+  applyMessage(li, m);
   return li;
+}
+
+// Puts a message's current state in its item; an older version never overwrites a newer one.
+function applyMessage(li, m) {
+  if (m.id == null) { renderBody(li.querySelector(".chat-text"), m.body); li.dataset.body = m.body; return; }  // sending
+  if (li.dataset.id && Number(li.dataset.version) > (m.version ?? 0)) return;
+  li.dataset.id = m.id;
+  li.dataset.version = m.version ?? 0;
+  const text = li.querySelector(".chat-text");
+  text.replaceChildren();
+  li.classList.toggle("deleted", !!m.deleted);
+  if (m.deleted) text.textContent = "Message deleted";
+  else renderBody(text, m.body);
+  li.dataset.body = m.deleted ? "" : m.body;
+  li.querySelector(".chat-edited").textContent = m.edited_at && !m.deleted ? " (edited)" : "";
+  li.querySelector(".chat-edited").title = m.edited_at ? `edited ${new Date(m.edited_at).toLocaleString()}` : "";
+  li.querySelector(".chat-actions")?.toggleAttribute("hidden", !!m.deleted);
+}
+
+// An edit or a deletion of a message already shown: replace it in place.
+function onUpdate(m) {
+  if (state.current === m.conversation) {
+    const li = $("chat-messages").querySelector(`li[data-id="${m.id}"]`);
+    if (li) applyMessage(li, m);
+    if (state.editing === m.id && m.deleted) cancelEdit();
+  }
+  const conv = state.convs.get(m.conversation);
+  if (conv && conv.last_message?.id === m.id) conv.last_message = m;
+  // A deleted message may have been an unread one: ask for the true counts.
+  if (m.deleted && m.sender !== me) refreshUnread();
+}
+
+function startEdit(li) {
+  state.editing = Number(li.dataset.id);
+  $("chat-body").value = li.dataset.body;
+  $("chat-editing").hidden = false;
+  $("chat-body").focus();
+}
+function cancelEdit() {
+  state.editing = null;
+  $("chat-editing").hidden = true;
+  $("chat-body").value = "";
 }
 
 function showReceipts(conv) {
@@ -90,6 +155,7 @@ function showReceipts(conv) {
 }
 
 async function openConversation(id) {
+  if (state.editing != null) cancelEdit();
   state.current = id;
   const conv = state.convs.get(id);
   $("chat-peer").textContent = conv.peer.username;
@@ -139,13 +205,17 @@ function onMessage(m) {
   let conv = state.convs.get(m.conversation);
   if (!conv) { loadConversations(); return; }
   conv.last_seq = Math.max(conv.last_seq, m.seq);
-  if (m.sender !== me) conv.unread = (conv.unread || 0) + 1;
+  if (m.sender !== me) {
+    conv.unread = (conv.unread || 0) + 1;
+    notify(conv, m);
+  }
+  conv.last_message = m;
   if (state.current === m.conversation) {
     if (m.sender !== me) { clearTimeout(state.typingTimer); $("chat-typing").textContent = ""; }
     const box = $("chat-messages");
     const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
     const mine = m.sender === me && box.querySelector(`li[data-client="${CSS.escape(m.client_msg_id)}"]`);
-    if (mine) { mine.dataset.seq = m.seq; mine.classList.remove("pending"); }
+    if (mine) { mine.dataset.seq = m.seq; mine.classList.remove("pending"); applyMessage(mine, m); }
     else if (!box.querySelector(`li[data-seq="${m.seq}"]`)) box.append(messageItem(m));
     if (atBottom) box.scrollTop = box.scrollHeight;
     showReceipts(conv);
@@ -169,26 +239,35 @@ const handlers = {
     // Resend what never got its `sent`: same client ids, so no duplicates.
     for (const frame of state.pending.values()) send(frame);
   },
-  synced() { $("chat-status").textContent = "Connected"; state.backoff = 500; },
-  message(f) {
-    onMessage(f);
-    state.cursor = f.inbox_seq;
-    localStorage.setItem(cursorKey, String(state.cursor));
-    send({ type: "ack", upto: state.cursor });
+  synced(f) {
+    $("chat-status").textContent = "Connected"; state.backoff = 500;
+    // The server's counts after catch-up: right again after any time offline.
+    for (const conv of state.convs.values()) {
+      if (conv.fresh) continue;
+      conv.unread = f.unread[conv.id] || 0;
+      if (state.current === conv.id) markRead(conv);
+      convRow(conv);
+    }
+    if (Object.keys(f.unread).some((id) => !state.convs.has(Number(id)))) loadConversations();
+    showUnreadTotal();
   },
-  echo: onMessage,
+  message(f) { onMessage(f); advance(f); },
+  update(f) { onUpdate(f); advance(f); },
+  echo(f) { if (f.kind === "message") onMessage(f); else onUpdate(f); },
+  changed(f) { if (state.editing === f.id) cancelEdit(); onUpdate(f); },
   async sent(f) {
     const frame = state.pending.get(f.client_msg_id);
     state.pending.delete(f.client_msg_id);
     if (frame) await adoptFresh(`new:${frame.to}`, f.conversation);
     const li = document.querySelector(`li[data-client="${CSS.escape(f.client_msg_id)}"]`);
-    if (li) { li.dataset.seq = f.seq; li.classList.remove("pending"); }
+    if (li) { li.dataset.seq = f.seq; li.dataset.id = f.id; li.dataset.version ??= 0; li.classList.remove("pending"); }
     const conv = state.convs.get(f.conversation);
     if (conv) { conv.last_seq = Math.max(conv.last_seq, f.seq); showReceipts(conv); }
     else loadConversations();
   },
   read(f) {
     const conv = state.convs.get(f.conversation);
+    if (conv && f.reader === me) { conv.unread = f.unread; convRow(conv); return; }  // read on another device
     if (conv) { conv.peer_read_upto = Math.max(conv.peer_read_upto || 0, f.upto); if (state.current === conv.id) showReceipts(conv); }
   },
   typing(f) {
@@ -206,6 +285,7 @@ const handlers = {
     if (f.code === "cursor_from_future" && f.field === "since") {  // stale cursor (e.g. another server)
       state.cursor = 0; localStorage.removeItem(cursorKey); send({ type: "hello" }); return;
     }
+    if (f.ref && !state.pending.has(f.ref)) { $("chat-error").textContent = f.message; return; }  // an edit or delete
     if (f.ref) {
       state.pending.delete(f.ref);
       const li = document.querySelector(`li[data-client="${CSS.escape(f.ref)}"]`);
@@ -215,6 +295,51 @@ const handlers = {
   },
   heartbeat_ok() {},
 };
+
+// Everything from the inbox, arrivals and changes alike, moves the cursor and is acked.
+function advance(f) {
+  state.cursor = f.inbox_seq;
+  localStorage.setItem(cursorKey, String(state.cursor));
+  send({ type: "ack", upto: state.cursor });
+}
+
+function showUnreadTotal() {
+  let total = 0;
+  for (const conv of state.convs.values()) total += conv.unread || 0;
+  setUnread(total);
+}
+
+let unreadTimer = null;
+function refreshUnread() {
+  clearTimeout(unreadTimer);
+  unreadTimer = setTimeout(async () => {
+    const data = await api("unread");
+    for (const conv of state.convs.values()) {
+      if (!conv.fresh) { conv.unread = data.conversations[conv.id] || 0; convRow(conv); }
+    }
+  }, 300);
+}
+
+// Browser notifications, opt-in: only for messages that arrive while the tab is hidden.
+function notify(conv, m) {
+  if (!document.hidden || !("Notification" in window) || Notification.permission !== "granted") return;
+  const n = new Notification(conv.peer.username, { body: m.body.slice(0, 140), tag: `chat-${conv.id}` });
+  n.onclick = () => { window.focus(); openConversation(conv.id); n.close(); };
+}
+
+function showNotifyState() {
+  const button = $("chat-notify");
+  if (!("Notification" in window)) { button.hidden = true; return; }
+  const permission = Notification.permission;
+  button.hidden = permission !== "default";
+  $("chat-notify-state").textContent = permission === "granted" ? "Notifications are on while this tab is hidden."
+    : permission === "denied" ? "Notifications are blocked in this browser; unread counts still show here." : "";
+}
+$("chat-notify").addEventListener("click", async () => {
+  try { await Notification.requestPermission(); } catch { /* refused or unsupported: the badge still counts */ }
+  showNotifyState();
+});
+showNotifyState();
 
 function connect() {
   const proto = location.protocol === "https:" ? "wss" : "ws";
@@ -237,6 +362,11 @@ $("chat-form").addEventListener("submit", (e) => {
   const conv = state.convs.get(state.current);
   const body = $("chat-body").value;
   if (!conv || !body.trim()) return;
+  if (state.editing != null) {
+    send({ type: "edit", id: state.editing, body, ref: `edit-${state.editing}` });
+    $("chat-error").textContent = "";
+    return;  // `changed` ends the edit
+  }
   const frame = { type: "send", to: conv.peer.id, client_msg_id: crypto.randomUUID(), body };
   state.pending.set(frame.client_msg_id, frame);
   const li = messageItem({ body, sender: me });
@@ -250,6 +380,7 @@ $("chat-form").addEventListener("submit", (e) => {
 });
 // Enter sends, Shift+Enter makes a new line (as in every chat app).
 $("chat-body").addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && state.editing != null) { e.preventDefault(); cancelEdit(); return; }
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("chat-form").requestSubmit(); }
 });
 $("chat-body").addEventListener("input", () => {
@@ -257,6 +388,37 @@ $("chat-body").addEventListener("input", () => {
   // A fresh conversation has no contact yet on the server, which refuses typing to strangers.
   if (conv && !conv.fresh && Date.now() - state.lastTyping > 3000) { state.lastTyping = Date.now(); send({ type: "typing", to: conv.peer.id }); }
 });
+$("chat-edit-cancel").addEventListener("click", cancelEdit);
+
+// Search in every conversation of this user; a hit opens its conversation.
+$("chat-search").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const q = $("chat-search-q").value.trim();
+  const list = $("chat-search-results");
+  list.hidden = !q;
+  if (!q) return;
+  const note = (text) => { const li = document.createElement("li"); li.className = "chat-status"; li.textContent = text; return li; };
+  let data;
+  try { data = await api(`search?q=${encodeURIComponent(q)}`); } catch (err) { list.replaceChildren(note(err.message)); return; }
+  list.replaceChildren(...(data.results.length ? data.results.map(searchHit) : [note("No messages match.")]));
+});
+function searchHit(m) {
+  const li = document.createElement("li");
+  const b = document.createElement("button");
+  b.type = "button";
+  const who = document.createElement("strong");
+  who.textContent = m.sender === me ? "You" : m.peer.username;
+  const text = document.createElement("span");
+  text.textContent = m.body.length > 120 ? `${m.body.slice(0, 120)}…` : m.body;
+  b.append(who, document.createTextNode(" "), text);
+  b.addEventListener("click", async () => {
+    if (!state.convs.has(m.conversation)) await loadConversations();
+    await openConversation(m.conversation);
+    $("chat-messages").querySelector(`li[data-id="${m.id}"]`)?.scrollIntoView({ block: "center" });
+  });
+  li.append(b);
+  return li;
+}
 $("chat-messages").addEventListener("scroll", () => { if ($("chat-messages").scrollTop < 40) loadOlder(); });
 $("chat-new").addEventListener("submit", async (e) => {
   e.preventDefault();
@@ -304,6 +466,8 @@ document.addEventListener("visibilitychange", () => { const c = state.convs.get(
 loadConversations().then(() => {
   connect();
   // /chat/?with=<username>: a link that starts a chat from a name.
-  const withName = new URLSearchParams(location.search).get("with");
-  if (withName) startChatWith(withName);
+  // From a prompt's share dialog, `about` (plain text) starts the draft.
+  const params = new URLSearchParams(location.search);
+  const withName = params.get("with");
+  if (withName) startChatWith(withName).then(() => { if (params.get("about")) $("chat-body").value = params.get("about"); });
 });

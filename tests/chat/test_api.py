@@ -141,6 +141,72 @@ def test_should_find_people_by_exact_name_or_shared_team_and_hide_blocks_like_ab
     assert find("bernard") == find("nobody-here") == (200, {"results": []})
     services.message_send(sender=ann, recipient_id=ben.pk, client_msg_id="c", body="hi")
     assert [r["username"] for r in find("b")[1]["results"]] == ["ben", "bertha"]
-    for q, code in (("", "invalid_query"), ("x" * 10_000, "query_too_long")):
+    for q, code in (("", "invalid_query"), ("x" * 10_000, "query_too_long"), ("a\x00b", "invalid_query")):
         status, body = find(q)
+        assert status == 400 and body["error"]["code"] == code and body["error"]["field"] == "q", body
+
+
+def test_should_let_only_the_sender_edit_or_delete_a_message(users):
+    ann, ben = users
+    stranger = UserFactory(username="cid")
+    msg, _ = services.message_send(sender=ann, recipient_id=ben.pk, client_msg_id="e", body="typo")
+    url = f"/api/chat/messages/{msg.pk}"
+    anonymous = APIClient().patch(url, {"body": "x"}, format="json")
+    assert anonymous.status_code in (401, 403)
+    for who, status, code in ((ben, 403, "not_your_message"), (stranger, 404, "unknown_message")):
+        for response in (_client(who).patch(url, {"body": "x"}, format="json"), _client(who).delete(url)):
+            assert (response.status_code, response.json()["error"]["code"]) == (status, code)
+    assert _client(ann).patch(url, {"body": ""}, format="json").status_code == 400
+    edited = _client(ann).patch(url, {"body": "fixed"}, format="json").json()
+    assert (edited["body"], edited["version"], edited["deleted"]) == ("fixed", 1, False)
+    assert edited["edited_at"]
+    gone = _client(ann).delete(url).json()
+    assert (gone["body"], gone["deleted"], gone["seq"], gone["version"]) == ("", True, 1, 2)
+    again = _client(ann).patch(url, {"body": "back"}, format="json")
+    assert (again.status_code, again.json()["error"]["code"]) == (409, "message_deleted")
+    history = _client(ben).get(f"/api/chat/conversations/{msg.conversation_id}/messages").json()["results"]
+    assert [(m["seq"], m["body"], m["deleted"]) for m in history] == [(1, "", True)]
+    kinds = list(InboxEntry.objects.filter(user=ben).order_by("inbox_seq").values_list("kind", flat=True))
+    assert kinds == ["message", "edit", "delete"]
+    # Unread counts arrivals still there: the deleted one no longer counts.
+    assert _client(ben).get("/api/chat/unread").json() == {"total": 0, "conversations": {}}
+
+
+def test_should_count_unread_per_conversation(users):
+    ann, ben = users
+    cid = UserFactory(username="cid")
+    for i in range(3):
+        services.message_send(sender=ann, recipient_id=ben.pk, client_msg_id=f"a{i}", body="x")
+    services.message_send(sender=cid, recipient_id=ben.pk, client_msg_id="c", body="x")
+    services.message_send(sender=ben, recipient_id=ann.pk, client_msg_id="b", body="mine does not count")
+    unread = _client(ben).get("/api/chat/unread").json()
+    listing = _client(ben).get("/api/chat/conversations").json()["results"]
+    by_peer = {c["peer"]["username"]: c for c in listing}
+    assert unread["conversations"] == {str(by_peer["ann"]["id"]): 3, str(by_peer["cid"]["id"]): 1}
+    assert unread["total"] == 4 and by_peer["ann"]["unread"] == 3
+    _client(ben).post(f"/api/chat/conversations/{by_peer['ann']['id']}/read", {"upto": 4}, format="json")
+    assert _client(ben).get("/api/chat/unread").json()["total"] == 1
+
+
+def test_should_search_only_your_conversations_and_refuse_a_huge_query(users):
+    ann, ben = users
+    cid, dee = UserFactory(username="cid"), UserFactory(username="dee")
+    services.message_send(sender=ann, recipient_id=ben.pk, client_msg_id="1", body="Lunch at noon?")
+    services.message_send(sender=ben, recipient_id=ann.pk, client_msg_id="2", body="noon works, see you")
+    gone, _ = services.message_send(sender=ann, recipient_id=ben.pk, client_msg_id="3", body="noon is gone")
+    services.message_delete(user=ann, message_id=gone.pk)
+    services.message_send(sender=cid, recipient_id=dee.pk, client_msg_id="4", body="noon elsewhere")
+
+    def search(user, q):
+        response = _client(user).get("/api/chat/search", {"q": q})
+        return response.status_code, response.json()
+
+    status, body = search(ben, "NOON")
+    assert status == 200
+    assert [(m["body"], m["peer"]["username"]) for m in body["results"]] == [
+        ("noon works, see you", "ann"), ("Lunch at noon?", "ann")]  # newest first; no tombstone
+    assert [m["body"] for m in search(ben, "lunch noon")[1]["results"]] == ["Lunch at noon?"]
+    assert search(cid, "lunch")[1]["results"] == []  # not cid's conversation
+    for q, code in (("", "invalid_query"), ("x" * 10_000, "query_too_long"), ("a\x00b", "invalid_query")):
+        status, body = search(ben, q)
         assert status == 400 and body["error"]["code"] == code and body["error"]["field"] == "q", body

@@ -195,3 +195,92 @@ def test_should_chat_both_ways_with_typing_and_read_receipts(live_url, new_page,
     expect(bob.locator("#chat-peer")).to_have_text(alice_name)
     expect(bob.locator("#chat-messages li", has_text="Hello Bob")).to_be_visible()
     assert console_errors == []
+
+
+# Records every Notification the page creates (the real one still runs) and lets
+# the test say whether the tab is hidden (a headless tab is never hidden by itself).
+NOTIFICATION_PROBE = """
+window.__notes = [];
+const Real = window.Notification;
+window.Notification = class extends Real {
+  constructor(title, options) { super(title, options); window.__notes.push({ title, body: options?.body }); }
+};
+Object.defineProperty(document, "hidden", { configurable: true, get: () => window.__hidden === true });
+"""
+
+
+def test_should_message_from_the_share_dialog_edit_delete_search_and_count_unread(live_url, new_page,
+                                                                                 console_errors):
+    alice, bob = new_page(), new_page(width=390, height=844)
+    bob.context.grant_permissions(["notifications"], origin=live_url)
+    bob.context.add_init_script(NOTIFICATION_PROBE)
+    bob_name = sign_up(bob, live_url)
+    alice_name = sign_up(alice, live_url)
+    create_prompt(alice, live_url, "Release notes")
+    open_share_dialog(alice)
+    alice.fill("#share-username", bob_name)
+    alice.click("#share-grant-create")
+    # The share dialog starts a chat with the grantee, the draft naming the prompt.
+    alice.get_by_role("link", name=f"Message {bob_name}").click()
+    expect(alice.locator("#chat-peer")).to_have_text(bob_name)
+    expect(alice.locator("#chat-body")).to_have_value(re.compile(r"^About “Release notes”: http.*/prompts/"))
+    alice.fill("#chat-body", "Please review the relase notes")
+    alice.keyboard.press("Enter")
+    expect(alice.locator("#chat-messages li.mine .chat-receipt")).to_have_text("Sent")
+
+    # On any page Bob's navigation bar counts it.
+    bob.goto(f"{live_url}/prompts/")
+    expect(bob.locator("#nav-chat-unread")).to_have_text("1")
+    bob.click("nav >> text=Chat")
+    row = bob.locator("#chat-conversations li", has_text=alice_name)
+    expect(row.locator(".chat-unread")).to_have_text("1")
+    expect(bob.locator("#chat-notify")).to_be_hidden()  # permission already granted
+    expect(bob.locator("#chat-notify-state")).to_contain_text("Notifications are on")
+    # With the tab hidden, a new message notifies; the conversation is not open: its count grows.
+    bob.evaluate("window.__hidden = true")
+    alice.fill("#chat-body", "Second thought")
+    alice.keyboard.press("Enter")
+    expect(row.locator(".chat-unread")).to_have_text("2")
+    expect(bob.locator("#nav-chat-unread")).to_have_text("2")
+    assert bob.evaluate("window.__notes") == [{"title": alice_name, "body": "Second thought"}]
+    bob.evaluate("window.__hidden = false")
+    row.locator("button").click()
+    expect(row.locator(".chat-unread")).to_be_empty()
+    expect(bob.locator("#nav-chat-unread")).to_be_hidden()
+
+    # Alice fixes the typo and takes the second message back: Bob sees both live.
+    mine = alice.locator("#chat-messages li.mine", has_text="relase")
+    mine.get_by_role("button", name="Edit").click()
+    expect(alice.locator("#chat-editing")).to_be_visible()
+    alice.fill("#chat-body", "Please review the release notes")
+    alice.keyboard.press("Enter")
+    expect(alice.locator("#chat-editing")).to_be_hidden()
+    theirs = bob.locator("#chat-messages li", has_text="release notes")
+    expect(theirs).to_contain_text("(edited)")
+    second = alice.locator("#chat-messages li.mine", has_text="Second thought")
+    second.get_by_role("button", name="Delete").click()
+    second.get_by_role("button", name="Confirm delete").click()
+    expect(bob.locator("#chat-messages li.deleted")).to_have_text("Message deleted")
+    expect(bob.locator("#chat-messages li")).to_have_count(2)  # the tombstone keeps its place
+    # After a reload (catch-up from the server) Bob still sees the edit and the tombstone.
+    bob.reload()
+    bob.locator("#chat-conversations li", has_text=alice_name).locator("button").click()
+    expect(bob.locator("#chat-messages li", has_text="release notes")).to_contain_text("(edited)")
+    expect(bob.locator("#chat-messages li.deleted")).to_have_count(1)
+
+    # Search finds the edited words, not the old ones and not the deleted message.
+    bob.fill("#chat-search-q", "release")
+    bob.click("#chat-search button")
+    expect(bob.locator("#chat-search-results li")).to_have_count(1)
+    expect(bob.locator("#chat-search-results li")).to_contain_text("Please review the release notes")
+    bob.fill("#chat-search-q", "thought")
+    bob.click("#chat-search button")
+    expect(bob.locator("#chat-search-results li")).to_have_text("No messages match.")
+    screenshot(bob, "chat-edit-search-phone")
+
+    # Notifications refused: a quiet note, no error.
+    alice.click("nav >> text=Chat")
+    if alice.evaluate("Notification.permission") == "default":
+        alice.click("#chat-notify")
+        expect(alice.locator("#chat-notify-state")).not_to_be_empty()
+    assert console_errors == []

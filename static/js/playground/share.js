@@ -53,12 +53,20 @@ function grantRow(grant) {
   return el("li", { "data-grant": grant.id, "data-state": live ? "active" : "revoked" },
     el("div", { class: "who" }, el("strong", { text: who }),
       el("span", { class: "hint", text: ` · ${grant.role} · since ${when(grant.created_at)}` })),
+    live && grant.username ? messageLink(grant.username) : null,
     live
       ? revokeButton(who, async () => {
         await api(`${base}/grants/${grant.id}`, { method: "DELETE" });
         await loadGrants();
       })
       : badge(grant.revoked_at ? "revoked" : "expired", "muted"));
+}
+
+// A chat with the grantee, its draft naming this prompt (the chat page puts `about` in the composer).
+function messageLink(username) {
+  const about = `About “${cfg.prompt.title}”: ${location.origin}${location.pathname}`;
+  const href = `/chat/?with=${encodeURIComponent(username)}&about=${encodeURIComponent(about)}`;
+  return el("a", { class: "btn small", href, text: "Message", "aria-label": `Message ${username}` });
 }
 
 function fill(list, rows, emptyText) {
