@@ -7,6 +7,7 @@ from contextvars import ContextVar
 from asgiref.sync import async_to_sync
 from channels.db import DatabaseSyncToAsync
 from channels.layers import get_channel_layer
+from django.db import close_old_connections
 
 from .selectors import message_payload
 
@@ -62,8 +63,17 @@ async def run_then_publish(func, **kwargs):
     published on commit from this event loop, in commit order."""
     collected: list = []
     token = _collected.set(collected)  # the worker thread runs in a copy of this context
+
+    def call():
+        # Django's connection lives in that copied context, which DatabaseSyncToAsync's
+        # own clean-up (outside it) never sees: done here, or every call leaks one.
+        try:
+            return func(**kwargs)
+        finally:
+            close_old_connections()
+
     try:
-        return await DatabaseSyncToAsync(func, thread_sensitive=False)(**kwargs)
+        return await DatabaseSyncToAsync(call, thread_sensitive=False)()
     finally:
         _collected.reset(token)
         await _send_all(collected)
