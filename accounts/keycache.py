@@ -7,6 +7,11 @@ writes a revocation mark in Redis, ``revoked_mark(key_id)``, with a TTL longer
 than the cache's: the gateway's admission script checks it in the same round
 trip as the rate limits. In the embedded default (one process, no Redis)
 revoking drops the process's own entry instead.
+
+Browser sessions on /v1 have no key: their account's tier is cached here the
+same way (``cached_account_tier``), and changing it (accounts.services.
+account_tier_set) drops this process's copy at once, every other within
+KEY_CACHE_TTL_S, as for a key's tier.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ _MAX_ENTRIES = 100_000
 
 _cache: dict[str, tuple[float, ApiKey]] = {}        # key hash -> (expires at, key)
 _inflight: dict[str, asyncio.Future] = {}           # one database lookup per key at a time
+_tiers: dict[int, tuple[float, str]] = {}           # user id -> (expires at, the account's tier)
 
 
 def revoked_mark(key_id: int) -> str:
@@ -89,6 +95,26 @@ def keys_changed(key_ids: list[int]) -> None:
     for digest, (_, key) in list(_cache.items()):
         if key.pk in ids:
             _cache.pop(digest, None)
+
+
+async def cached_account_tier(user, lookup) -> str:
+    """The tier of a signed-in user's account; ``lookup(user)`` (a database
+    read) is awaited at most once per user per KEY_CACHE_TTL_S."""
+    entry = _tiers.get(user.pk)
+    now = time.monotonic()
+    if entry is not None and entry[0] > now:
+        return entry[1]
+    tier = await lookup(user)
+    if len(_tiers) >= _MAX_ENTRIES:
+        _tiers.clear()
+    _tiers[user.pk] = (now + KEY_CACHE_TTL_S, tier)
+    return tier
+
+
+def account_tier_changed(user_id: int) -> None:
+    """Staff changed the account's tier: this process reads it again on its
+    next session request; every other one within KEY_CACHE_TTL_S."""
+    _tiers.pop(user_id, None)
 
 
 def owner_deactivated(sender, instance, update_fields=None, **kwargs):

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from core.errors import ApiError
 
-from .keycache import keys_changed
+from .keycache import account_tier_changed, keys_changed
 from .models import Account, ApiKey, Membership, Team, TeamInvitation, Tier, generate_raw_key, hash_key
 from .selectors import account_tier
 
@@ -53,8 +53,8 @@ def api_key_create(*, user, name: str, tier: str | None = None) -> tuple[ApiKey,
 @transaction.atomic
 def account_tier_set(*, user, tier: str) -> Account:
     """Staff (the admin, `manage.py account_tier`, later billing) set an account's
-    tier; all its keys take it, in this process at once, in every other within
-    the key cache's 30 s."""
+    tier; all its keys and its browser sessions take it, in this process at once,
+    in every other within the key cache's 30 s."""
     if tier not in Tier.values:
         raise ApiError(f"Unknown tier '{tier}'.", code="invalid_tier", field="tier")
     account, _ = Account.objects.select_for_update().get_or_create(user=user)
@@ -62,7 +62,12 @@ def account_tier_set(*, user, tier: str) -> Account:
     account.save()
     key_ids = list(ApiKey.objects.filter(user=user).exclude(tier=tier).values_list("pk", flat=True))
     ApiKey.objects.filter(pk__in=key_ids).update(tier=tier)
-    transaction.on_commit(lambda: keys_changed(key_ids))
+
+    def changed(user_id=user.pk):
+        keys_changed(key_ids)
+        account_tier_changed(user_id)
+
+    transaction.on_commit(changed)
     return account
 
 

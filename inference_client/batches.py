@@ -37,6 +37,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.selectors import account_tier
 from core.blobstore import get_blob_store
 from core.errors import ApiError
 from inference_client.completion import Completion
@@ -273,7 +274,7 @@ def batch_create(*, user, api_key, input_file_id, endpoint, completion_window="2
 def _check_enqueued_tokens(user, api_key, f: BatchFile) -> None:
     """A batch is refused at create if the account's enqueued tokens (its
     unfinished batches' inputs) would pass its tier's limit."""
-    tier = api_key.tier if api_key is not None else "free"
+    tier = api_key.tier if api_key is not None else account_tier(user=user)  # a browser session
     limit = settings.BATCH_ENQUEUED_TOKENS.get(tier, settings.BATCH_ENQUEUED_TOKENS["free"])
     # Locks the account's active batches: two creates at once cannot both pass.
     active = list(Batch.objects.select_for_update().filter(user=user, status__in=ACTIVE)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from django.views.decorators.csrf import csrf_exempt
 
-from accounts.models import ApiKey
 from core.errors import ApiError, json_error
 from inference_client.idempotency import body_fingerprint, check_idempotency_key
 from inference_client.services import completion_create
@@ -30,7 +29,7 @@ async def _run(request, *, prompt_id, version_id=None, label=None):
         return json_error("method_not_allowed", "Use POST to run a prompt.", 405)
     try:
         caller = await authenticate_caller(request)
-        user = caller.user if isinstance(caller, ApiKey) else caller  # a key acts for its owner
+        user = caller.user  # a key acts for its owner
         check_body_size(int(request.META.get("CONTENT_LENGTH") or 0))
         raw = request.read()
         data = parse_json(raw) if raw.strip() else {}

@@ -36,6 +36,14 @@ from inference_protocol.generation import GenerationRequest
 
 
 @dataclasses.dataclass(frozen=True)
+class SessionCaller:
+    """A signed-in browser user on /v1, with their account's tier
+    (accounts.keycache.cached_account_tier: no database read per request)."""
+    user: object
+    tier: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Principal:
     user: object
     api_key: ApiKey | None
@@ -44,12 +52,11 @@ class Principal:
     tenant: str     # cache entries: per account
 
     @classmethod
-    def of(cls, api_key_or_user) -> Principal:
-        if isinstance(api_key_or_user, ApiKey):
-            key = api_key_or_user
-            return cls(key.user, key, key.tier, f"k{key.pk}", f"u{key.user_id}")
-        user = api_key_or_user  # a signed-in browser user: free-tier limits of their own
-        return cls(user, None, "free", f"u{user.pk}", f"u{user.pk}")
+    def of(cls, caller: ApiKey | SessionCaller) -> Principal:
+        if isinstance(caller, ApiKey):
+            return cls(caller.user, caller, caller.tier, f"k{caller.pk}", f"u{caller.user_id}")
+        user = caller.user  # a browser session: its account's limits, in buckets of its own
+        return cls(user, None, caller.tier, f"u{user.pk}", f"u{user.pk}")
 
 
 def estimate_prompt_tokens(messages: list[dict]) -> int:

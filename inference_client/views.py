@@ -19,7 +19,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import api_key_lookup
-from accounts.keycache import cached_key_lookup
+from accounts.keycache import cached_account_tier, cached_key_lookup
+from accounts.models import ApiKey
+from accounts.selectors import account_tier
 from core.bearer import MalformedBearer, bearer_token
 from core.errors import ApiError, json_error
 from core.monitoring import monitoring_allowed
@@ -27,7 +29,7 @@ from inference_client import metrics as m
 from inference_client import selectors
 from inference_client.idempotency import body_fingerprint, check_idempotency_key
 from inference_client.rendering import completion_body, embeddings_body, error_status, sse
-from inference_client.services import completion_create
+from inference_client.services import SessionCaller, completion_create
 from inference_client.threads import run_db
 from inference_client.validation import (
     check_body_size,
@@ -55,9 +57,9 @@ def _unauthorized(message: str, code: str) -> ApiError:
     return ApiError(message, code=code, status_code=401, headers={"WWW-Authenticate": "Bearer"})
 
 
-async def authenticate_caller(request):
-    """The API key of a Bearer call (cached: accounts.keycache), or the
-    signed-in user of a session call from our own pages."""
+async def authenticate_caller(request) -> ApiKey | SessionCaller:
+    """The API key of a Bearer call, or the signed-in user of a session call
+    from our own pages with their account's tier (both cached: accounts.keycache)."""
     header = request.headers.get("Authorization", "")
     try:
         raw = bearer_token(header)
@@ -69,7 +71,7 @@ async def authenticate_caller(request):
             if _csrf_rejected(request):
                 raise ApiError("CSRF check failed: send the X-CSRFToken header with a session call.",
                                code="csrf_failed", status_code=403)
-            return user
+            return SessionCaller(user, await cached_account_tier(user, _tier_from_database))
         raise _unauthorized("You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.",
                             "missing_api_key")
     try:
@@ -80,6 +82,10 @@ async def authenticate_caller(request):
 
 async def _key_from_database(raw: str):
     return await run_db(api_key_lookup, raw)
+
+
+async def _tier_from_database(user) -> str:
+    return await run_db(account_tier, user=user)
 
 
 def _count(model: str | None, status: int) -> None:

@@ -45,6 +45,29 @@ def test_should_give_keys_the_tier_staff_set_on_the_account(auth_client, user):
     assert set(ApiKey.objects.filter(user=user).values_list("tier", flat=True)) == {"free"}
 
 
+def test_should_read_a_sessions_tier_once_and_again_after_staff_change_it(
+        user, django_capture_on_commit_callbacks):
+    from asgiref.sync import async_to_sync, sync_to_async
+
+    from accounts.keycache import cached_account_tier
+    from accounts.selectors import account_tier
+    from accounts.services import account_tier_set
+
+    reads = []
+
+    async def lookup(who):
+        reads.append(who.pk)
+        return await sync_to_async(account_tier)(user=who)
+
+    def session_tier():
+        return async_to_sync(cached_account_tier)(user, lookup)
+
+    assert (session_tier(), session_tier()) == ("free", "free") and len(reads) == 1  # no read per request
+    with django_capture_on_commit_callbacks(execute=True):
+        account_tier_set(user=user, tier="paid")
+    assert (session_tier(), session_tier()) == ("paid", "paid") and len(reads) == 2
+
+
 def test_bearer_key_authenticates_and_records_last_use(api_client, api_key):
     key, raw = api_key
     assert key.last_used_at is None

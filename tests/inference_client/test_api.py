@@ -8,6 +8,7 @@ import pytest
 
 from inference_client.models import UsageRecord
 from tests.inference_client.conftest import METRICS_HEADERS, MODEL, chat, make_key
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.needs_services  # the live gateway: uvicorn, a Celery worker, Redis
 
@@ -148,3 +149,30 @@ def test_should_serve_a_signed_in_browser_session_only_with_its_csrf_token(live)
                         cookies={"sessionid": session})
     assert forged.status_code == 403
     assert forged.json()["error"]["code"] == "csrf_failed"
+
+
+@pytest.mark.parametrize("tier", ["free", "paid"])
+def test_should_give_a_browser_session_and_an_api_key_their_accounts_tier(live, tier):
+    from django.test import Client
+
+    from accounts.services import account_tier_set
+    from inference_protocol import config
+    from tests.factories import ApiKeyFactory, UserFactory
+
+    user = UserFactory()
+    account_tier_set(user=user, tier=tier)  # staff set it; the key below inherits it
+    _, raw = ApiKeyFactory.create_with_raw(user=user)
+    browser = Client()
+    browser.force_login(user)
+    csrf = "c" * 32
+    payload = {"model": MODEL, "messages": [{"role": "user", "content": "limits"}], "max_tokens": 2}
+    by_session = httpx.post(f"{live}/v1/chat/completions", json=payload, timeout=30,
+                            cookies={"sessionid": browser.cookies["sessionid"].value, "csrftoken": csrf},
+                            headers={"X-CSRFToken": csrf, "Referer": live + "/", "Origin": live})
+    by_key = chat(live, raw, "limits", max_tokens=2)
+    expected = str(config.current().rate_limits[tier]["requests_per_min"])
+    for response in (by_session, by_key):
+        assert response.status_code == 200, response.text
+        assert response.headers["x-ratelimit-limit-requests"] == expected
+    wait_for(lambda: UsageRecord.objects.filter(user=user, tier=tier).count() == 2,
+             what="both calls' usage records, on the account's tier")

@@ -208,6 +208,12 @@ def test_a_batch_over_the_accounts_enqueued_token_limit_is_refused_at_create(set
     assert (e.value.status_code, e.value.get_codes()) == (400, "token_limit_exceeded")
     Batch.objects.update(status=Batch.Status.COMPLETED)
     batch_create(user=key.user, api_key=key, input_file_id=f.id, endpoint="/v1/chat/completions")
+    # A browser session (no key) has its account's limit: a paid account's is far higher.
+    from accounts.services import account_tier_set
+
+    account_tier_set(user=key.user, tier="paid")
+    for _ in range(2):
+        batch_create(user=key.user, api_key=None, input_file_id=f.id, endpoint="/v1/chat/completions")
 
 
 @pytest.mark.django_db
