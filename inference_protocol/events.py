@@ -184,8 +184,12 @@ class RedisEventLog(EventLog):
             try:
                 pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
                 pubsub.subscribe(CANCEL_CHANNEL)
-                for message in pubsub.listen():
-                    callback(message["data"].decode())
+                while True:
+                    # Bounded waits, not listen(): a quiet channel would hit the
+                    # client's socket timeout and look like a lost connection.
+                    message = pubsub.get_message(timeout=1.0)
+                    if message is not None:
+                        callback(message["data"].decode())
             except Exception:  # Redis away: the marks still hold; resubscribe
                 logger.warning("cancel watcher lost Redis; resubscribing", exc_info=True)
                 time.sleep(1)
