@@ -23,6 +23,30 @@ def model():
     delete_queues([f"gpu.{name}"])
 
 
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """One worker for the tests that need no worker of their own (a worker's start
+    is most of such a test's time): model role -> its model name."""
+    run = uuid.uuid4().hex[:8]
+    names = {role: f"{role}-{run}" for role in ("batching", "small-context", "crashing", "broken", "smol")}
+    spec = {names["batching"]: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.3},
+            names["small-context"]: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.05,
+                                     "context_window": 64},
+            names["crashing"]: {"engine": "tests.inference_worker.crashing_engine:CrashingEngine",
+                                "call_s": 0.01},
+            names["broken"]: {"engine": "transformers",
+                              "model_dir": str(tmp_path_factory.mktemp("missing") / "none")},
+            names["smol"]: {"engine": "llamacpp"}}
+    log = tmp_path_factory.mktemp("fleet") / "worker.log"
+    queues = [f"gpu.{name}" for name in names.values()]
+    try:
+        with log.open("w") as out, celery_worker(spec, queues, name=f"fleet-{run}", stdout=out,
+                                               stop_signal=signal.SIGKILL):  # its shutdown is not tested here
+            yield {**names, "log": log}
+    finally:
+        delete_queues(queues)
+
+
 def _request(model: str, text: str, **kwargs) -> GenerationRequest:
     return GenerationRequest(request_id=uuid.uuid4().hex, model=model,
                              messages=[{"role": "user", "content": text}], seed=7, **kwargs)
@@ -33,39 +57,35 @@ def _wait_live(model: str, count: int = 1):
                     what=f"{count} live worker(s) for {model}")
 
 
-def test_should_batch_concurrent_requests_and_stream_results_back(model):
-    backend = CeleryBackend()
-    spec = {model: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.3}}
-    with celery_worker(spec, [f"gpu.{model}"]):
-        heartbeat = _wait_live(model)[0]
-        assert heartbeat["max_batch_size"] == 50 and heartbeat["healthy"]
-        requests = [_request(model, f"hello {i}") for i in range(20)]
-        for request in requests:
-            backend.submit(request)
-        for i, request in enumerate(requests):
-            events = list(backend.events(request.request_id, timeout_s=30))
-            assert events[-1]["type"] == "done", events
-            assert "".join(e["text"] for e in events[:-1]) == f"hello {i}"[::-1]
-            assert events[-1]["result"]["completion_tokens"] == len(f"hello {i}")
-        # 20 requests arrived within one 0.3 s device call: a handful of calls, not 20.
-        stats = wait_for(lambda: [h for h in live_workers(model) if h["requests_per_s"] > 0], timeout=5)
-        assert stats
-        # A client that reconnects later reads the same stored result.
-        again = backend.result(requests[3].request_id, timeout_s=5)
-        assert again["result"]["text"] == "hello 3"[::-1]
+def test_should_batch_concurrent_requests_and_stream_results_back(fleet):
+    backend, model = CeleryBackend(), fleet["batching"]
+    heartbeat = _wait_live(model)[0]
+    assert heartbeat["max_batch_size"] == 50 and heartbeat["healthy"]
+    requests = [_request(model, f"hello {i}") for i in range(20)]
+    for request in requests:
+        backend.submit(request)
+    for i, request in enumerate(requests):
+        events = list(backend.events(request.request_id, timeout_s=30))
+        assert events[-1]["type"] == "done", events
+        assert "".join(e["text"] for e in events[:-1]) == f"hello {i}"[::-1]
+        assert events[-1]["result"]["completion_tokens"] == len(f"hello {i}")
+    # 20 requests arrived within one 0.3 s device call: a handful of calls, not 20.
+    stats = wait_for(lambda: [h for h in live_workers(model) if h["requests_per_s"] > 0], timeout=5)
+    assert stats
+    # A client that reconnects later reads the same stored result.
+    again = backend.result(requests[3].request_id, timeout_s=5)
+    assert again["result"]["text"] == "hello 3"[::-1]
 
 
-def test_should_fail_only_the_bad_request_with_a_clear_error(model):
-    backend = CeleryBackend()
-    spec = {model: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.05, "context_window": 64}}
-    with celery_worker(spec, [f"gpu.{model}"]):
-        _wait_live(model)
-        good, too_long = _request(model, "fine", max_tokens=16), _request(model, "x" * 100, max_tokens=16)
-        backend.submit(good)
-        backend.submit(too_long)
-        assert backend.result(good.request_id, timeout_s=30)["result"]["text"] == "enif"
-        failed = backend.result(too_long.request_id, timeout_s=30)
-        assert failed["type"] == "error" and failed["code"] == "context_length_exceeded"
+def test_should_fail_only_the_bad_request_with_a_clear_error(fleet):
+    backend, model = CeleryBackend(), fleet["small-context"]
+    _wait_live(model)
+    good, too_long = _request(model, "fine", max_tokens=16), _request(model, "x" * 100, max_tokens=16)
+    backend.submit(good)
+    backend.submit(too_long)
+    assert backend.result(good.request_id, timeout_s=30)["result"]["text"] == "enif"
+    failed = backend.result(too_long.request_id, timeout_s=30)
+    assert failed["type"] == "error" and failed["code"] == "context_length_exceeded"
 
 
 def test_should_redeliver_requests_of_a_killed_worker_and_complete_each_once(model):
@@ -94,60 +114,45 @@ def test_should_redeliver_requests_of_a_killed_worker_and_complete_each_once(mod
                 assert sum(e["type"] in ("done", "error") for _, e in raw) == 1
 
 
-def test_should_not_advertise_a_model_the_worker_cannot_load(model, tmp_path):
-    broken = f"broken-{model}"
-    spec = {model: {"engine": "fixed_cost", "call_s": 0.01},
-            broken: {"engine": "transformers", "model_dir": str(tmp_path / "missing")}}
-    try:
-        with celery_worker(spec, [f"gpu.{model}", f"gpu.{broken}"]) as proc:
-            _wait_live(model)
-            assert live_workers(broken) == []
-            # It still serves the model it could load.
-            request = _request(model, "ok")
-            CeleryBackend().submit(request)
-            assert CeleryBackend().result(request.request_id, timeout_s=30)["result"]["text"] == "ko"
-        assert f"cannot load model {broken}" in proc.stdout.read()
-    finally:
-        delete_queues([f"gpu.{broken}"])
+def test_should_not_advertise_a_model_the_worker_cannot_load(fleet):
+    _wait_live(fleet["batching"])
+    assert live_workers(fleet["broken"]) == []
+    # It still serves the models it could load.
+    request = _request(fleet["batching"], "ok")
+    CeleryBackend().submit(request)
+    assert CeleryBackend().result(request.request_id, timeout_s=30)["result"]["text"] == "ko"
+    assert f"cannot load model {fleet['broken']}" in fleet["log"].read_text()
 
 
-def test_should_end_with_an_error_event_whatever_the_engine_raises(model):
+def test_should_end_with_an_error_event_whatever_the_engine_raises(fleet):
     """An engine bug (not an EngineError) while the request is admitted or inside
     the device call: the client gets a terminal engine_error event at once, not a
     timeout, and the worker keeps serving."""
-    backend = CeleryBackend()
-    spec = {model: {"engine": "tests.inference_worker.crashing_engine:CrashingEngine",
-                    "call_s": 0.01}}
-    with celery_worker(spec, [f"gpu.{model}"]):
-        _wait_live(model)
-        for text, raised in [("crash in prepare", "KeyError"), ("crash in step", "ZeroDivisionError")]:
-            request = _request(model, text)
-            backend.submit(request)
-            event = backend.result(request.request_id, timeout_s=30)
-            assert event["type"] == "error" and event["code"] == "engine_error", event
-            assert raised in event["message"]
-        fine = _request(model, "abc")
-        backend.submit(fine)
-        assert backend.result(fine.request_id, timeout_s=30)["result"]["text"] == "cba"
+    backend, model = CeleryBackend(), fleet["crashing"]
+    _wait_live(model)
+    for text, raised in [("crash in prepare", "KeyError"), ("crash in step", "ZeroDivisionError")]:
+        request = _request(model, text)
+        backend.submit(request)
+        event = backend.result(request.request_id, timeout_s=30)
+        assert event["type"] == "error" and event["code"] == "engine_error", event
+        assert raised in event["message"]
+    fine = _request(model, "abc")
+    backend.submit(fine)
+    assert backend.result(fine.request_id, timeout_s=30)["result"]["text"] == "cba"
 
 
-def test_should_refuse_text_the_tokenizer_cannot_encode_with_a_terminal_event(model):
+def test_should_refuse_text_the_tokenizer_cannot_encode_with_a_terminal_event(fleet):
     """A lone surrogate makes llama.cpp's tokenizer raise UnicodeEncodeError: the
     worker checks messages with the gateway's own rule before the engine sees them,
     so the client gets a terminal invalid_messages event at once, not a timeout, and
     the worker keeps serving (the gateway refuses such text at the edge too)."""
-    smol = f"smol-{model}"
-    backend = CeleryBackend()
-    try:
-        with celery_worker({smol: {"engine": "llamacpp"}}, [f"gpu.{smol}"]):
-            _wait_live(smol)
-            request = _request(smol, "broken \ud800 text", max_tokens=4)
-            backend.submit(request)
-            event = backend.result(request.request_id, timeout_s=30)
-            assert event["type"] == "error" and event["code"] == "invalid_messages"
-            assert "surrogate" in event["message"]
-            fine = _request(smol, "Say hi.", max_tokens=4)  # the worker keeps serving
-            backend.submit(fine)
-            assert backend.result(fine.request_id, timeout_s=30)["type"] == "done"
-    finally:
-        delete_queues([f"gpu.{smol}"])
+    backend, smol = CeleryBackend(), fleet["smol"]
+    _wait_live(smol)
+    request = _request(smol, "broken \ud800 text", max_tokens=4)
+    backend.submit(request)
+    event = backend.result(request.request_id, timeout_s=30)
+    assert event["type"] == "error" and event["code"] == "invalid_messages"
+    assert "surrogate" in event["message"]
+    fine = _request(smol, "Say hi.", max_tokens=4)  # the worker keeps serving
+    backend.submit(fine)
+    assert backend.result(fine.request_id, timeout_s=30)["type"] == "done"

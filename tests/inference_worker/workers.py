@@ -17,19 +17,22 @@ def worker_env(models: dict) -> dict:
 
 
 @contextmanager
-def celery_worker(models: dict, queues: list[str], *, concurrency: int = 64, name: str = "w1"):
-    """A real worker process (threads pool, prefetch 1) consuming `queues`."""
+def celery_worker(models: dict, queues: list[str], *, concurrency: int = 64, name: str = "w1",
+                  stdout=subprocess.PIPE, stop_signal=signal.SIGTERM):
+    """A real worker process (threads pool, prefetch 1) consuming `queues`; its log
+    goes to ``stdout`` (a pipe: read it only once the worker has exited, or pass a
+    file for a worker that logs more than a pipe holds)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", ",".join(queues),
          "-P", "threads", "-c", str(concurrency), "--prefetch-multiplier", "1", "-n", f"{name}@%h",
          "-l", "info", "--without-mingle", "--without-gossip", "--without-heartbeat"],
-        cwd=ROOT, env=worker_env(models), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT, env=worker_env(models), stdout=stdout, stderr=subprocess.STDOUT, text=True,
     )
     try:
         yield proc
     finally:
         if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(stop_signal)
             try:
                 proc.wait(15)
             except subprocess.TimeoutExpired:
