@@ -142,7 +142,7 @@ def check_messages(messages, *, field: str = "messages") -> list[dict]:
         if not isinstance(message, dict):
             raise InvalidInput(f"'{where}' must be an object.", field=where, kind="invalid_type")
         role = message.get("role")
-        if role not in ROLES:
+        if not isinstance(role, str) or role not in ROLES:  # a JSON object is unhashable
             raise InvalidInput(f"'{where}.role' must be one of {', '.join(sorted(ROLES))}.",
                                field=f"{where}.role", kind="invalid_value")
         content = message.get("content")

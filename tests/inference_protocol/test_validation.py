@@ -22,6 +22,15 @@ def test_a_lone_surrogate_in_a_message_is_refused_naming_the_field():
     assert (e.value.field, e.value.kind) == ("messages[1].content", "invalid_unicode")
 
 
+@pytest.mark.parametrize("role", [{}, [], ["user"], 1, None])
+def test_a_role_that_is_not_a_string_is_refused_naming_the_field(role):
+    # The fuzzer's {"role": {}}: an unhashable value once raised TypeError (a 500).
+    with pytest.raises(ApiError) as e:
+        check_chat_request({"model": "m", "messages": [{"role": role, "content": "hi"}]})
+    assert (e.value.status_code, e.value.get_codes()) == (400, "invalid_value")
+    assert e.value.field == "messages[0].role"
+
+
 def test_the_gateway_and_the_playground_read_the_same_limits(settings, auth_client, prompt_root):
     settings.INFERENCE_TEMPERATURE_MAX = 1.0
     settings.INFERENCE_MAX_STOP_SEQUENCES = 1
