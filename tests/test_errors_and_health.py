@@ -74,3 +74,22 @@ def test_openapi_schema_is_served(client):
     response = client.get("/api/schema/", HTTP_ACCEPT="application/json")
     assert response.status_code == 200
     assert "/api/accounts/keys" in response.json()["paths"]
+
+
+@pytest.mark.django_db
+def test_openapi_schema_describes_the_generation_endpoints(client):
+    from drf_spectacular.validation import validate_schema
+
+    from inference_protocol import config, features
+
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    validate_schema(schema)  # OpenAPI 3.0, hand-written parts included (inference_client/openapi.py)
+    for path, streams in (("/v1/chat/completions", True), ("/v1/completions", True),
+                          ("/v1/embeddings", False)):
+        operation = schema["paths"][path]["post"]
+        media = {"application/json", "text/event-stream"} if streams else {"application/json"}
+        assert set(operation["responses"]["200"]["content"]) == media
+        assert "4XX" in operation["responses"] and not any(c.startswith("5") for c in operation["responses"])
+    generating = sorted(m for m, spec in config.current().models.items() if features.generates(spec))
+    request = schema["components"]["schemas"]["ChatCompletionRequest"]
+    assert request["properties"]["model"].get("enum", []) == generating

@@ -211,8 +211,10 @@ SPECTACULAR_SETTINGS = {
     # Request bodies documented apart from responses: "not blank" (minLength 1) and
     # write-only fields show where they apply.
     "COMPONENT_SPLIT_REQUEST": True,
-    # Every operation's refusals, in the one error shape (core/openapi.py).
+    # /v1's plain views (inference_client/openapi.py), then every operation's
+    # refusals, in the one error shape (core/openapi.py).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "inference_client.openapi.add_generation_operations",
                              "core.openapi.add_error_responses"],
 }
 
