@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class UsageRecord(models.Model):
@@ -174,6 +175,11 @@ class Rollout(models.Model):
     base_document = models.PositiveIntegerField()   # the document before the first step (rollback target)
     reason = models.TextField(blank=True, default="")
     figures = models.JSONField(default=dict, blank=True)  # the last window: canary vs stable
+    # The process driving it (host:pid:random) and until when its lease runs
+    # (renewed as it goes, ROLLOUT_LEASE_S): every write of the driver is
+    # conditional on still holding it, so two drivers never both step.
+    driver = models.CharField(max_length=200, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
     created_by = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -183,6 +189,12 @@ class Rollout(models.Model):
         constraints = [models.UniqueConstraint(
             fields=["model"], condition=models.Q(state__in=["waiting_for_ready", "running", "paused"]),
             name="one_active_rollout_per_model")]
+
+    @property
+    def stale(self) -> bool:
+        """Active, but no driver holds its lease (it died or hangs): resume or abort it."""
+        return self.state in self.ACTIVE and (
+            self.lease_expires_at is None or self.lease_expires_at <= timezone.now())
 
     def __str__(self):
         return f"rollout {self.pk}: {self.model}@{self.version} ({self.state})"

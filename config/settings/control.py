@@ -45,3 +45,9 @@ ROLLOUT_MAX_ERROR_RATE_DELTA = env_float("ROLLOUT_MAX_ERROR_RATE_DELTA", 0.05)
 ROLLOUT_MAX_P99_RATIO = env_float("ROLLOUT_MAX_P99_RATIO", 1.5)
 # How long a rollout waits for a ready worker of the new version before it gives up.
 ROLLOUT_READY_TIMEOUT_S = env_float("ROLLOUT_READY_TIMEOUT_S", 300.0)
+# The lease of a rollout's driver (manage.py deploy, or the page's thread): the
+# driver renews it every half second; once it has lapsed this long (the driver
+# died or hangs), another driver may take the rollout over from its recorded
+# step (deploy --resume, or the page's Resume), or abort it. Not in the document:
+# only the control plane drives rollouts.
+ROLLOUT_LEASE_S = env_float("ROLLOUT_LEASE_S", 10.0)

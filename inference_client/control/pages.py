@@ -1,7 +1,10 @@
 """The control plane's page (staff only): models and versions, which worker has
 which version in which state, the current config document with its diff against
 the parent, rollouts with their canary-vs-stable figures, and the buttons to
-start, pause, resume, promote or roll back. A stranger (not staff) gets 404."""
+start, pause, resume, promote or roll back; a rollout whose driver stopped
+(lease lapsed) is shown as such, with Resume here (this process takes it over
+from its recorded step) and Abort (roll back what it published). A stranger
+(not staff) gets 404."""
 
 from __future__ import annotations
 
@@ -110,7 +113,15 @@ def control_action(request):
                 rollout_id = int(request.POST.get("rollout", ""))
             except ValueError:
                 raise ro.RolloutError("invalid_rollout", "no rollout named") from None
-            ro.rollout_request(rollout_id=rollout_id, action=action, actor=actor)
+            if action == "take_over":  # a stale rollout, driven on from this process
+                rollout = ro.rollout_take_over(rollout_id=rollout_id, actor=actor)
+                if rollout.state == Rollout.State.PAUSED:
+                    ro.rollout_request(rollout_id=rollout_id, action="resume", actor=actor)
+                _run_in_background(rollout)
+            elif action == "abort":
+                ro.rollout_abort(rollout_id=rollout_id, actor=actor)
+            else:
+                ro.rollout_request(rollout_id=rollout_id, action=action, actor=actor)
     except Rollout.DoesNotExist:
         return redirect("/control/?error=no+such+rollout")
     except (ro.RolloutError, config.ConfigError, documents.ConfigConflict) as exc:

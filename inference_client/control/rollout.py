@@ -22,14 +22,32 @@ back, auditing every decision with the figures that made it.
 
 Operators (the admin action, or manage.py deploy --pause/--resume/--promote/
 --rollback) set ``requested``; the loop acts on it within half a second.
+
+A lease keeps a rollout from outliving its driver. The driver (manage.py
+deploy, or the page's thread) holds it (``Rollout.driver``) and renews it every
+tick; every write it makes (a step, a state, a rollback) is conditional on
+still holding it, and a step's document, its step_index and its audit entry are
+one transaction, so the recorded step is exactly what was published. When a
+driver dies (or hangs past ROLLOUT_LEASE_S), the rollout is ``stale``: another
+driver takes it over (``rollout_take_over``: deploy --resume, the page's Resume)
+and goes on from the recorded step, watching that step's window afresh (the
+figures before the take-over are not its own), or aborts it
+(``rollout_abort``: rolls back what was published). A driver that comes back
+after losing its lease stops at its next write (LeaseLost) without writing:
+never two drivers stepping one rollout.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import logging
+import os
+import socket
 import time
+import uuid
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -49,6 +67,47 @@ class RolloutError(Exception):
     def __init__(self, code: str, message: str):
         super().__init__(message)
         self.code = code
+
+
+class LeaseLost(Exception):
+    """This driver no longer holds the rollout (another took it over): it stops
+    without writing anything."""
+
+
+def new_driver() -> str:
+    """This process's name as a driver: host, pid, and a random part (a pid is reused)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def _lease_end() -> datetime.datetime:
+    return timezone.now() + datetime.timedelta(seconds=settings.ROLLOUT_LEASE_S)
+
+
+class _Lease:
+    """The driver's hold on one rollout: renewals and writes, each conditional on it."""
+
+    def __init__(self, rollout: Rollout):
+        self.rollout, self.driver = rollout, rollout.driver
+
+    def _mine(self):
+        return Rollout.objects.filter(pk=self.rollout.pk, driver=self.driver)
+
+    def renew(self) -> None:
+        """Renew, and read what operators requested meanwhile."""
+        if not self._mine().update(lease_expires_at=_lease_end()):
+            raise LeaseLost(f"rollout {self.rollout.pk} is no longer driven by {self.driver}")
+        self.rollout.refresh_from_db()
+
+    def set(self, **fields) -> None:
+        if not self._mine().update(**fields, updated_at=timezone.now()):
+            raise LeaseLost(f"rollout {self.rollout.pk} is no longer driven by {self.driver}")
+        for name, value in fields.items():
+            setattr(self.rollout, name, value)
+
+    def hold(self) -> None:
+        """Lock the row for this transaction, still ours (a take-over waits for it)."""
+        if not list(self._mine().select_for_update().values_list("pk", flat=True)):
+            raise LeaseLost(f"rollout {self.rollout.pk} is no longer driven by {self.driver}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,8 +163,10 @@ def check_steps(steps: list[int]) -> list[int]:
     return steps
 
 
-def rollout_start(*, model: str, version: str, steps: list[int], actor: str) -> Rollout:
-    """Check and record a rollout (RolloutError naming the cause; ``conflict``
+def rollout_start(*, model: str, version: str, steps: list[int], actor: str,
+                  driver: str | None = None) -> Rollout:
+    """Check and record a rollout, its lease held by ``driver`` (this process by
+    default), which then runs it (RolloutError naming the cause; ``conflict``
     when one of the same model is active)."""
     check_steps(steps)
     latest = documents.latest_document()
@@ -124,25 +185,39 @@ def rollout_start(*, model: str, version: str, steps: list[int], actor: str) -> 
     try:
         with transaction.atomic():
             rollout = Rollout.objects.create(model=model, version=version, stable_version=stable, steps=steps,
-                                             base_document=latest.number if latest else 0, created_by=actor)
+                                             base_document=latest.number if latest else 0, created_by=actor,
+                                             driver=driver or new_driver(), lease_expires_at=_lease_end())
             _audit(rollout, "rollout_start", f"{model}@{version} over {stable} in steps {steps}",
                    steps=steps, stable=stable)
     except IntegrityError:
         active = Rollout.objects.filter(model=model, state__in=Rollout.ACTIVE).first()
         who = (f" (rollout {active.pk} of {active.version} by {active.created_by}, {active.state})"
                if active else "")
+        if active is not None and active.stale:
+            who += (f"; its driver stopped ({_lease_words(active)}): "
+                    f"deploy --model {model} --resume continues it, --rollback aborts it")
         raise RolloutError("conflict", f"a rollout of {model} is already in progress{who}") from None
     return rollout
 
 
+def _lease_words(rollout: Rollout) -> str:
+    if rollout.lease_expires_at is None:
+        return "no driver holds it"
+    return f"{rollout.driver or 'no driver'}'s lease lapsed at {rollout.lease_expires_at:%H:%M:%S} UTC"
+
+
 def rollout_request(*, rollout_id: int, action: str, actor: str) -> Rollout:
-    """An operator's pause / resume / promote / rollback, picked up by the loop."""
+    """An operator's pause / resume / promote / rollback, picked up by the loop
+    (``stale``: no loop would pick it up; take it over or abort it instead)."""
     if action not in ("pause", "resume", "promote", "rollback"):
         raise RolloutError("invalid_action", f"unknown action {action!r}")
     with transaction.atomic():
         rollout = Rollout.objects.select_for_update().get(pk=rollout_id)
         if rollout.state not in Rollout.ACTIVE:
             raise RolloutError("not_active", f"rollout {rollout_id} is {rollout.state}")
+        if rollout.stale:
+            raise RolloutError("stale", f"rollout {rollout_id} has no driver ({_lease_words(rollout)}): "
+                                        "resume it (take it over) or abort it")
         rollout.requested = action
         rollout.save(update_fields=["requested", "updated_at"])
         ControlEvent.objects.create(action=f"rollout_{action}_requested", target=f"rollout:{rollout.pk}",
@@ -150,10 +225,45 @@ def rollout_request(*, rollout_id: int, action: str, actor: str) -> Rollout:
     return rollout
 
 
-def _set(rollout: Rollout, **fields) -> None:
-    for name, value in fields.items():
-        setattr(rollout, name, value)
-    rollout.save(update_fields=[*fields, "updated_at"])
+def rollout_take_over(*, rollout_id: int, actor: str, driver: str | None = None) -> Rollout:
+    """Take a stale rollout's lease (RolloutError ``lease_held`` while its driver
+    holds it, ``not_active`` once it ended); audited. Then ``rollout_run`` goes on
+    from its recorded step, or ``rollout_abort`` ends it."""
+    with transaction.atomic():
+        rollout = Rollout.objects.select_for_update().get(pk=rollout_id)
+        if rollout.state not in Rollout.ACTIVE:
+            raise RolloutError("not_active", f"rollout {rollout_id} is {rollout.state}")
+        if not rollout.stale:
+            raise RolloutError("lease_held", f"rollout {rollout_id} is driven by {rollout.driver} "
+                                             f"(lease until {rollout.lease_expires_at:%H:%M:%S} UTC)")
+        previous, lapsed = rollout.driver, _lease_words(rollout)
+        rollout.driver, rollout.lease_expires_at = driver or new_driver(), _lease_end()
+        rollout.save(update_fields=["driver", "lease_expires_at", "updated_at"])
+        index = rollout.step_index
+        step = (f"at step {index + 1}/{len(rollout.steps)} ({rollout.steps[index]}%)" if index >= 0
+                else "before its first step")
+        ControlEvent.objects.create(
+            action="rollout_taken_over", target=f"rollout:{rollout.pk}:{rollout.model}@{rollout.version}",
+            actor_name=actor, detail={"reason": f"{rollout.driver} took over {step}: {lapsed}",
+                                      "previous_driver": previous, "driver": rollout.driver,
+                                      "step_index": rollout.step_index, "state": rollout.state})
+    logger.info("rollout %s taken over by %s from %s", rollout.pk, rollout.driver, previous)
+    return rollout
+
+
+def rollout_abort(*, rollout_id: int, actor: str) -> Rollout:
+    """End a stale rollout here: take it over, roll back what it published (the
+    content of its base document), or fail it when no step was published."""
+    rollout = rollout_take_over(rollout_id=rollout_id, actor=actor)
+    lease = _Lease(rollout)
+    why = f"aborted by {actor}: its driver had stopped"
+    if rollout.step_index >= 0:
+        return _roll_back(rollout, lease, why, {})
+    with transaction.atomic():
+        lease.hold()
+        lease.set(state=Rollout.State.FAILED, reason=why, requested="")
+        _audit(rollout, "rollout_failed", why)
+    return rollout
 
 
 def _step_content(rollout: Rollout, percent: int) -> dict:
@@ -176,60 +286,92 @@ def ready_workers(model: str, version: str) -> list[dict]:
 
 
 def rollout_run(rollout: Rollout, *, progress=lambda message: None) -> Rollout:
-    """Drive the rollout to promoted, rolled_back or failed (module docstring)."""
-    thresholds = config.ConfigSnapshot.of(0, None, documents.current_content()).rollout
-    deadline = time.monotonic() + thresholds["ready_timeout_s"]
-    progress(f"waiting for a worker ready with {rollout.model}@{rollout.version}")
-    while not ready_workers(rollout.model, rollout.version):
+    """Drive the rollout to promoted, rolled_back or failed (module docstring),
+    from its recorded step: the first, or where a driver that was taken over
+    stopped. The caller holds its lease (rollout_start, rollout_take_over)."""
+    lease = _Lease(rollout)
+    try:
+        return _drive(rollout, lease, progress)
+    except LeaseLost as exc:
+        progress(f"stopped: {exc} (taken over)")
+        logger.warning("rollout %s: %s; this driver stops", rollout.pk, exc)
         rollout.refresh_from_db()
-        if rollout.requested == "rollback" or time.monotonic() > deadline:
-            why = ("rollback requested" if rollout.requested == "rollback" else
-                   f"no worker was ready with {rollout.model}@{rollout.version} within "
-                   f"{thresholds['ready_timeout_s']:.0f}s: no traffic moved")
-            _set(rollout, state=Rollout.State.FAILED, reason=why, requested="")
-            _audit(rollout, "rollout_failed", why)
-            return rollout
-        time.sleep(TICK_S)
-    _set(rollout, state=Rollout.State.RUNNING)
-    for index, percent in enumerate(rollout.steps):
-        record = documents.config_publish(
-            content=_step_content(rollout, percent), actor=rollout.created_by, action="rollout_step",
-            reason=f"rollout {rollout.pk}: {rollout.model}@{rollout.version} at {percent}%",
-            detail={"rollout": rollout.pk, "percent": percent})
-        _set(rollout, step_index=index)
-        _audit(rollout, "rollout_step", f"{percent}% to {rollout.version}", percent=percent,
-               document=record.number)
-        progress(f"step {index + 1}/{len(rollout.steps)}: {percent}% (document {record.number})")
+        return rollout
+
+
+def _drive(rollout: Rollout, lease: _Lease, progress) -> Rollout:
+    thresholds = config.ConfigSnapshot.of(0, None, documents.current_content()).rollout
+    if rollout.state == Rollout.State.WAITING:
+        deadline = time.monotonic() + thresholds["ready_timeout_s"]
+        progress(f"waiting for a worker ready with {rollout.model}@{rollout.version}")
+        while not ready_workers(rollout.model, rollout.version):
+            lease.renew()
+            if rollout.requested == "rollback" or time.monotonic() > deadline:
+                why = ("rollback requested" if rollout.requested == "rollback" else
+                       f"no worker was ready with {rollout.model}@{rollout.version} within "
+                       f"{thresholds['ready_timeout_s']:.0f}s: no traffic moved")
+                with transaction.atomic():
+                    lease.hold()
+                    lease.set(state=Rollout.State.FAILED, reason=why, requested="")
+                    _audit(rollout, "rollout_failed", why)
+                return rollout
+            time.sleep(TICK_S)
+        lease.set(state=Rollout.State.RUNNING)
+    resumed = rollout.step_index  # -1: no step published yet
+    if resumed >= 0:
+        progress(f"resuming at step {resumed + 1}/{len(rollout.steps)} ({rollout.steps[resumed]}%)")
+    for index in range(max(resumed, 0), len(rollout.steps)):
+        percent = rollout.steps[index]
+        if index > resumed:
+            _publish_step(rollout, lease, index)
+            progress(f"step {index + 1}/{len(rollout.steps)}: {percent}%")
         if percent == 100:
             break
-        outcome = _watch(rollout, thresholds, progress)
+        outcome = _watch(rollout, lease, thresholds, progress)
         if outcome is not None:
             return outcome
     why = f"{rollout.model}@{rollout.version} serves 100% after clean windows"
-    _set(rollout, state=Rollout.State.PROMOTED, reason=why, requested="")
-    _audit(rollout, "rollout_promoted", why, figures=rollout.figures)
+    with transaction.atomic():
+        lease.hold()
+        lease.set(state=Rollout.State.PROMOTED, reason=why, requested="")
+        _audit(rollout, "rollout_promoted", why, figures=rollout.figures)
     progress("promoted")
     return rollout
 
 
-def _watch(rollout: Rollout, thresholds: dict, progress) -> Rollout | None:
+def _publish_step(rollout: Rollout, lease: _Lease, index: int) -> None:
+    """Step ``index``'s document, its step_index and its audit entry, as one
+    transaction under the lease: recorded if and only if published."""
+    percent = rollout.steps[index]
+    with transaction.atomic():
+        lease.hold()
+        record = documents.config_publish(
+            content=_step_content(rollout, percent), actor=rollout.created_by, action="rollout_step",
+            reason=f"rollout {rollout.pk}: {rollout.model}@{rollout.version} at {percent}%",
+            detail={"rollout": rollout.pk, "percent": percent})
+        lease.set(step_index=index)
+        _audit(rollout, "rollout_step", f"{percent}% to {rollout.version}", percent=percent,
+               document=record.number, driver=lease.driver)
+
+
+def _watch(rollout: Rollout, lease: _Lease, thresholds: dict, progress) -> Rollout | None:
     """One step's window(s); the rollout when it ended here (rolled back), else None."""
     since, extensions = timezone.now(), 0
     window_end = time.monotonic() + thresholds["window_s"]
     while True:
         time.sleep(TICK_S)
-        rollout.refresh_from_db()
+        lease.renew()
         if rollout.requested == "rollback":
-            return _roll_back(rollout, "rollback requested by an operator", {})
+            return _roll_back(rollout, lease, "rollback requested by an operator", {})
         if rollout.requested == "promote":
-            _set(rollout, requested="")
+            lease.set(requested="")
             _audit(rollout, "rollout_promote_step", "promoted by an operator")
             return None
         if rollout.requested == "pause" and rollout.state != Rollout.State.PAUSED:
-            _set(rollout, state=Rollout.State.PAUSED)
+            lease.set(state=Rollout.State.PAUSED)
             _audit(rollout, "rollout_paused", "paused by an operator")
         if rollout.requested == "resume" and rollout.state == Rollout.State.PAUSED:
-            _set(rollout, state=Rollout.State.RUNNING, requested="")
+            lease.set(state=Rollout.State.RUNNING, requested="")
             _audit(rollout, "rollout_resumed", "resumed by an operator")
             window_end = time.monotonic() + thresholds["window_s"]
         if rollout.state == Rollout.State.PAUSED or time.monotonic() < window_end:
@@ -239,7 +381,7 @@ def _watch(rollout: Rollout, thresholds: dict, progress) -> Rollout | None:
         figures = {"canary": canary.as_dict(), "stable": stable.as_dict(), "window_s": thresholds["window_s"],
                    "extensions": extensions, "thresholds": {k: thresholds[k] for k in (
                        "max_error_rate_delta", "max_p99_ratio", "min_requests")}}
-        _set(rollout, figures=figures)
+        lease.set(figures=figures)
         if canary.requests < thresholds["min_requests"] and extensions < 2:
             extensions += 1
             window_end = time.monotonic() + thresholds["window_s"]
@@ -248,17 +390,19 @@ def _watch(rollout: Rollout, thresholds: dict, progress) -> Rollout | None:
         verdict, why = decide(canary, stable, thresholds)
         progress(f"window: {why}")
         if verdict == "rollback":
-            return _roll_back(rollout, why, figures)
+            return _roll_back(rollout, lease, why, figures)
         _audit(rollout, "rollout_window_clean", why, figures=figures)
         return None
 
 
-def _roll_back(rollout: Rollout, why: str, figures: dict) -> Rollout:
-    record = documents.config_publish(
-        content=documents.document_content(rollout.base_document), actor=rollout.created_by,
-        action="config_rollback", reason=f"rollout {rollout.pk} rolled back: {why}",
-        detail={"rollout": rollout.pk, "content_of": rollout.base_document})
-    _set(rollout, state=Rollout.State.ROLLED_BACK, reason=why, requested="")
-    _audit(rollout, "rollout_rolled_back", why, figures=figures, document=record.number,
-           content_of=rollout.base_document)
+def _roll_back(rollout: Rollout, lease: _Lease, why: str, figures: dict) -> Rollout:
+    with transaction.atomic():
+        lease.hold()
+        record = documents.config_publish(
+            content=documents.document_content(rollout.base_document), actor=rollout.created_by,
+            action="config_rollback", reason=f"rollout {rollout.pk} rolled back: {why}",
+            detail={"rollout": rollout.pk, "content_of": rollout.base_document})
+        lease.set(state=Rollout.State.ROLLED_BACK, reason=why, requested="")
+        _audit(rollout, "rollout_rolled_back", why, figures=figures, document=record.number,
+               content_of=rollout.base_document)
     return rollout

@@ -1,8 +1,11 @@
 """The control plane's page: staff only; the document and its diff, versions,
 rollouts with their figures, and the buttons."""
 
+import datetime
+
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from inference_client.control import rollout as ro
 from inference_client.models import ControlEvent, Rollout
@@ -45,3 +48,24 @@ def test_should_show_the_document_versions_and_rollouts_and_act_on_them(staff, s
     reply = staff.post("/control/action", {"action": "start", "model": "fixed-cost", "version": "v2",
                                             "steps": "ten"}, follow=True)
     assert "comma-separated percentages" in reply.content.decode()
+
+
+def test_should_surface_a_rollout_whose_driver_stopped_and_abort_it(staff, served):
+    rollout = ro.rollout_start(model="fixed-cost", version="v2", steps=[10, 100], actor="alice",
+                               driver="h:1:ab")
+    page = staff.get("/control/").content.decode()
+    assert "Its driver stopped" not in page and 'value="pause"' in page
+    lapsed = timezone.now() - datetime.timedelta(seconds=1)
+    Rollout.objects.filter(pk=rollout.pk).update(lease_expires_at=lapsed)
+    page = staff.get("/control/").content.decode()
+    assert "Its driver stopped (<code>h:1:ab</code>" in page
+    assert 'value="take_over">Resume here' in page and 'value="abort">Abort' in page
+    reply = staff.post("/control/action", {"action": "pause", "rollout": rollout.pk}, follow=True)
+    assert "resume it (take it over) or abort it" in reply.content.decode()
+
+    staff.post("/control/action", {"action": "abort", "rollout": rollout.pk})
+    rollout.refresh_from_db()
+    # no step was published: nothing to undo, it fails
+    assert rollout.state == "failed" and "aborted by" in rollout.reason
+    events = ControlEvent.objects.filter(target__startswith=f"rollout:{rollout.pk}:")
+    assert [e.action for e in events][:2] == ["rollout_failed", "rollout_taken_over"]

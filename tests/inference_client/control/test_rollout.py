@@ -1,10 +1,13 @@
 """Canary rollouts without workers: the decision, bad input, the conflict of two
-operators, and waiting for a ready worker that never comes."""
+operators, waiting for a ready worker that never comes, and the driver's lease
+(take-over only once it lapsed; a driver that lost it writes nothing)."""
 
+import datetime
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
 from inference_client.control import documents
 from inference_client.control import rollout as ro
@@ -68,3 +71,69 @@ def test_should_wait_for_a_ready_worker_and_give_up_without_moving_traffic(serve
                                        target__startswith=f"rollout:{rollout.pk}:").exists()
     # it is not active any more: a new rollout may start
     assert ro.rollout_start(model="fixed-cost", version="v2", steps=[100], actor="ops").pk != rollout.pk
+
+
+def lapse(rollout: Rollout) -> None:
+    """As if its driver stopped renewing a second ago."""
+    lapsed = timezone.now() - datetime.timedelta(seconds=1)
+    Rollout.objects.filter(pk=rollout.pk).update(lease_expires_at=lapsed)
+
+
+def test_should_take_a_rollout_over_only_once_its_drivers_lease_lapsed(served):
+    rollout = ro.rollout_start(model="fixed-cost", version="v2", steps=[10, 100], actor="alice", driver="a")
+    assert not rollout.stale
+    with pytest.raises(ro.RolloutError) as err:
+        ro.rollout_take_over(rollout_id=rollout.pk, actor="bob", driver="b")
+    assert err.value.code == "lease_held" and "driven by a" in str(err.value)
+    lapse(rollout)
+    # nothing would act on a request now: the operator is told to resume or abort
+    with pytest.raises(ro.RolloutError) as err:
+        ro.rollout_request(rollout_id=rollout.pk, action="pause", actor="bob")
+    assert err.value.code == "stale"
+    with pytest.raises(CommandError, match=r"\[stale\]"):
+        call_command("deploy", "--model", "fixed-cost", "--promote")
+    with pytest.raises(ro.RolloutError, match="its driver stopped .*--resume continues it, --rollback"):
+        ro.rollout_start(model="fixed-cost", version="v2", steps=[100], actor="bob")
+    taken = ro.rollout_take_over(rollout_id=rollout.pk, actor="bob", driver="b")
+    assert taken.driver == "b" and not taken.stale
+    event = ControlEvent.objects.get(action="rollout_taken_over")
+    assert event.actor_name == "bob" and event.detail["previous_driver"] == "a"
+    assert "b took over before its first step: a's lease lapsed" in event.detail["reason"]
+
+
+def test_should_stop_a_driver_that_lost_its_lease_without_writing(served):
+    rollout = ro.rollout_start(model="fixed-cost", version="v2", steps=[10, 50, 100], actor="alice",
+                               driver="a")
+    lease = ro._Lease(rollout)
+    lease.set(state=Rollout.State.RUNNING)
+    ro._publish_step(rollout, lease, 0)
+    published = documents.latest_document().number
+    lapse(rollout)
+    ro.rollout_take_over(rollout_id=rollout.pk, actor="bob", driver="b")
+    # a came back (it had hung): its next step, renewal or rollback is refused, and nothing was written
+    for write in (lambda: ro._publish_step(rollout, lease, 1), lease.renew,
+                  lambda: ro._roll_back(rollout, lease, "late", {})):
+        with pytest.raises(ro.LeaseLost):
+            write()
+    assert documents.latest_document().number == published
+    steps = ControlEvent.objects.filter(action="rollout_step", target__startswith=f"rollout:{rollout.pk}:")
+    assert [(e.detail["percent"], e.detail["driver"]) for e in steps] == [(10, "a")]
+    stale_copy = Rollout.objects.get(pk=rollout.pk)
+    stale_copy.driver = "a"
+    ro.rollout_run(stale_copy)  # its loop: stops at the first renewal
+    rollout.refresh_from_db()
+    assert (rollout.driver, rollout.state, rollout.step_index) == ("b", "running", 0)
+
+
+def test_should_abort_a_stale_rollout_back_to_its_base_document(served):
+    rollout = ro.rollout_start(model="fixed-cost", version="v2", steps=[10, 100], actor="alice", driver="a")
+    base = rollout.base_document
+    lease = ro._Lease(rollout)
+    lease.set(state=Rollout.State.RUNNING)
+    ro._publish_step(rollout, lease, 0)
+    lapse(rollout)
+    call_command("deploy", "--model", "fixed-cost", "--rollback", "--created-by", "carol")
+    rollout.refresh_from_db()
+    assert rollout.state == "rolled_back" and rollout.reason == "aborted by carol: its driver had stopped"
+    assert documents.latest_document().content == documents.document_content(base)
+    assert ControlEvent.objects.filter(action="rollout_rolled_back", detail__content_of=base).exists()

@@ -7,13 +7,17 @@ config documents over Redis.
   worker then applies a document that changes its scheduler settings and an
   engine option under traffic, without a restart and without losing a request.
 - A rollout to a version whose engine fails 30% of requests rolls back after one
-  window, and paid traffic's errors stay within the canary's share.
+  window, and paid traffic's errors stay within the canary's share; its first
+  driver is killed mid-window, and a second one resumes it from the recorded step.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -21,18 +25,20 @@ import uuid
 import httpx
 import pytest
 from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
 
 from config.celery import app as celery_app
 from core.blobstore import get_blob_store
 from inference_client.control import documents
-from inference_client.control import rollout as ro
-from inference_client.models import ControlEvent, UsageRecord
+from inference_client.models import ControlEvent, Rollout, UsageRecord
 from inference_protocol import config
 from inference_protocol.backend import live_workers
 from inference_protocol.checkpoints import manifest_key
 from inference_protocol.heartbeat import FAILED, read_nodes
 from tests.inference_client.conftest import make_key, uvicorn_server
-from tests.inference_worker.workers import celery_worker, delete_queues
+from tests.inference_worker.workers import ROOT, celery_worker, delete_queues
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_services]
@@ -81,7 +87,7 @@ def messages_in(queue: str) -> int:
         return conn.default_channel.queue_declare(queue, passive=True).message_count
 
 
-def test_should_route_nothing_to_a_version_whose_checkpoint_does_not_verify(model, stack_env,
+def test_should_route_nothing_to_a_version_whose_checkpoint_does_not_verify(model, stack_env, tmp_path,
                                                                              django_db_blocker):
     manifest = json.loads(get_blob_store().get(manifest_key(model, "v2")))
     store = get_blob_store()
@@ -91,7 +97,8 @@ def test_should_route_nothing_to_a_version_whose_checkpoint_does_not_verify(mode
     store.copy(f"sha256/{real}", "sha256/" + "1" * 64)
     publish_models(model, {"v1": 50, "v2": 50})
     _, key = make_key("paid")
-    with celery_worker({}, [f"gpu.{model}@v1"], concurrency=16, name="good"), \
+    with open(tmp_path / "good.log", "w") as good_log, \
+            celery_worker({}, [f"gpu.{model}@v1"], concurrency=16, name="good", stdout=good_log), \
             celery_worker({}, [f"gpu.{model}@v2"], concurrency=16, name="corrupt"):
         wait_for(lambda: live_workers(f"{model}@v1"), timeout=60, what="v1 ready")
         # the worker took its spec from the signed document (it names the model, not its environment)
@@ -152,16 +159,41 @@ def test_should_route_nothing_to_a_version_whose_checkpoint_does_not_verify(mode
             assert record["max_batch_size"] == 5 and record["engine_config"] == 2
 
 
-def test_should_roll_back_a_canary_that_fails_30_percent_within_one_window(model, stack_env,
+def test_should_roll_back_a_canary_that_fails_30_percent_within_one_window(model, stack_env, tmp_path,
                                                                            django_db_blocker):
+    """The rollout's first driver (a manage.py deploy process) is killed (-9) during the
+    first step's window; a second driver (deploy --resume) takes over once its lease
+    lapses, goes on from the recorded step without publishing it again, and rolls back."""
     window_s = 3.0
     publish_models(model, {"v1": 100, "v2": {"weight": 0, "fail_rate": 0.3}},
                    window_s=window_s, min_requests=3, ready_timeout_s=60)
     _, key = make_key("paid")
-    with celery_worker({}, [f"gpu.{model}@v1"], concurrency=16, name="stable"), \
-            celery_worker({}, [f"gpu.{model}@v2"], concurrency=16, name="canary"):
-        wait_for(lambda: live_workers(f"{model}@v1") and live_workers(f"{model}@v2"), timeout=60,
-                 what="both versions ready")
+    db = connection.settings_dict
+    database_url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    driver_env = dict(os.environ, DATABASE_URL=database_url, ROLLOUT_LEASE_S="1", LOG_LEVEL="WARNING")
+    # The first driver starts with the workers (it waits for them to be ready). The
+    # workers log each task: to files, as a pipe nothing reads fills and blocks them.
+    with open(tmp_path / "driver.log", "w+") as log, \
+            open(tmp_path / "stable.log", "w") as stable_log, \
+            open(tmp_path / "canary.log", "w") as canary_log, \
+            celery_worker({}, [f"gpu.{model}@v1"], concurrency=16, name="stable", stdout=stable_log), \
+            celery_worker({}, [f"gpu.{model}@v2"], concurrency=16, name="canary", stdout=canary_log):
+        driver = subprocess.Popen(
+            [sys.executable, "manage.py", "deploy", "--model", model, "--version", "v2",
+             "--steps", "10,50,100", "--created-by", "tests"],
+            cwd=ROOT, env=driver_env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: ControlEvent.objects.filter(action="rollout_step",
+                                                         target__contains=f":{model}@v2").exists(),
+                     timeout=90, interval=0.05, what="the first step")
+        except TimeoutError:
+            log.seek(0)
+            raise AssertionError(f"the driver published no step:\n{log.read()}") from None
+        finally:
+            driver.kill()  # SIGKILL, in the first step's window: no chance to clean up
+            driver.wait()
+        first = Rollout.objects.get(model=model)
+        assert (first.state, first.step_index) == ("running", 0) and f":{driver.pid}:" in first.driver
         with uvicorn_server(django_db_blocker) as base:
             stop, statuses = threading.Event(), []
 
@@ -172,19 +204,26 @@ def test_should_roll_back_a_canary_that_fails_30_percent_within_one_window(model
                 for _ in range(8):
                     pool.submit(traffic)
                 try:
-                    rollout = ro.rollout_start(model=model, version="v2", steps=[10, 50, 100], actor="tests")
-                    rollout = ro.rollout_run(rollout)
+                    wait_for(lambda: Rollout.objects.get(model=model).stale, timeout=10, interval=0.05,
+                             what="the lease to lapse")
+                    with pytest.raises(CommandError, match="rollout rolled_back"):
+                        call_command("deploy", "--model", model, "--resume", "--created-by", "tests-2")
                 finally:
                     stop.set()
+    rollout = Rollout.objects.get(model=model)
     assert rollout.state == "rolled_back", rollout.reason
     assert "error rate" in rollout.reason
     events = list(ControlEvent.objects.filter(target__startswith=f"rollout:{rollout.pk}:").order_by("id"))
     steps = [e for e in events if e.action == "rollout_step"]
+    taken_over = next(e for e in events if e.action == "rollout_taken_over")
     rolled_back = next(e for e in events if e.action == "rollout_rolled_back")
-    assert [e.detail["percent"] for e in steps] == [10]  # judged on the first step's window: 50% never came
-    # one window (extended only while the canary had fewer than min_requests on this shared machine)
+    # the 10% step was published once, by the killed driver; the second went on from it (no double step)
+    assert [(e.detail["percent"], e.detail["driver"]) for e in steps] == [(10, first.driver)]
+    assert taken_over.detail["previous_driver"] == first.driver and taken_over.detail["step_index"] == 0
+    assert taken_over.actor_name == "tests-2" and steps[0].id < taken_over.id < rolled_back.id
+    # one window after the take-over (extended only while the canary had fewer than min_requests)
     windows = 1 + rolled_back.detail["figures"]["extensions"]
-    assert (rolled_back.created_at - steps[0].created_at).total_seconds() < windows * window_s + 2
+    assert (rolled_back.created_at - taken_over.created_at).total_seconds() < windows * window_s + 2
     assert rolled_back.detail["figures"]["canary"]["error_rate"] > 0.1
     after = config.ConfigSnapshot.of(0, None, documents.current_content())
     assert after.versions(model) == {"v1": 100, "v2": 0}  # the content from before the rollout
