@@ -2,11 +2,17 @@
 documented success, so clients and the fuzzer (tests/test_fuzz_api.py) read the
 schema as the API behaves.
 
+`add_links` writes OpenAPI links from each create to what it created (read,
+update, delete, and actions on it), so schemathesis's stateful phase and client
+generators follow the chains.
+
 Every operation can refuse a request (bad input, no or a wrong key, no access, not
 found, a method or media type it does not take, a rate limit) with the one error
 shape of core/errors.py; that is documented once, as the operation's `4XX`
 response. A 5xx is never documented: it is a bug.
 """
+
+import re
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -43,4 +49,50 @@ def add_error_responses(result, generator, request, public):
             responses = operation.setdefault("responses", {})
             if not any(str(code).startswith("4") for code in responses):
                 responses["4XX"] = error
+    return result
+
+
+def _params(path: str) -> list[str]:
+    return re.findall(r"{(\w+)}", path)
+
+
+def _created_id(operation: dict, schemas: dict) -> str | None:
+    """The status of a create whose JSON body names the new object's `id`."""
+    for status in ("201", "200"):
+        media = operation.get("responses", {}).get(status, {}).get("content", {}).get("application/json")
+        schema = (media or {}).get("schema", {})
+        if "$ref" in schema:
+            schema = schemas.get(schema["$ref"].rsplit("/", 1)[-1], {})
+        if "id" in schema.get("properties", {}):
+            return status
+    return None
+
+
+def add_links(result, generator, request, public):
+    """A create (POST on a collection, answering with the new object's `id`) links
+    to every operation on `<collection>/{id}` and on its actions
+    (`<collection>/{id}/<action>`), the collection's own path parameters passed on."""
+    paths = result.get("paths", {})
+    schemas = result.get("components", {}).get("schemas", {})
+    for path, operations in paths.items():
+        create = operations.get("post")
+        status = _created_id(create, schemas) if create else None
+        if status is None:
+            continue
+        base = path.rstrip("/")
+        outer = _params(path)
+        links = {}
+        for target, target_ops in paths.items():
+            inner = _params(target)
+            head = re.match(re.escape(base) + r"/{(\w+)}(?:/[\w-]+)?/?$", target)
+            if not head or inner != [*outer, head.group(1)]:
+                continue
+            parameters = {name: f"$request.path.{name}" for name in outer}
+            parameters[head.group(1)] = "$response.body#/id"
+            for method, target_op in target_ops.items():
+                if method in _METHODS and "operationId" in target_op:
+                    links[target_op["operationId"]] = {"operationId": target_op["operationId"],
+                                                       "parameters": parameters}
+        if links:
+            create["responses"][status]["links"] = links
     return result

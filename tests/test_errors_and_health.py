@@ -93,3 +93,15 @@ def test_openapi_schema_describes_the_generation_endpoints(client):
     generating = sorted(m for m, spec in config.current().models.items() if features.generates(spec))
     request = schema["components"]["schemas"]["ChatCompletionRequest"]
     assert request["properties"]["model"].get("enum", []) == generating
+
+
+@pytest.mark.django_db
+def test_openapi_schema_links_each_create_to_what_it_created(client):
+    paths = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    links = paths["/api/prompts/{prompt_id}/versions"]["post"]["responses"]["201"]["links"]
+    read = links[paths["/api/prompts/{prompt_id}/versions/{version_id}"]["get"]["operationId"]]
+    assert read["parameters"] == {"prompt_id": "$request.path.prompt_id", "version_id": "$response.body#/id"}
+    webhook = paths["/api/webhooks"]["post"]["responses"]["201"]["links"]
+    for target in ("/api/webhooks/{endpoint_id}", "/api/webhooks/{endpoint_id}/rotate-secret"):
+        for operation in paths[target].values():
+            assert webhook[operation["operationId"]]["parameters"] == {"endpoint_id": "$response.body#/id"}

@@ -19,6 +19,7 @@ import json
 
 import pytest
 import schemathesis
+from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
@@ -143,12 +144,18 @@ def fuzz_data(db, settings):
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 _turn = itertools.count()
+# The stateful phase's bound: scenarios, and calls in each (CI time, not coverage, sets it).
+STATEFUL_SCENARIOS = 30
+STATEFUL_STEPS = 8
 
 
-def _resolve_path_parameters(case, data):
-    """Two calls in three name the test's objects; the third keeps what was generated."""
+def _resolve_path_parameters(case, data, *, named: bool | None = None):
+    """Two calls in three name the test's objects, the third keeps what was generated;
+    `named` decides it instead (the stateful phase: the same for every replay)."""
     params = case.path_parameters or {}
-    if next(_turn) % 3:
+    if named is None:
+        named = bool(next(_turn) % 3)
+    if named:
         for name in params:
             if name in data["path"]:
                 params[name] = data["path"][name]
@@ -172,3 +179,33 @@ def test_api_never_answers_with_a_server_error(case, fuzz_data, wsgi_app):
     with _keeping_the_connection():
         response = case.call(app=wsgi_app, headers={"Authorization": f"Bearer {fuzz_data['raw_key']}"})
     case.validate_response(response, checks=CHECKS)
+
+
+def test_chains_of_calls_never_answer_with_a_server_error(api_schema, fuzz_data, wsgi_app):
+    """The stateful phase: scenarios along the schema's links (a create, then reads,
+    actions and deletes of what it created: core/openapi.py) and the ones schemathesis
+    infers, from the fixture's state, a bounded number of steps."""
+    headers = {"Authorization": f"Bearer {fuzz_data['raw_key']}"}
+
+    class Chains(api_schema.exclude(path_regex=GENERATION).as_state_machine()):
+        def setup(self):
+            # Each scenario from the same state: Hypothesis replays a scenario's choices
+            # and needs the same answers (rate-limit buckets included) to follow the same links.
+            transaction.savepoint_rollback(fuzz_data["savepoint"])
+            cache.clear()
+
+        def step(self, input):
+            # A chain's first call names the fixture's objects; later ones, what a link took.
+            _resolve_path_parameters(input.case, fuzz_data, named=input.transition is None)
+            return super().step(input)
+
+        def call(self, case, **kwargs):
+            with _keeping_the_connection():
+                return case.call(app=wsgi_app, headers=headers)
+
+        def validate_response(self, response, case, **kwargs):
+            case.validate_response(response, checks=CHECKS)
+
+    Chains.run(settings=settings(max_examples=STATEFUL_SCENARIOS, stateful_step_count=STATEFUL_STEPS,
+                                 derandomize=True, deadline=None, database=None,
+                                 suppress_health_check=list(HealthCheck)))
