@@ -16,7 +16,7 @@ from inference_protocol.generation import GenerationRequest
 from inference_protocol.validation import SEED_MAX
 from inference_worker.engines.base import EngineError, SamplingParams, Sequence
 from inference_worker.heartbeat import WORKER_ID
-from inference_worker.runtime import get_scheduler, submit
+from inference_worker.runtime import get_scheduler, submit_together
 
 logger = logging.getLogger(__name__)
 
@@ -133,17 +133,13 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
         if embeds != bool(inputs):
             raise EngineError(f"model {request.model} " + ("computes embeddings only" if embeds else
                               "does not compute embeddings"), code="unsupported_parameter")
-        try:
-            for index in range(n):
-                messages = [{"role": "user", "content": inputs[index]}] if inputs else request.messages
-                seq = Sequence(id=request.request_id if n == 1 else f"{request.request_id}/{index}",
-                               messages=messages, params=sampling_params(request, index))
-                group.handles.append(submit(request.model, seq, request.priority, timeout=request.timeout_s,
-                                            on_token=on_token_for(index, seq)))
-                seqs.append(seq)
-        except BaseException:
-            group.cancel("a sibling choice was refused")
-            raise
+        for index in range(n):
+            messages = [{"role": "user", "content": inputs[index]}] if inputs else request.messages
+            seqs.append(Sequence(id=request.request_id if n == 1 else f"{request.request_id}/{index}",
+                                 messages=messages, params=sampling_params(request, index)))
+        # Together: the n choices join one step, where the engine can share their prompt's prefill.
+        items = [(seq, on_token_for(index, seq)) for index, seq in enumerate(seqs)]
+        group.handles = submit_together(request.model, items, request.priority, timeout=request.timeout_s)
         results = _wait(group, log, request.request_id, cancelled)
     except Exception as exc:  # whatever failed, the client gets a terminal event, not a timeout
         group.cancel("the request failed")

@@ -90,10 +90,15 @@ def submit(model: str, seq, priority, **kwargs) -> RequestHandle:
     """``get_scheduler(model).submit(...)``; a scheduler handed over between the
     look-up and the submit refuses (scheduler_stopped) and the request goes to
     its successor instead."""
+    return submit_together(model, [(seq, kwargs.pop("on_token", None))], priority, **kwargs)[0]
+
+
+def submit_together(model: str, items, priority, **kwargs) -> list[RequestHandle]:
+    """``submit`` for several sequences at once (Scheduler.submit_together)."""
     scheduler = get_scheduler(model)
     while True:
         try:
-            return scheduler.submit(seq, priority, **kwargs)
+            return scheduler.submit_together(items, priority, **kwargs)
         except RequestFailed as exc:
             successor = loaded_schedulers().get(model)
             if exc.code != "scheduler_stopped" or successor is None or successor is scheduler:

@@ -147,15 +147,29 @@ class Scheduler:
         the same, relative to now). Bad requests fail fast here, before queueing:
         the engine's ``prepare`` (EngineError), a request larger than a whole
         batch, a passed deadline, a full queue, a stopped scheduler."""
+        return self.submit_together([(seq, on_token)], priority, deadline, timeout=timeout,
+                                    on_done=on_done, on_error=on_error)[0]
+
+    def submit_together(self, items: list[tuple[Sequence, TokenCallback | None]],
+                        priority: Priority | str = Priority.PAID, deadline: float | None = None, *,
+                        timeout: float | None = None, on_done: DoneCallback | None = None,
+                        on_error: ErrorCallback | None = None) -> list[RequestHandle]:
+        """Queue several sequences (one request's n choices, each with its token
+        callback) as ``submit`` does, all or none, in one hold of the lock: no step
+        starts between them, so they join the same step when it has room and an
+        engine can share their prompt's prefill."""
         priority = Priority.parse(priority)
-        # Tokenizing can be slow: do it on the caller's thread, outside the lock.
-        self.engine.check_supported(seq.params)
-        self.engine.prepare(seq)
-        footprint = self._footprint(seq)
-        if footprint > self.max_batch_tokens:
-            raise EngineError(
-                f"request needs {footprint} tokens (prompt + max_tokens), more than one "
-                f"batch holds ({self.max_batch_tokens})", code="request_too_large")
+        footprints = []
+        for seq, _ in items:
+            # Tokenizing can be slow: do it on the caller's thread, outside the lock.
+            self.engine.check_supported(seq.params)
+            self.engine.prepare(seq)
+            footprint = self._footprint(seq)
+            if footprint > self.max_batch_tokens:
+                raise EngineError(
+                    f"request needs {footprint} tokens (prompt + max_tokens), more than one "
+                    f"batch holds ({self.max_batch_tokens})", code="request_too_large")
+            footprints.append(footprint)
         now = self.clock.now()
         if timeout is not None:
             deadline = now + timeout if deadline is None else min(deadline, now + timeout)
@@ -164,20 +178,25 @@ class Scheduler:
         with self._lock:
             if self._stopping:
                 raise RequestFailed("the scheduler is stopping", code="scheduler_stopped")
-            if seq.id in self._ids:
-                raise EngineError(f"request id {seq.id!r} is already queued or running",
-                                  code="duplicate_request")
-            if self._queue_length() >= self.config.max_queue:
+            ids = [seq.id for seq, _ in items]
+            for seq_id in ids:
+                if seq_id in self._ids or ids.count(seq_id) > 1:
+                    raise EngineError(f"request id {seq_id!r} is already queued or running",
+                                      code="duplicate_request")
+            if self._queue_length() + len(items) > self.config.max_queue:
                 raise RequestFailed(f"queue full ({self.config.max_queue} waiting)",
                                     code="queue_full")
-            handle = RequestHandle(self, seq, priority, deadline, now, next(self._order),
-                                   on_token, on_done, on_error, footprint)
-            self._waiting[priority].append(handle)
-            self._ids.add(seq.id)
+            handles = []
+            for (seq, on_token), footprint in zip(items, footprints, strict=True):
+                handle = RequestHandle(self, seq, priority, deadline, now, next(self._order),
+                                       on_token, on_done, on_error, footprint)
+                self._waiting[priority].append(handle)
+                self._ids.add(seq.id)
+                handles.append(handle)
             self._dirty = True
             self._lock.notify_all()
         self._changed()
-        return handle
+        return handles
 
     def _footprint(self, seq: Sequence) -> int:
         # Reserve the worst case (prompt + max_tokens): admitted sequences can

@@ -7,6 +7,12 @@ running sequence's next token (and the prompts of joining sequences) in ONE
 gets a llama.cpp sequence id (a "slot", 0..n_seq_max-1) for its lifetime; its
 KV cells are removed when it finishes or is released, and the slot reused.
 
+Sequences that join in the same step with the same prompt (a request's n
+choices, or equal requests) share its prefill: the first is decoded, the others
+get a copy of its KV cells (``llama_memory_seq_cp``, whole-stream copies with
+per-sequence KV) and sample their first token from its logits row, each with
+its own sampler. ``prefill_tokens`` counts the prompt tokens the model ran.
+
 The model file, its tokenizer and chat template are `gguf.GgufModel`'s.
 Sampling runs in numpy on the logits row of each sequence (see
 ``sampling.Sampler``), so a seeded request draws the same way alone or batched.
@@ -124,6 +130,7 @@ class LlamaCppEngine(Engine):
         self._free_slots = list(range(self.n_seq_max - 1, -1, -1))
         self._grammar_tokenizer = None  # built on the first constrained request
         self._tokenizer_lock = threading.Lock()
+        self.prefill_tokens = 0  # prompt tokens run through the model (shared prefills once)
 
     def detokenize(self, tokens: list[int]) -> str:
         return self._model.detokenize(tokens)
@@ -168,8 +175,11 @@ class LlamaCppEngine(Engine):
             raise EngineError("a sequence appears twice in one step", code="duplicate_sequence")
         # What the engine holds decides prefill vs decode, not which list a
         # sequence came in: after a failed step the scheduler may resend it.
-        plan: list[tuple[Sequence, _SeqState, list[int], int, bool]] = []
+        # Each entry: (seq, state, tokens to feed, position of the first, is new,
+        # plan index of the sequence whose prefill it shares, or None).
+        plan: list[tuple[Sequence, _SeqState, list[int], int, bool, int | None]] = []
         admitted: list[_SeqState] = []
+        prefills: dict[tuple[int, ...], int] = {}  # a prompt -> the plan index that decodes it
         try:
             for seq in seqs:
                 st = self._states.get(seq.id)
@@ -191,24 +201,34 @@ class LlamaCppEngine(Engine):
                         constraint=seq.meta.get("constraint"),
                     )
                     admitted.append(st)
-                    plan.append((seq, st, list(seq.prompt_tokens), 0, True))
+                    leader = prefills.setdefault(tuple(seq.prompt_tokens), len(plan))
+                    if leader == len(plan):
+                        plan.append((seq, st, list(seq.prompt_tokens), 0, True, None))
+                    else:  # the same prompt as a sequence already in this step: nothing to feed
+                        plan.append((seq, st, [], len(seq.prompt_tokens), True, leader))
                 elif st.finished:
                     raise EngineError(f"sequence {seq.id} already finished", code="finished")
                 else:
-                    plan.append((seq, st, [st.pending], st.n_past, False))
+                    plan.append((seq, st, [st.pending], st.n_past, False, None))
             logits = self._decode(plan)
         except BaseException:
             # Leave every sequence as it was before this step.
-            for _seq, st, _feed, start, is_new in plan:
+            for _seq, st, _feed, start, is_new, _leader in plan:
                 ll.llama_memory_seq_rm(self._mem, st.slot, -1 if is_new else start, -1)
             for st in admitted:
                 self._free_slots.append(st.slot)
             raise
-        for seq, st, _feed, _start, is_new in plan:
+        for index, (seq, st, feed, _start, is_new, leader) in enumerate(plan):
             if is_new:
                 self._states[seq.id] = st
+                self.prefill_tokens += len(feed)
+            if leader is not None:
+                # Before any slot is freed below. The cells' bookkeeping is copied now,
+                # their data at the start of the next llama_decode, before it writes any.
+                ll.llama_memory_seq_cp(self._mem, plan[leader][1].slot, st.slot, -1, -1)
+                logits[index] = logits[leader]
         results = []
-        for (seq, st, feed, start, _is_new), row in zip(plan, logits, strict=True):
+        for (seq, st, feed, start, _is_new, _leader), row in zip(plan, logits, strict=True):
             st.n_past = start + len(feed)
             results.append(self._advance(seq, st, row))
         return results
@@ -237,7 +257,7 @@ class LlamaCppEngine(Engine):
             want.clear()
             batch.n_tokens = 0
 
-        for idx, (_seq, st, feed, start, _is_new) in enumerate(plan):
+        for idx, (_seq, st, feed, start, _is_new, _leader) in enumerate(plan):
             for j, tok in enumerate(feed):
                 if batch.n_tokens == self.n_batch:
                     flush()

@@ -112,6 +112,51 @@ def test_seeded_sampling_is_reproducible_and_batch_independent(engine):
     assert run(engine, {0: [req(0), req(1)], 2: [req(2)]}) == solo
 
 
+def test_choices_of_one_prompt_share_its_prefill_and_each_samples_as_it_would_alone(engine):
+    def choice(i):  # one request's n choices: one prompt, seeds seed, seed + 1, ...
+        return seq(f"n{i}", PROMPTS[1], temperature=0.9, seed=7 + i, max_tokens=10)
+
+    alone = {}
+    for i in range(4):
+        alone.update(run(engine, {0: [choice(i)]}))
+    assert len({text for _, text, _ in alone.values()}) > 1  # each choice draws its own way
+    probe = choice(0)
+    engine.prepare(probe)
+    before = engine.prefill_tokens
+    assert run(engine, {0: [choice(i) for i in range(4)]}) == alone
+    assert engine.prefill_tokens - before == len(probe.prompt_tokens)  # once, not four times
+
+
+def test_choices_submitted_together_join_one_step_of_the_scheduler_and_share_the_prefill(engine):
+    from inference_worker.scheduler import Scheduler
+
+    def choices():
+        return [seq(f"t{i}", PROMPTS[3], temperature=0.9, seed=11 + i, max_tokens=8) for i in range(4)]
+
+    alone = {}
+    for c in choices():
+        alone.update(run(engine, {0: [c]}))
+    sched = Scheduler(engine, name="together").start()
+    try:
+        before = engine.prefill_tokens
+        together = choices()
+        handles = sched.submit_together([(c, None) for c in together], "paid", timeout=120)
+        results = [h.result(timeout=120) for h in handles]
+    finally:
+        sched.stop()
+    assert engine.prefill_tokens - before == len(together[0].prompt_tokens)
+    assert [r.text for r in results] == [alone[c.id][1] for c in together]
+
+
+def test_a_shared_prefill_outlives_its_first_sequence_ending_at_once_and_its_slot_reused(engine, solo):
+    # "qfirst" decodes the prompt and ends at its first token; "q0" got a copy of its
+    # cells, and "q2" takes the freed slot at the next step, before the copy is made.
+    out = run(engine, {0: [seq("first", PROMPTS[0], max_tokens=1), seq(0, PROMPTS[0])],
+                       1: [seq(2, PROMPTS[2])]})
+    assert out["qfirst"][2] == "length"
+    assert (out["q0"], out["q2"]) == (solo["q0"], solo["q2"])
+
+
 def test_stop_sequence_cuts_text_and_finishes(engine, solo):
     full = solo["q1"][1]
     words = full.split()
