@@ -59,7 +59,21 @@ if [[ " $passes " == *" embedded "* ]]; then
 fi
 rc=0
 if [[ " $passes " == *" services "* ]]; then
-  .venv/bin/python -m pytest "$@" || rc=$?
+  # The services pass in TEST_WORKERS processes (pytest-xdist, a file per worker at a
+  # time), each with services of its own (tests/xdist_services.py): the suite mostly
+  # waits on subprocesses and sockets. Default 2; 1 when the caller named its own
+  # Redis database (one database per run: workers after the first take db 15, 14...).
+  workers=${TEST_WORKERS:-$([ -n "${TEST_REDIS_URL:-}" ] && echo 1 || echo 2)}
+  xdist=()
+  if [ "$workers" -gt 1 ]; then
+    xdist=(-n "$workers" --dist loadfile)
+    for ((i = 0; i < workers; i++)); do
+      vhost=$(.venv/bin/python -c "import sys; from tests.xdist_services import worker_vhost; print(worker_vhost(sys.argv[1], sys.argv[2]))" "$CELERY_BROKER_URL" "gw$i")
+      rabbitmqctl list_vhosts -q 2>/dev/null | grep -qx "$vhost" \
+        || { rabbitmqctl add_vhost "$vhost" >/dev/null && rabbitmqctl set_permissions -p "$vhost" guest '.*' '.*' '.*' >/dev/null; }
+    done
+  fi
+  .venv/bin/python -m pytest -p tests.xdist_services "${xdist[@]}" "$@" || rc=$?
 fi
 if [ -n "$embedded_pid" ]; then
   erc=0

@@ -110,7 +110,7 @@ def test_a_forced_tool_call_has_arguments_that_validate_for_every_seed(engine):
                                                                             "properties": {}}}}])
     constraint = tools.tool_constraint(defined, "get_weather", parallel=False)
     prompt = tools.tools_prompt(defined, "get_weather") + "\n\nWhat is the weather in Paris?"
-    out = run(engine, {0: _seqs(constraint, prompt, max_tokens=40)})
+    out = run(engine, {0: _seqs(constraint, prompt, max_tokens=40, seeds=4)})
     for _tokens, text, finish in out.values():
         assert finish == "stop", text
         (call,) = tools.parse_calls(text)
