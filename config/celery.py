@@ -4,14 +4,46 @@ workers `-Q webhooks`, and one `celery -A config beat` sends the periodic tasks.
 import os
 from pathlib import Path
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.beat import PersistentScheduler
+from django.conf import settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("promptyard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+class AckFlush(bootsteps.StartStopStep):
+    """Wake the consumer's event loop every CELERY_ACK_FLUSH_MS.
+
+    With the threads pool, a late ack is queued from the task's thread with
+    hub.call_soon, which does not wake the loop: it goes out at the loop's next
+    wake-up, a new message or its 1 s idle poll. Once the prefetch window is full
+    of finished-but-unacked tasks, no message comes, so acks (and with them the
+    next messages) arrived in bursts a second apart (issue 14's "in-worker tasks
+    254 -> 0 -> 155 -> 0 at 1 s intervals"). A repeating no-op timer bounds the
+    wait; the wake-ups cost microseconds each."""
+
+    requires = ("celery.worker.consumer.tasks:Tasks",)
+
+    def start(self, c):
+        interval_ms = getattr(settings, "CELERY_ACK_FLUSH_MS", 0)
+        if c.hub is not None and interval_ms > 0:
+            self.timer = c.hub.call_repeatedly(interval_ms / 1000, _no_op)
+
+    def stop(self, c):
+        timer = getattr(self, "timer", None)
+        if timer is not None:
+            timer.cancel()
+
+
+def _no_op() -> None:
+    pass
+
+
+app.steps["consumer"].add(AckFlush)
 
 
 class BeatScheduler(PersistentScheduler):
