@@ -21,6 +21,7 @@ At the end the output and error files are written in OpenAI's line format.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import itertools
 import json
@@ -378,7 +379,8 @@ def _cancelled(batch_id) -> bool:
 
 def batch_drive(batch_id, *, backend: Backend | None = None, owner: str | None = None) -> str:
     """Drive a batch to its end, a cancel, or until another driver holds it
-    ("busy"). Returns the batch's status."""
+    ("busy") or the broker refuses work ("paused": the lease is let go, and the
+    next batch_worker poll resumes it). Returns the batch's status."""
     backend = backend or get_backend()
     owner = owner or _owner_id()
     if not _claim(batch_id, owner):
@@ -386,16 +388,37 @@ def batch_drive(batch_id, *, backend: Backend | None = None, owner: str | None =
     batch = Batch.objects.select_related("input_file", "user").get(pk=batch_id)
     check, kind = ENDPOINTS[batch.endpoint]
     pending = _pending(batch, enumerate(file_lines(batch.input_file), start=1))
-    while not _cancelled(batch_id):
-        if timezone.now() >= batch.expires_at:  # completion_window passed: the rest is reported expired
-            _expire(batch, pending)
-            return _finish(batch, owner, expired=True)
-        window = list(itertools.islice(pending, max(1, settings.BATCH_WINDOW)))
-        if not window or not _run_window(batch, window, check, kind, backend):
-            break
-        if not _renew(batch_id, owner):
-            logger.warning("batch %s: lease lost; another driver continues", batch_id)
-            return "busy"
+    inflight: _Window | None = None
+    try:
+        while True:
+            if _cancelled(batch_id):
+                if inflight is not None:
+                    _collect(batch, inflight, kind, backend)  # keeps what finished, cancels the rest
+                break
+            expired = timezone.now() >= batch.expires_at  # completion_window passed
+            window = [] if expired else list(itertools.islice(pending, max(1, settings.BATCH_WINDOW)))
+            # The next window goes to the workers before the last one's results are
+            # awaited and stored: the device's batch slots never wait on the driver.
+            submitted = _submit(batch, window, check, backend) if window else None
+            if inflight is not None and not _collect(batch, inflight, kind, backend):
+                if submitted is not None:  # cancelled meanwhile
+                    _cancel(submitted, backend)
+                break
+            inflight = submitted
+            if expired:  # what was in flight is stored; the rest is reported expired
+                _expire(batch, pending)
+                return _finish(batch, owner, expired=True)
+            if inflight is None:
+                break
+            if not _renew(batch_id, owner):
+                logger.warning("batch %s: lease lost; another driver continues", batch_id)
+                return "busy"
+    except _BrokerAway as exc:
+        # Lines submitted but not stored are resubmitted under the same request ids
+        # by the next driver, which then gets the workers' results for them.
+        logger.warning("batch %s: submit failed (%r); paused for a resume", batch_id, exc.__cause__)
+        Batch.objects.filter(pk=batch_id, lease_owner=owner).update(lease_until=None)
+        return "paused"
     return _finish(batch, owner)
 
 
@@ -422,31 +445,53 @@ def _request(batch: Batch, line: dict, check) -> tuple[GenerationRequest, object
         logprobs=params.logprobs, raw_prompt=params.raw_prompt), request
 
 
-def _run_window(batch: Batch, window: list, check, kind: str, backend: Backend) -> bool:
-    """Run one window of lines and store them; False when cancelled meanwhile."""
-    submitted, rows = [], []
+class _BrokerAway(Exception):
+    pass
+
+
+@dataclasses.dataclass
+class _Window:
+    """Lines sent to the workers (number, line, generation, parsed request), and the
+    rows of lines refused before they were sent."""
+    sent: list[tuple]
+    rows: list[BatchLine]
+
+
+def _submit(batch: Batch, window: list, check, backend: Backend) -> _Window:
+    out = _Window(sent=[], rows=[])
     for number, line in window:
         try:
             generation, request = _request(batch, line, check)
-            backend.submit(generation)
         except ApiError as exc:
-            rows.append(_line(batch, number, line, "", exc.status_code,
-                              {"error": {"code": exc.get_codes(), "message": str(exc.detail)}}))
+            out.rows.append(_line(batch, number, line, "", exc.status_code,
+                                  {"error": {"code": exc.get_codes(), "message": str(exc.detail)}}))
             continue
+        try:
+            backend.submit(generation)
         except Exception as exc:  # the broker is away: left for a resume, not failed
-            logger.warning("batch %s: submit failed (%r); the line waits for a resume", batch.pk, exc)
-            return False
-        submitted.append((number, line, generation, request))
+            raise _BrokerAway from exc
+        out.sent.append((number, line, generation, request))
+    return out
+
+
+def _cancel(window: _Window, backend: Backend) -> None:
+    for _, _, generation, _ in window.sent:
+        backend.cancel(generation.request_id)
+
+
+def _collect(batch: Batch, window: _Window, kind: str, backend: Backend) -> bool:
+    """Wait for a window's results and store them; False when the batch was
+    cancelled meanwhile (what finished is stored, the rest cancelled)."""
+    rows = window.rows
     deadline = time.monotonic() + settings.BATCH_LINE_TIMEOUT_S + 5
-    for index, (number, line, generation, request) in enumerate(submitted):
+    for index, (number, line, generation, request) in enumerate(window.sent):
         while True:
             remaining = deadline - time.monotonic()
             event = backend.result(generation.request_id, timeout_s=max(0.05, min(2.0, remaining)))
             if event.get("code") != "timeout" or event["type"] != "error" or remaining <= 2.0:
                 break
             if _cancelled(batch.pk):
-                for _, _, g, _ in submitted[index:]:
-                    backend.cancel(g.request_id)
+                _cancel(_Window(sent=window.sent[index:], rows=[]), backend)
                 BatchLine.objects.bulk_create(rows, ignore_conflicts=True)
                 _progress(batch.pk)
                 return False

@@ -238,3 +238,50 @@ def test_lines_not_run_within_the_completion_window_are_reported_expired(setting
     errors = [json.loads(x) for x in file_lines(batch.error_file)]
     assert sorted(e["custom_id"] for e in errors) == ["req-0", "req-1", "req-2"]
     assert {e["error"]["code"] for e in errors} == {"batch_expired"}
+
+
+def test_a_batch_whose_broker_is_away_pauses_without_losing_a_line_then_resumes(
+        django_db_blocker, worker, transactional_db, settings):
+    import subprocess
+    import sys
+    from urllib.parse import urlparse
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.db import connection
+
+    from inference_client.batches import batch_create, file_create
+    from tests.inference_client.conftest import stack_env
+    from tests.livesubprocess import ROOT
+    from tests.tcpproxy import TcpProxy
+
+    settings.BATCH_DISPATCH = "none"
+    key, _ = make_key("paid")
+    upload = SimpleUploadedFile("in.jsonl", _jsonl([_line(i, f"item {i}") for i in range(4)]))
+    f = file_create(user=key.user, upload=upload, purpose="batch")
+    batch = batch_create(user=key.user, api_key=key, input_file_id=f.id, endpoint="/v1/chat/completions")
+    broker = urlparse(settings.CELERY_BROKER_URL)
+    proxy = TcpProxy(broker.hostname, broker.port)
+    with django_db_blocker.unblock():
+        db = connection.settings_dict
+    env = stack_env(DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+                    CELERY_BROKER_URL=f"{broker.scheme}://{broker.netloc.rsplit('@', 1)[0]}@127.0.0.1:"
+                                      f"{proxy.port}{broker.path}", BATCH_DISPATCH="none")
+
+    def batch_worker_once() -> str:  # what manage.py batch_worker does at each poll
+        return subprocess.run([sys.executable, "manage.py", "batch_worker", "--once"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=90, check=True).stdout
+
+    try:
+        proxy.cut()
+        assert f"batch {batch.id}: paused" in batch_worker_once()
+        paused = Batch.objects.get(pk=batch.id)  # not completed with its lines missing
+        assert (paused.status, paused.completed, paused.lease_until, paused.output_file_id) == \
+            ("in_progress", 0, None, None)
+        proxy.restore()
+        assert f"batch {batch.id}: completed" in batch_worker_once()
+    finally:
+        proxy.close()
+    done = Batch.objects.get(pk=batch.id)
+    assert (done.completed, done.failed) == (4, 0)
+    assert sorted(BatchLine.objects.filter(batch=done).values_list("custom_id", flat=True)) == \
+        [f"req-{i}" for i in range(4)]
