@@ -2,6 +2,7 @@
 selector, and serialize; nothing else."""
 
 import itertools
+import json
 
 from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
@@ -103,7 +104,8 @@ class VersionListApi(PromptScopedApi):
             prompt=prompt, author=request.user, parent_id=v.get("parent"), body=v.get("body"),
             body_upload=v.get("body_upload"), model_name=v.get("model"), temperature=v["temperature"],
             max_tokens=v["max_tokens"], top_p=v["top_p"], stop=v["stop"], system=v["system"],
-            variables=v["variables"], response_schema=v["response_schema"], message=v["message"],
+            variables=v["variables"], response_schema=v["response_schema"], tools=v["tools"],
+            message=v["message"],
             version_id=v.get("id"), merge_parent_id=v.get("merge_parent"),
         )
         return Response(VersionSerializer(version, context={"with_body": True}).data,
@@ -219,18 +221,32 @@ class HeadsApi(PromptScopedApi):
                          lambda items: VersionSerializer(items, many=True).data)
 
 
+def _tools_text(version) -> str:
+    return json.dumps(version.tools, indent=2, ensure_ascii=False) + "\n" if version.tools else ""
+
+
+# What a diff compares: the body (the default), the system text, or the tools (as indented JSON).
+DIFF_PARTS = {"body": body_text, "system": lambda version: version.system, "tools": _tools_text}
+
+
 class DiffApi(PromptScopedApi):
     @extend_schema(
         parameters=[OpenApiParameter("from", str, required=True), OpenApiParameter("to", str, required=True),
-                    OpenApiParameter("mode", str, enum=["line", "word"])],
+                    OpenApiParameter("mode", str, enum=["line", "word"]),
+                    OpenApiParameter("part", str, enum=list(DIFF_PARTS))],
         responses={(200, "text/plain"): OpenApiTypes.STR},
-        description="Unified line diff, or git-style word diff ([-old-]{+new+}), streamed.",
+        description="Unified line diff, or git-style word diff ([-old-]{+new+}), streamed, of the body "
+                    "(default), the system text or the tools (indented JSON); no hunks: no change.",
     )
     def get(self, request, prompt_id):
         prompt = request_access(request, prompt_id=prompt_id, need="view")
         mode = request.query_params.get("mode", "line")
         if mode not in ("line", "word"):
             raise ApiError("mode must be 'line' or 'word'.", code="invalid_request", field="mode")
+        part = request.query_params.get("part", "body")
+        if part not in DIFF_PARTS:
+            raise ApiError(f"part must be one of {', '.join(DIFF_PARTS)}.", code="invalid_request",
+                           field="part")
         ends = {}
         for end in ("from", "to"):
             if not request.query_params.get(end):
@@ -238,8 +254,9 @@ class DiffApi(PromptScopedApi):
             ends[end] = selectors.version_get(prompt=prompt, version_id=request.query_params[end])
         differ = line_diff if mode == "line" else word_diff
         budget = Budget(settings.PROMPT_DIFF_TIMEOUT_S)
-        chunks = differ(body_text(ends["from"]), body_text(ends["to"]),
-                        old_name=f"v{ends['from'].number}", new_name=f"v{ends['to'].number}",
+        text, suffix = DIFF_PARTS[part], "" if part == "body" else f" {part}"
+        chunks = differ(text(ends["from"]), text(ends["to"]),
+                        old_name=f"v{ends['from'].number}{suffix}", new_name=f"v{ends['to'].number}{suffix}",
                         context=settings.PROMPT_DIFF_CONTEXT_LINES, budget=budget)
         first = next(chunks)  # the line matching runs here, so the header can tell
         encoded = (chunk.encode("utf-8") for chunk in itertools.chain([first], chunks))

@@ -61,6 +61,16 @@ def check_merge_parents(*, prompt: Prompt, parent: PromptVersion | None, merge_p
     return version_get(prompt=prompt, version_id=theirs.pk)
 
 
+def _merge_value(base, ours, theirs):
+    """A three-way merge of one whole value: the side that changed it; (ours, True)
+    when both changed it differently."""
+    if ours == theirs or theirs == base:
+        return ours, False
+    if ours == base:
+        return theirs, False
+    return ours, True
+
+
 def merge_preview(*, prompt: Prompt, ours_id, theirs_id) -> dict:
     ours, theirs = _pair(prompt, ours_id, theirs_id)
     base = version_get(prompt=prompt, version_id=common_ancestor(ours, theirs).pk)
@@ -69,9 +79,11 @@ def merge_preview(*, prompt: Prompt, ours_id, theirs_id) -> dict:
     variables = {**theirs.variables, **ours.variables}
     differing = sorted(k for k in set(ours.variables) & set(theirs.variables)
                        if ours.variables[k] != theirs.variables[k])
+    tools, tools_differing = _merge_value(base.tools, ours.tools, theirs.tools)
     return {"base": str(base.pk), "base_number": base.number,
             "ours": str(ours.pk), "ours_number": ours.number,
             "theirs": str(theirs.pk), "theirs_number": theirs.number,
             "conflicts": body["conflicts"] + system["conflicts"], "body": body, "system": system,
             "variables": variables, "variables_differing": differing,
+            "tools": tools, "tools_differing": tools_differing,
             "model": ours.model_name, "message": f"Merge v{theirs.number} into v{ours.number}"}

@@ -96,6 +96,8 @@ class PromptVersion(models.Model):
     system = models.TextField(blank=True, default="")
     variables = models.JSONField(default=dict, blank=True)  # name -> default (str) or None
     response_schema = models.JSONField(null=True, blank=True)
+    # Function tools in OpenAI's shape ([{"type": "function", "function": {...}}]), as saved.
+    tools = models.JSONField(default=list, blank=True)
 
     # The body (the message template), always described by its full size and hash.
     body_size = models.BigIntegerField()

@@ -39,6 +39,8 @@ def version_params(version: PromptVersion) -> dict:
     if version.response_schema is not None:  # enforced on every run (structured output)
         params["response_format"] = {"type": "json_schema", "json_schema": {
             "name": "response", "schema": version.response_schema, "strict": True}}
+    if version.tools:  # offered on every run; the model may answer with calls (tool_choice auto)
+        params["tools"] = version.tools
     return params
 
 

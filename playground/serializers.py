@@ -40,6 +40,9 @@ class VersionCreateSerializer(serializers.Serializer):
                                       required=False, default=dict,
                                       help_text="Declared variables: name -> default (null: required).")
     response_schema = serializers.JSONField(required=False, allow_null=True, default=None)
+    tools = serializers.JSONField(required=False, default=list, help_text=(
+        "Function tools in OpenAI's shape: [{\"type\": \"function\", \"function\": {\"name\", "
+        "\"description\", \"parameters\"}}], checked as /v1 checks `tools`."))
 
 
 class VersionSerializer(serializers.ModelSerializer):
@@ -53,7 +56,7 @@ class VersionSerializer(serializers.ModelSerializer):
         model = PromptVersion
         fields = ["id", "prompt", "parent", "merge_parent", "number", "depth", "author", "created_at",
                   "message", "model", "temperature", "max_tokens", "top_p", "stop", "system", "variables",
-                  "response_schema",
+                  "response_schema", "tools",
                   "body_size", "body_sha256", "storage", "chain_length", "body", "body_url"]
 
     def get_author(self, obj) -> str | None:

@@ -50,15 +50,17 @@ def version_create(
     *, prompt: Prompt, author, parent_id=None, body: str | None = None, body_upload: dict | None = None,
     model_name: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
     top_p: float | None = None, stop: list | None = None, system: str = "", variables: dict | None = None,
-    response_schema: dict | None = None, message: str = "", version_id=None, merge_parent_id=None,
+    response_schema: dict | None = None, tools: list | None = None, message: str = "", version_id=None,
+    merge_parent_id=None,
 ) -> PromptVersion:
     """Create a child of `parent_id` (or the root). Two edits of one parent make
     two children: nothing is locked but the instant of numbering."""
     model_name = model_name or settings.DEFAULT_MODEL
     stop = [] if stop is None else stop
     variables = {} if variables is None else variables
+    tools = [] if tools is None else tools
     check_params(model_name=model_name, temperature=temperature, max_tokens=max_tokens, top_p=top_p,
-                 stop=stop, variables=variables, response_schema=response_schema)
+                 stop=stop, variables=variables, response_schema=response_schema, tools=tools)
     check_utf8(system, field="system", max_bytes=settings.PROMPT_SYSTEM_MAX_BYTES)
     check_utf8(message, field="message", max_bytes=settings.PROMPT_SYSTEM_MAX_BYTES)
     if (body is None) == (body_upload is None):
@@ -93,7 +95,7 @@ def version_create(
             depth=max(parent.depth, merge_parent.depth if merge_parent else 0) + 1 if parent else 0,
             author=author, message=message, model_name=model_name, temperature=temperature,
             max_tokens=max_tokens, top_p=top_p, stop=stop, system=system, variables=variables,
-            response_schema=response_schema, body_size=blob.size if blob else len(data),
+            response_schema=response_schema, tools=tools, body_size=blob.size if blob else len(data),
             body_sha256=sha, **fields, **extra,
         )
         version.save()

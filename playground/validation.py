@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from core.errors import ApiError
 from inference_protocol import structured
+from inference_protocol import tools as protocol_tools
 from inference_protocol import validation as protocol
 from inference_protocol.catalog import model_names
 
@@ -26,7 +27,8 @@ def check_utf8(text: str, *, field: str, max_bytes: int) -> bytes:
     return data
 
 
-def check_params(*, model_name, temperature, max_tokens, top_p, stop, variables, response_schema) -> None:
+def check_params(*, model_name, temperature, max_tokens, top_p, stop, variables, response_schema,
+                 tools=()) -> None:
     if model_name not in model_names():
         known = ", ".join(sorted(model_names()))
         raise _bad("model", f"Unknown model {model_name!r}; known models: {known}.", "unknown_model")
@@ -56,4 +58,16 @@ def check_params(*, model_name, temperature, max_tokens, top_p, stop, variables,
             structured.check_schema(response_schema, field="response_schema")
         except protocol.InvalidInput as exc:
             raise _bad("response_schema", str(exc), exc.kind) from None
+    check_tools(tools, response_schema=response_schema)
 
+
+def check_tools(tools, *, response_schema=None) -> None:
+    """Function tools in OpenAI's shape, by the checker /v1 applies to `tools`
+    (inference_protocol.tools), so a saved version's tools run as they were saved."""
+    try:
+        defined = protocol_tools.check_tools(tools, field="tools")
+    except protocol.InvalidInput as exc:
+        raise _bad(exc.field, str(exc), exc.kind) from None
+    if defined and response_schema is not None:  # /v1 refuses the two together on every run
+        raise _bad("tools", "A version holds tools or a response schema, not both: a run constrains the "
+                   "reply to one of them.", "unsupported_parameter")

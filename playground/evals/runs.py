@@ -128,7 +128,8 @@ def _check_columns(user, columns) -> list[dict]:
 
 def _check_model(model, params: dict, field: str) -> None:
     """The model exists and its engine implements what the version asks (a
-    response schema needs structured output): refused, never ignored."""
+    response schema needs structured output; tools are not run here): refused,
+    never ignored."""
     try:
         spec = model_spec(model) if isinstance(model, str) else None
     except UnknownModel:
@@ -136,6 +137,9 @@ def _check_model(model, params: dict, field: str) -> None:
     if spec is None:
         raise ApiError(f"Unknown model {model!r}; known models: {', '.join(sorted(model_names()))}.",
                        code="unknown_model", field=field)
+    if params.get("tools"):  # a cell scores text; calls would need answering: refused, not ignored
+        raise ApiError("Evaluation runs do not run tools: evaluate a version without tools.",
+                       code="unsupported_parameter", field=field)
     missing = unsupported(spec, {"response_format"} if params.get("response_format") else set())
     if missing:
         raise ApiError(f"The model {model!r} does not implement {missing[0]} (the version's response "

@@ -78,14 +78,22 @@ def sh_quote(text: str) -> str:
 
 
 def py_value(value) -> str:
-    """A Python literal for a JSON-like value (parameters, stop lists)."""
+    """A Python literal for a JSON-like value (parameters, stop lists, tools)."""
     if isinstance(value, str):
         return py_str(value)
     if isinstance(value, list):
         return "[" + ", ".join(py_value(v) for v in value) + "]"
+    if isinstance(value, dict):  # JSON's true / false / null are not Python
+        return "{" + ", ".join(f"{py_str(k)}: {py_value(v)}" for k, v in value.items()) + "}"
     if value is None or isinstance(value, bool):
         return {None: "None", True: "True", False: "False"}[value]
     return json.dumps(value)  # numbers: the same digits as the JSON the server saved
+
+
+def js_key(name: str) -> str:
+    """A property name in an object literal. `"__proto__": v` would set the
+    object's prototype instead of making a property; a computed key does not."""
+    return f"[{js_str(name)}]" if name == "__proto__" else js_str(name)
 
 
 def js_value(value) -> str:
@@ -93,6 +101,8 @@ def js_value(value) -> str:
         return js_str(value)
     if isinstance(value, list):
         return "[" + ", ".join(js_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{js_key(k)}: {js_value(v)}" for k, v in value.items()) + "}"
     return json.dumps(value)
 
 
@@ -101,4 +111,6 @@ def json_value(value) -> str:
         return json_str(value)
     if isinstance(value, list):
         return "[" + ",".join(json_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json_str(k)}:{json_value(v)}" for k, v in value.items()) + "}"
     return json.dumps(value)

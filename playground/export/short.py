@@ -12,7 +12,7 @@ arguments) are the "inline" form beside it.
 
 from __future__ import annotations
 
-from .literals import js_str, js_value, json_str, json_value, py_str, py_value, sh_quote
+from .literals import js_key, js_str, js_value, json_str, json_value, py_str, py_value, sh_quote
 from .spec import ExportSpec, Ref, comment_text
 
 
@@ -30,20 +30,21 @@ def short_body(spec: ExportSpec) -> dict:
             **spec.params}
 
 
-def _pretty(value, *, string, scalar, indent: str = "", step: str = "  ") -> str:
-    """One member per line: readable, and (for JSON) never a bare-word line."""
+def _pretty(value, *, string, scalar, indent: str = "", step: str = "  ", key=None) -> str:
+    """One member per line: readable, and (for JSON) never a bare-word line.
+    `key` writes a property name (default: as a string)."""
+    key = key or string
+    more = {"string": string, "scalar": scalar, "key": key}
     if isinstance(value, dict) and not any(isinstance(v, dict | list) for v in value.values()) and indent:
         # A message: one line.
-        return "{" + ", ".join(f"{string(k)}: {_pretty(v, string=string, scalar=scalar)}"
-                               for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{key(k)}: {_pretty(v, **more)}" for k, v in value.items()) + "}"
     if isinstance(value, dict):
         inner = indent + step
-        items = [f"{inner}{string(k)}: {_pretty(v, string=string, scalar=scalar, indent=inner, step=step)}"
-                 for k, v in value.items()]
+        items = [f"{inner}{key(k)}: {_pretty(v, indent=inner, step=step, **more)}" for k, v in value.items()]
         return "{\n" + ",\n".join(items) + "\n" + indent + "}"
     if isinstance(value, list) and any(isinstance(v, dict) for v in value):
         inner = indent + step
-        items = [inner + _pretty(v, string=string, scalar=scalar, indent=inner, step=step) for v in value]
+        items = [inner + _pretty(v, indent=inner, step=step, **more) for v in value]
         return "[\n" + ",\n".join(items) + "\n" + indent + "]"
     return string(value) if isinstance(value, str) else scalar(value)
 
@@ -119,7 +120,7 @@ def openai_short(spec: ExportSpec) -> str:
 
 
 def fetch_short(spec: ExportSpec) -> str:
-    doc = _pretty(short_body(spec), string=js_str, scalar=js_value, indent="  ")
+    doc = _pretty(short_body(spec), string=js_str, scalar=js_value, indent="  ", key=js_key)
     return "\n".join([
         f"// Promptyard: {comment_text(spec.title)} (version {spec.version_number}). "
         "Node.js 18+: node prompt.mjs",

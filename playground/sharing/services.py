@@ -221,7 +221,7 @@ def prompt_fork(*, source: Prompt, version_id, owner, title: str = "") -> Prompt
             prompt=fork, author=owner, body=body_text(version), model_name=version.model_name,
             temperature=version.temperature, max_tokens=version.max_tokens, top_p=version.top_p,
             stop=version.stop, system=version.system, variables=version.variables,
-            response_schema=version.response_schema,
+            response_schema=version.response_schema, tools=version.tools,
             message=f"Forked from {source.title!r} v{version.number}",
         )
         audit_record(prompt_id=source.pk, actor=owner, action="prompt.fork", target=f"prompt:{fork.pk}",

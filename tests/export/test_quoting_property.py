@@ -3,7 +3,8 @@
 Both forms: the short one (the saved values inlined, curl from a quoted
 heredoc) and the parameterized scripts. Hypothesis builds hostile versions (quotes, backslashes, newlines, $,
 backticks, unicode, NUL in the saved text, {{ }} that are and are not
-variables, variable names that are keywords or Object.prototype properties)
+variables, variable names that are keywords or Object.prototype properties,
+tools whose descriptions and property names are all of those, __proto__ included)
 and runs every snippet for real against a capture server; the parsed request
 body must equal the request the server itself would build for that version
 (playground.runs.version_chat_body), and a by-reference call must carry
@@ -75,6 +76,18 @@ def templates(draw, names):
     return "".join(parts)
 
 
+# Function tools as a version saves them: hostile descriptions and property names, booleans and nulls
+# (Python writes True / None), nested schemas.
+TOOLS = st.lists(st.builds(
+    lambda name, description, prop, strict: {"type": "function", "function": {
+        "name": name, "description": description, "strict": strict, "parameters": {
+            "type": "object", "additionalProperties": False, "required": [prop],
+            "properties": {prop: {"type": ["string", "null"], "description": description}}}}},
+    name=st.sampled_from(["get_weather", "a-b_9"]), description=VALUE,
+    prop=st.one_of(st.sampled_from(NAMES), VALUE.filter(bool)), strict=st.booleans()),
+    max_size=2, unique_by=lambda tool: tool["function"]["name"])
+
+
 @st.composite
 def versions(draw):
     names = draw(st.lists(st.sampled_from(NAMES), unique=True, max_size=4))
@@ -88,7 +101,8 @@ def versions(draw):
     version = PromptVersion(
         prompt=Prompt(title=draw(VALUE)), number=1, model_name=draw(st.sampled_from(["m", "we'ird $m\"od"])),
         system=system, variables=defaults, temperature=params.get("temperature"),
-        max_tokens=params.get("max_tokens"), top_p=params.get("top_p"), stop=params.get("stop", []))
+        max_tokens=params.get("max_tokens"), top_p=params.get("top_p"), stop=params.get("stop", []),
+        tools=draw(TOOLS))
     return version, body, overrides
 
 
@@ -178,3 +192,23 @@ def _run_tagged(runner, jobs, tags, tmp, capture, extra=()):
             f.write(text.replace(quoted, json.dumps(f"{capture.url}/{run}-{lang_form}")))
     results = runner([*jobs, *extra], tmp, clean_env(PROMPTYARD_API_KEY="sk-test-key"))
     assert results == ["captured"] * (len(jobs) + len(extra))
+
+
+def test_should_send_a_tool_property_named_proto_from_javascript(capture, tmp_path):
+    """`{"__proto__": ...}` in a JavaScript object literal sets the prototype and makes no
+    property: the one key the property test may not draw, here every time."""
+    tool = {"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "required": ["__proto__"], "properties": {"__proto__": {"type": "string"}}}}}
+    version = PromptVersion(prompt=Prompt(title="t"), number=1, model_name="m", tools=[tool])
+    spec = export_spec(version=version, body="hi", base_url=capture.url,
+                       reference=Reference("label", "production", "/api/prompts/p/labels/production/run"))
+    code = {(s["lang"], s["form"]): s["code"] for s in snippets_render(spec=spec)}
+    inline = tmp_path / "proto_inline.mjs"
+    inline.write_text(code[("javascript", "inline")], encoding="utf-8")
+    short = _short_job(tmp_path, capture, "proto-js-short", "javascript", code[("javascript", "short")])
+    _run_tagged(run_node, [(str(inline), {})], [("proto", "js-inline")], tmp_path, capture,
+                extra=[(short, {})])
+    expected = version_chat_body(version=version, variables={}, body="hi")
+    assert expected["tools"] == [tool]
+    for tag in ("proto-js-inline", "proto-js-short"):
+        _check(capture, tag, expected)

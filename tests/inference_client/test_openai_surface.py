@@ -218,7 +218,7 @@ def test_bad_tools_are_a_400_naming_the_field(body, param):
 def test_should_round_trip_a_tool_call_with_the_sdk(smol):
     from tests.inference_client.conftest import MODEL, SMOL, make_key
 
-    _, raw = make_key("paid")
+    key, raw = make_key("paid")
     client = _sdk(smol, raw)
     messages = [{"role": "user", "content": "What is the weather in Paris?"}]
     reply = client.chat.completions.create(model=SMOL, messages=messages, tools=TOOLS, tool_choice="required",
@@ -253,6 +253,21 @@ def test_should_round_trip_a_tool_call_with_the_sdk(smol):
         jsonschema.validate(json.loads(message.tool_calls[0].function.arguments), WEATHER)
     else:
         assert message.content and not message.content.startswith("<")
+
+    # A saved version's tools, run by reference: the model reads the same prompt as with
+    # /v1's tools above (the tools prompt), longer than without.
+    from playground import services
+    from tests.factories import PromptFactory
+
+    prompt = PromptFactory(owner=key.user)
+    version = services.version_create(prompt=prompt, author=key.user, body="What is the weather in {{city}}?",
+                                      model_name=SMOL, tools=TOOLS, max_tokens=1, temperature=0)
+    run = httpx.post(f"{smol}/api/prompts/{prompt.pk}/versions/{version.pk}/run",
+                     json={"variables": {"city": "Paris"}}, headers={"Authorization": f"Bearer {raw}"},
+                     timeout=60)
+    assert run.status_code == 200, run.text
+    plain = client.chat.completions.create(model=SMOL, messages=messages, max_tokens=1, temperature=0)
+    assert run.json()["usage"]["prompt_tokens"] == auto.usage.prompt_tokens > plain.usage.prompt_tokens
     with pytest.raises(openai.BadRequestError) as e:  # no grammar on the fixed-cost engine
         client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
     assert (e.value.code, e.value.param) == ("unsupported_parameter", "tools")

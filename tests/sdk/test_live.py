@@ -11,6 +11,7 @@ import httpx
 import pytest
 from django.db import connections
 from promptyard import (
+    ApiError,
     AsyncPromptyard,
     AuthenticationError,
     LabelNotFound,
@@ -71,6 +72,22 @@ def test_should_return_the_labelled_version_render_it_as_the_server_does_and_run
         chunks = list(version.run({"name": "Ada"}, stream=True))
         text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
         assert text == "Hello Ada, be kind."[::-1]
+
+
+def test_should_return_the_versions_tools_and_send_them_on_a_run(live):
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+                                                "parameters": {"type": "object", "properties": {
+                                                    "city": {"type": "string"}}}}}]
+    key, raw, prompt, v1, _ = _setup(tools=tools)
+    with Promptyard(live, raw) as py:
+        version = py.get_prompt(prompt.pk)
+        assert (version.id, version.tools) == (str(v1.pk), tools)
+        assert version.chat_body({"name": "Ada"})["tools"] == tools
+        # The tools reach /v1 (whose fixed-cost engine has no grammar for them, and says so).
+        with pytest.raises(ApiError) as refused:
+            version.run({"name": "Ada"})
+        assert (refused.value.code, refused.value.status) == ("unsupported_parameter", 400)
+        assert "tools" in str(refused.value)
 
 
 def test_should_serve_stale_within_the_bound_then_the_moved_label_after_one_refresh(live, clock):

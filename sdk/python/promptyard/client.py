@@ -81,11 +81,17 @@ class PromptVersion:
         return {**out, "messages": messages}
 
     def chat_body(self, variables: Mapping[str, object] | None = None, *, stream: bool = False) -> dict:
-        """The /v1/chat/completions body of a run of this version."""
+        """The /v1/chat/completions body of a run of this version: the request a run
+        by reference makes (its response schema enforced, its tools offered)."""
         if not self.model:
             raise ApiError("This version names no model: give the fallback a 'model' to run it.",
                            code="model_required")
         body = {"model": self.model, "messages": self.render(variables)["messages"], **self.parameters}
+        if self.response_schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "response", "schema": self.response_schema, "strict": True}}
+        if self.tools:
+            body["tools"] = list(self.tools)
         if stream:
             body["stream"] = True
         return body
