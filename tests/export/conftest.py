@@ -12,7 +12,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.inference_client.conftest import gateway_worker, stack_env, uvicorn_server, wait_for_worker
+from tests.inference_client.conftest import (
+    gateway_worker,
+    stack_env,
+    usage_settled,
+    uvicorn_server,
+    wait_for_worker,
+)
 
 MODEL = "export-fixed-cost"
 MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.02}}
@@ -139,4 +145,5 @@ def live(export_server, export_worker, transactional_db, _clean_cache, settings)
     settings.INFERENCE_MODELS = MODELS
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     wait_for_worker(MODEL)  # its heartbeat is back after the per-test Redis flush
-    return export_server
+    yield export_server
+    usage_settled()  # the server's usage writer must not race the database flush

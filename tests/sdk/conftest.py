@@ -14,7 +14,7 @@ import pytest
 # The export suite's live stack (uvicorn + a Celery worker on its own model),
 # shared: one server and one worker for both suites in a run.
 from tests.export.conftest import MODEL, MODELS, export_server, export_worker  # noqa: F401
-from tests.inference_client.conftest import wait_for_worker
+from tests.inference_client.conftest import usage_settled, wait_for_worker
 
 
 class ManualClock:
@@ -108,7 +108,10 @@ def sdk_worker(export_worker):  # noqa: F811
 def live(sdk_server, transactional_db, settings):
     settings.INFERENCE_MODELS = MODELS
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    return sdk_server
+    yield sdk_server
+    # The server stores a run's usage record after it answered: not while the flush runs
+    # ("deadlock detected" in the flush after a test whose last act was a run).
+    usage_settled()
 
 
 @pytest.fixture
