@@ -12,6 +12,8 @@ from tests.e2e.conftest import screenshot
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.needs_services]
 
 PASSWORD = "a-long-e2e-password-42"
+TOOLS_JSON = ('[{"type": "function", "function": {"name": "get_weather", "parameters": '
+              '{"type": "object", "properties": {"city": {"type": "string"}}}}}]')
 
 
 def sign_up(page, base):
@@ -77,6 +79,7 @@ def test_should_run_stream_save_branch_diff_and_move_labels(live_url, new_page, 
 
     save(page, "first", 1)
     page.fill("#body-input", "Say {{word}} twice now")
+    page.fill("#tools-input", TOOLS_JSON)
     save(page, "second", 2)
 
     # Branch: open v1 in history, "edit from here", save a sibling of v2.
@@ -101,6 +104,9 @@ def test_should_run_stream_save_branch_diff_and_move_labels(live_url, new_page, 
     page.select_option("#diff-to", version_id[2])
     page.click("#diff-btn")
     expect(page.locator(".diff ins").first).to_contain_text("twice")
+    expect(page.locator("#diff-tools .cell.add").first).to_be_visible()  # v2 added the tools
+    expect(page.locator("#diff-tools")).to_contain_text('"name": "get_weather"')
+    expect(page.locator("#diff-system")).to_have_count(0)  # the system text did not change
 
     # Labels: move (compare-and-set), move again, undo, redo.
     open_node(page, 2)
@@ -134,6 +140,7 @@ def test_should_keep_text_when_save_fails_and_restore_the_draft_after_reload(liv
     sign_up(page, live_url)
     create_prompt(page, live_url, "Draft keeper")
     page.fill("#body-input", "Precious text for {{who}}")
+    page.fill("#tools-input", TOOLS_JSON)
     page.fill("#max-tokens", "0")  # invalid: the server refuses the save
     page.fill("#commit-message", "will fail")
     page.click("#save-btn")
@@ -145,8 +152,16 @@ def test_should_keep_text_when_save_fails_and_restore_the_draft_after_reload(liv
     expect(page.locator("#draft-note")).to_have_text("Restored your unsaved draft")
     expect(page.locator("#body-input")).to_have_value("Precious text for {{who}}")
     expect(page.locator("#commit-message")).to_have_value("will fail")
+    expect(page.locator("#tools-input")).to_have_value(TOOLS_JSON)
     page.fill("#max-tokens", "64")
+    page.fill("#tools-input", '[{"type": "function"')  # refused here, before any request
+    page.click("#save-btn")
+    expect(page.locator("#save-error")).to_contain_text("Tools is not valid JSON")
+    page.fill("#tools-input", TOOLS_JSON)
     save(page, "fixed", 1)
+    page.reload()  # the saved version (?v=...) loads with its tools
+    expect(page.locator("#version-badge")).to_have_text("v1")
+    expect(page.locator("#tools-input")).to_have_value(re.compile(r'"name": "get_weather"'))
     # The one console error is the browser's own log of the refused save (400).
     assert [e for e in console_errors if "status of 400" not in e] == []
     assert len(console_errors) == 1

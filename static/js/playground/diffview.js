@@ -87,7 +87,9 @@ function* wordRows(text) {
   }
 }
 
-export async function renderDiff(root, text, mode, titles) {
+// `text`: the body's diff; `parts`: [{name, id, text}] of the other parts (system,
+// tools), each shown under its name when it changed.
+export async function renderDiff(root, text, mode, titles, parts = []) {
   const grid = el("div", { class: "diff", role: "table", "aria-label": `Differences ${titles[0]} to ${titles[1]}` });
   root.replaceChildren(el("div", { class: "diff-head" }, el("div", { text: titles[0] }), el("div", { text: titles[1] })), grid);
   let batch = [], count = 0;
@@ -98,4 +100,11 @@ export async function renderDiff(root, text, mode, titles) {
   }
   grid.append(...batch);
   if (!count) root.append(el("p", { class: "hint", text: "These versions have the same body." }));
+  for (const part of parts) {
+    const rows = [...(mode === "word" ? wordRows : lineRows)(part.text)];
+    if (!rows.length) continue;
+    root.append(el("h3", { class: "diff-part", text: part.name }),
+      el("div", { class: "diff", id: part.id, role: "table", "aria-label": `${part.name}: differences ${titles[0]} to ${titles[1]}` },
+        ...rows.flat()));
+  }
 }

@@ -118,10 +118,15 @@ async function showDiff() {
   const from = $("diff-from").value, to = $("diff-to").value, mode = $("diff-mode").value;
   const out = $("diff-out");
   out.replaceChildren(el("p", { class: "hint", text: "Computing the diff…" }));
-  try {
-    const res = await fetch(`${cfg.apiBase}/diff?from=${from}&to=${to}&mode=${mode}`, { credentials: "same-origin" });
+  const part = async (name) => {
+    const res = await fetch(`${cfg.apiBase}/diff?from=${from}&to=${to}&mode=${mode}&part=${name}`, { credentials: "same-origin" });
     if (!res.ok) throw await errorFrom(res);
-    await renderDiff(out, await res.text(), mode, [vname(from), vname(to)]);
+    return res.text();
+  };
+  try {
+    const [body, system, tools] = await Promise.all(["body", "system", "tools"].map(part));
+    await renderDiff(out, body, mode, [vname(from), vname(to)],
+                     [{ name: "System", id: "diff-system", text: system }, { name: "Tools", id: "diff-tools", text: tools }]);
   } catch (err) {
     out.replaceChildren(el("p", { class: "error", text: `Could not compute the diff: ${err.message}` }));
   }
@@ -188,7 +193,8 @@ function renderMerge() {
   save.addEventListener("click", saveMerge);
   out.replaceChildren(
     el("p", { class: "hint", id: "merge-summary", text: `Merging ${vname(merging.theirs)} into ${vname(merging.ours)} (common ancestor ${vname(merging.base)}): ` +
-      (merging.conflicts ? `${merging.conflicts} conflict(s), ${left} left to resolve.` : "no conflicts.") }),
+      (merging.conflicts ? `${merging.conflicts} conflict(s), ${left} left to resolve.` : "no conflicts.") +
+      (merging.tools_differing ? ` Both changed the tools: the merge keeps ours (${vname(merging.ours)}).` : "") }),
     hunkView("system", merging.system.hunks), hunkView("body", merging.body.hunks), save);
 }
 
@@ -208,7 +214,7 @@ async function saveMerge() {
     const made = await api(`${cfg.apiBase}/versions`, { method: "POST", body: {
       parent: merging.ours, merge_parent: merging.theirs, message: merging.message, model: ours.model,
       temperature: ours.temperature, max_tokens: ours.max_tokens, top_p: ours.top_p, stop: ours.stop,
-      response_schema: ours.response_schema, variables: merging.variables,
+      response_schema: ours.response_schema, tools: merging.tools, variables: merging.variables,
       system: resolved(merging.system.hunks), body: resolved(merging.body.hunks) } });
     merging = null;
     selected = made.id;

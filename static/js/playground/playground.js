@@ -42,6 +42,11 @@ function showFormat(s) {
   $("schema-row").hidden = $("response-format").value !== "json_schema";
 }
 
+// A saved version's tools, as the editor shows them ("" for none).
+function toolsText(tools) {
+  return tools && tools.length ? JSON.stringify(tools, null, 2) : "";
+}
+
 // A saved version keeps a response schema (a JSON object mode is the schema {"type": "object"}).
 function formatOfVersion(v) {
   return v.response_schema ? { response_format: "json_schema",
@@ -130,7 +135,7 @@ async function loadBase() {
   $("large-body").hidden = true;
   baseState = { system: base.system, body: text, model: base.model, temperature: base.temperature,
                 max_tokens: base.max_tokens, top_p: base.top_p, stop: base.stop, variables: base.variables,
-                ...formatOfVersion(base), tools: "", tool_choice: "auto" };
+                ...formatOfVersion(base), tools: toolsText(base.tools), tool_choice: "auto" };
   params.ensureModel(base.model);
 }
 
@@ -166,6 +171,7 @@ async function save() {
     const payload = { parent: base ? base.id : null, message: s.message, model: s.model, system: s.system,
       temperature: s.temperature, max_tokens: s.max_tokens, top_p: s.top_p, stop: s.stop,
       response_schema: schemaToSave(s),
+      tools: (s.tools || "").trim() ? parseJsonField(s.tools, "Tools") : [],
       variables: Object.fromEntries(Object.entries(s.variables).map(([k, v]) => [k, v === "" ? null : v])) };
     if (new TextEncoder().encode(s.body).length > cfg.uploadThreshold) {
       $("upload").hidden = false;
