@@ -4,8 +4,10 @@ read receipts and presence. Thin: every rule lives in services/selectors.
 Frames are JSON objects with a `type`; each on_<type> handler documents its frame.
 """
 
+import asyncio
 import json
 import logging
+from functools import partial
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async as db
@@ -22,6 +24,7 @@ from .events import user_group
 from .hub import hub
 
 logger = logging.getLogger(__name__)
+PUBLISH_BACKLOG = 64  # a socket's publishes in flight at most (see _publish_in_order)
 
 
 def _ref(frame: dict):
@@ -55,6 +58,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.cursors: dict[int, int] = {}
         self.contacts: set[int] = set()
         self.known_online: dict[int, bool] = {}
+        self._publishing: asyncio.Task | None = None  # the newest of this socket's publishes
+        self._publish_backlog = 0
         # Join the group before reading the inbox so nothing falls between the two.
         await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
         await self.accept()
@@ -155,7 +160,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             # On this loop, no thread hop: committed when it returns, then published.
             msg, created, conns = await services.message_send_async(**args)
             if created:
-                await events.publish_message(msg, recipient_id=int(frame["to"]), echo=conns > 1)
+                await self._publish_in_order(partial(events.publish_message, msg,
+                                                     recipient_id=int(frame["to"]), echo=conns > 1))
         else:
             msg, created = await events.run_then_publish(services.message_send, **args)
         await self.send_json({"type": "sent", "client_msg_id": msg.client_msg_id, "id": msg.pk,
@@ -163,6 +169,28 @@ class ChatConsumer(AsyncWebsocketConsumer):
                               "created_at": msg.created_at.isoformat(), "duplicate": not created})
         if created and int(frame["to"]) not in self.contacts:
             await self._load_contacts()
+
+    async def _publish_in_order(self, publish) -> None:
+        """Runs this socket's publishes one after another in the background, so the
+        next frame need not wait for the channel layer's round trips (the message
+        is committed: the inbox has it whatever happens to the push). A backlog of
+        PUBLISH_BACKLOG waits for the oldest, so a stalled layer slows the socket
+        instead of piling up tasks."""
+        previous = self._publishing
+        if previous is not None and self._publish_backlog >= PUBLISH_BACKLOG:
+            await asyncio.shield(previous)
+            previous = None
+
+        async def after_previous():
+            if previous is not None:
+                await previous  # never raises: publish_message logs its own failures
+            try:
+                await publish()
+            finally:
+                self._publish_backlog -= 1
+
+        self._publish_backlog += 1
+        self._publishing = asyncio.get_running_loop().create_task(after_previous())
 
     async def on_edit(self, frame):
         """{"type": "edit", "id": message_id, "body": str, "ref"?}: answered by `changed`."""
