@@ -7,8 +7,10 @@ It creates a throwaway database (<db>_bench) and prints, for a dataset of N rows
 - importing a CSV through the API (parse, check, one new version) vs. a bare
   bulk INSERT of the same rows;
 - running it (one column, the fixed-cost engine on the in-process worker, batch
-  priority, scored by exact) vs. submitting the same generations straight to the
-  backend with no database: the run's overhead per cell;
+  priority through the gateway's batch lane, scored by exact) vs. submitting the
+  same generations straight to the backend with no database and no gateway: the
+  run's overhead per cell (with REDIS_URL set, admission, the cache and usage
+  records are in it);
 - opening the finished run the way the page does (run + first 100 grid rows) vs.
   a trivial API call; computing its summary (bootstrap intervals) alone.
 """
@@ -70,12 +72,12 @@ def main():
 
 
 def run_bench(rows: int):
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from rest_framework.test import APIClient
 
-    from inference_protocol.events import MemoryEventLog
+    from inference_protocol.backend import get_backend
     from inference_protocol.generation import GenerationRequest
-    from inference_worker.inprocess import InProcessBackend
     from playground import services
     from playground.evals.models import DatasetRow, DatasetVersion, EvalRun
     from playground.evals.runs import evalrun_drive, run_summary
@@ -115,7 +117,11 @@ def run_bench(rows: int):
     # 2. A run vs the same generations with no database.
     prompt = services.prompt_create(owner=user, title="echo")
     pv = services.version_create(prompt=prompt, author=user, body="{{q}}", model_name=MODEL, max_tokens=32)
-    backend = InProcessBackend(MemoryEventLog())
+    # The in-process worker, as the process's backend: the run's cells reach it
+    # through the gateway's batch lane (admission and the cache too, with REDIS_URL).
+    settings.INFERENCE_BACKEND = "inference_worker.inprocess.InProcessBackend"
+    get_backend.cache_clear()
+    backend = get_backend()
     raw_requests = [
         GenerationRequest(
             request_id=uuid.uuid4().hex,
@@ -145,7 +151,7 @@ def run_bench(rows: int):
     )
     run_id = response.json()["id"]
     start = time.perf_counter()
-    status = evalrun_drive(run_id, backend=backend)
+    status = evalrun_drive(run_id)
     run_s = time.perf_counter() - start
     run = EvalRun.objects.get(pk=run_id)
     assert status == "done" and run.completed == rows, (status, run.completed)

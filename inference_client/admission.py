@@ -173,15 +173,24 @@ class Decision:
     ready: frozenset = frozenset()  # versions of the model with a ready worker (capacity.tick)
 
 
-def key_buckets(*, key_id: int, tier: str, tokens: int, snapshot=None) -> list[Bucket]:
-    """``snapshot``: the request's config (inference_protocol.config.current())."""
+def key_buckets(*, key_id: int, tier: str, tokens: int, snapshot=None, lane: str = "interactive"
+                ) -> list[Bucket]:
+    """``snapshot``: the request's config (inference_protocol.config.current()).
+    ``lane`` "batch" (evaluation cells): the same buckets, but a batch request may
+    not take their last BATCH_INTERACTIVE_RESERVE share, which the caller's own
+    interactive requests always find left."""
     limits = (snapshot or config.current()).rate_limits[tier]
     rpm, tpm = limits["requests_per_min"], limits["tokens_per_min"]
-    return [Bucket(f"rl:k:{key_id}:r", "requests", rpm, rpm / 60, 1),
-            Bucket(f"rl:k:{key_id}:t", "tokens", tpm, tpm / 60, tokens)]
+    share = settings.BATCH_INTERACTIVE_RESERVE if lane == "batch" else 0.0
+    return [Bucket(f"rl:k:{key_id}:r", "requests", rpm, rpm / 60, 1, rpm * share),
+            Bucket(f"rl:k:{key_id}:t", "tokens", tpm, tpm / 60, tokens, tpm * share)]
 
 
-def global_bucket(*, model: str, tier: str, tokens: int) -> Bucket:
+def global_bucket(*, model: str, tier: str, tokens: int, lane: str = "interactive") -> Bucket:
+    """A batch request is not charged here: the scheduler runs it only in slots
+    interactive traffic leaves empty, so it takes none of the capacity they are admitted against."""
+    if lane == "batch":
+        return Bucket(global_key(model), "global", -1, -1, 0, 0)
     return Bucket(global_key(model), "global", -1, -1, tokens, -1 if tier == "free" else 0)
 
 

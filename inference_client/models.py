@@ -38,12 +38,17 @@ class UsageRecord(models.Model):
     # outcomes compare per version from here.
     prompt_version = models.UUIDField(null=True, blank=True)
     prompt_label = models.CharField(max_length=63, blank=True, default="")
+    # The evaluation run whose cell (or judge call) this was (inference_client.batch_lane):
+    # a plain id, so usage outlives the run.
+    eval_run = models.UUIDField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["user", "-created_at"]),
-                   models.Index(fields=["user", "prompt_version"])]
+                   models.Index(fields=["user", "prompt_version"]),
+                   models.Index(fields=["eval_run"], condition=models.Q(eval_run__isnull=False),
+                                name="usage_eval_run")]
 
 
 class KeyPreference(models.Model):

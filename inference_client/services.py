@@ -65,15 +65,23 @@ def estimate_prompt_tokens(messages: list[dict]) -> int:
         settings.RATE_LIMIT_TOKENS_PER_MESSAGE * len(messages)
 
 
-def _buckets(principal: Principal, model: str, tokens: int, snapshot) -> list[admission.Bucket]:
+def _buckets(principal: Principal, model: str, tokens: int, snapshot, lane: str = "interactive"
+             ) -> list[admission.Bucket]:
     return [*admission.key_buckets(key_id=principal.scope, tier=principal.tier, tokens=tokens,
-                                   snapshot=snapshot),
-            admission.global_bucket(model=model, tier=principal.tier, tokens=tokens)]
+                                   snapshot=snapshot, lane=lane),
+            admission.global_bucket(model=model, tier=principal.tier, tokens=tokens, lane=lane)]
+
+
+def _refund(lane: str, tokens: int) -> list[int]:
+    """Deltas for (the key's token bucket, the global bucket) giving back ``tokens``
+    of a charge (a batch request charged no global tokens)."""
+    return [tokens, tokens if lane == "interactive" else 0]
 
 
 async def _admit(principal: Principal, model: str, request_id: str, tokens: int, *,
-                 check_queue: bool, snapshot, devices_of: str | None = None) -> admission.Decision:
-    buckets = _buckets(principal, model, tokens, snapshot)
+                 check_queue: bool, snapshot, devices_of: str | None = None,
+                 lane: str = "interactive") -> admission.Decision:
+    buckets = _buckets(principal, model, tokens, snapshot, lane)
     key_id = principal.api_key.pk if principal.api_key else None
     decision = await admission.admit(buckets=buckets, model=model, request_id=request_id,
                                      check_queue=check_queue, api_key_id=key_id, devices_of=devices_of)
@@ -138,9 +146,18 @@ async def _semantic_opted_in(principal: Principal, params: ChatParams) -> bool:
 async def completion_create(*, api_key_or_user, model: str, messages: list[dict], params: ChatParams,
                             stream: bool = False, idempotency_key: str | None = None,
                             fingerprint: str | None = None, kind: str = "chat",
-                            prompt_ref: dict | None = None) -> Completion:
+                            prompt_ref: dict | None = None, lane: str = "interactive",
+                            request_id: str | None = None, timeout_s: float | None = None,
+                            record_sink=None) -> Completion:
     """Admit and start a completion (or attach to / replay an earlier one).
-    Raises ApiError (404 model, 429/503 refusals, 422 idempotency mismatch)."""
+    Raises ApiError (404 model, 429/503 refusals, 422 idempotency mismatch).
+
+    ``lane`` "batch" (inference_client.batch_lane): priority batch, admitted by the
+    batch rules of admission.key_buckets / global_bucket, no in-flight slot (batch
+    work never makes interactive requests see a full queue); with a stable
+    ``request_id`` of the caller's, its own ``timeout_s``, and ``record_sink``
+    (called with the usage record instead of queueing it: the caller stores it
+    with its own results)."""
     principal = Principal.of(api_key_or_user)
     snapshot = config.current()  # one config for the whole request (a reference read)
     try:
@@ -156,7 +173,7 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
     if missing:
         raise ApiError(f"The model '{model}' (engine {spec.get('engine')}) does not implement "
                        f"'{missing[0]}'.", code="unsupported_parameter", status_code=400, field=missing[0])
-    request_id, created = uuid.uuid4().hex, int(time.time())
+    request_id, created = request_id or uuid.uuid4().hex, int(time.time())
     use_redis = redis_enabled()
     shape = dict(kind=kind, n=params.n, logprobs=params.logprobs is not None, tools=params.tools,
                  echo=messages[-1]["content"] if params.echo else None)
@@ -178,7 +195,9 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
                                     headers={"Idempotent-Replayed": "true"}, **shape)
             return completion.start(read_events(rid, timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S))
     try:
-        return await _start(principal, model, messages, params, new, use_redis, snapshot, prompt_ref)
+        return await _start(principal, model, messages, params, new, use_redis, snapshot, prompt_ref,
+                            lane=lane, timeout_s=timeout_s or settings.INFERENCE_REQUEST_TIMEOUT_S,
+                            record_sink=record_sink)
     except BaseException:
         if idempotency_key and use_redis:
             await idempotency_release(scope=principal.scope, key=idempotency_key, request_id=request_id)
@@ -186,12 +205,12 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
 
 
 async def _start(principal, model, messages, params, new: dict, use_redis: bool, snapshot,
-                 prompt_ref: dict | None = None) -> Completion:
+                 prompt_ref: dict | None = None, *, lane: str, timeout_s: float, record_sink) -> Completion:
     request_id = new["request_id"]
     cacheable = (use_redis and settings.PROMPT_CACHE_ENABLED and params.temperature == 0
                  and params.cacheable)
     ctx = {"principal": principal, "params": params, "messages": messages, "model": model,
-           "snapshot": snapshot, "prompt_ref": prompt_ref or {}}
+           "snapshot": snapshot, "prompt_ref": prompt_ref or {}, "lane": lane, "record_sink": record_sink}
     hit, kind = None, ""
     if cacheable:
         fp = params.fingerprint()
@@ -214,7 +233,7 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
 
     if hit is not None:
         decision = await _admit(principal, model, request_id, 0, check_queue=False,
-                                snapshot=snapshot) if use_redis else None
+                                snapshot=snapshot, lane=lane) if use_redis else None
         completion = Completion(**new, cache_hit=kind,
                                 headers=admission.ratelimit_headers(decision) if decision else {})
         done = {"type": "done", "result": {**hit, "queued_s": 0.0, "latency_s": 0.0}}
@@ -232,8 +251,9 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
         # last decision, so that the same round trip brings that version's device states.
         guess = choose_version(weights, _last_ready.get(model)) if weights else None
         admit_start = time.perf_counter()
-        decision = await _admit(principal, model, request_id, estimate, check_queue=True, snapshot=snapshot,
-                                devices_of=served_name(model, guess) if guess else None)
+        decision = await _admit(principal, model, request_id, estimate, check_queue=lane == "interactive",
+                                snapshot=snapshot, devices_of=served_name(model, guess) if guess else None,
+                                lane=lane)
         headers = admission.ratelimit_headers(decision)
         if weights:  # the readiness gate: only versions with a worker that verified and loaded them
             _last_ready[model] = decision.ready
@@ -241,7 +261,7 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
             if version is None:
                 await admission.settle(model=model, request_id=request_id,
                                        buckets=_buckets(principal, model, 0, snapshot)[1:],
-                                       deltas=[estimate, estimate], record="", stream=usage.USAGE_STREAM)
+                                       deltas=_refund(lane, estimate), record="", stream=usage.USAGE_STREAM)
                 m.REJECTED.labels(principal.tier, "no_ready_version").inc()
                 raise ApiError(f"No worker is ready for any serving version of '{model}' "
                                f"({', '.join(f'{v}: {w}%' for v, w in weights.items())}); retry shortly.",
@@ -264,8 +284,8 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
         response_format=params.response_format or params.tool_constraint, n=params.n, inputs=params.inputs,
         logprobs=params.logprobs,
         raw_prompt=params.raw_prompt,
-        priority="paid" if principal.tier == "paid" else "free",
-        timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S)
+        priority="batch" if lane == "batch" else "paid" if principal.tier == "paid" else "free",
+        timeout_s=timeout_s)
     timings = {"admit": (time.perf_counter() - admit_start) * 1000} if use_redis else {}
     publish_start = time.perf_counter()
     try:
@@ -274,13 +294,13 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
         if use_redis:  # nothing ran: refund the charge, free the slot, no usage record
             await admission.settle(model=model, request_id=request_id,
                                    buckets=_buckets(principal, model, 0, snapshot)[1:],
-                                   deltas=[estimate, estimate],
+                                   deltas=_refund(lane, estimate),
                                    record="", stream=usage.USAGE_STREAM)
         raise ApiError(f"The task queue is unavailable ({type(exc).__name__}: {exc}); try again shortly.",
                        code="queue_unavailable", status_code=503, headers={"Retry-After": "5"}) from exc
     timings["publish"] = (time.perf_counter() - publish_start) * 1000
     completion = Completion(**new, headers=headers, timings=timings)
-    return completion.start(read_events(request_id, timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S + 5),
+    return completion.start(read_events(request_id, timeout_s=timeout_s + 5),
                             on_end=lambda c, terminal: _record(c, ctx, terminal, estimate=estimate))
 
 
@@ -320,25 +340,33 @@ async def _record(completion: Completion, ctx: dict, terminal: dict, *, estimate
         latency_ms=int(latency * 1000),
         ttft_ms=int(completion.ttft_s * 1000) if completion.ttft_s is not None else None,
         cache_hit=completion.cache_hit, status=status, error_code=code, end_user=ctx["params"].user,
-        prompt_version=ctx["prompt_ref"].get("version"), prompt_label=ctx["prompt_ref"].get("label") or "")
+        prompt_version=ctx["prompt_ref"].get("version"), prompt_label=ctx["prompt_ref"].get("label") or "",
+        eval_run=ctx["prompt_ref"].get("eval_run"))
+    sink = ctx["record_sink"]
     if redis_enabled():
         actual = result["prompt_tokens"] + result["completion_tokens"] if result else 0
         delta = estimate - actual if estimate else 0
-        usage.ensure_writer()
+        if sink is None:
+            usage.ensure_writer()
         try:
             await admission.settle(model=model, request_id=completion.request_id,
                                    buckets=_buckets(principal, model, 0, ctx["snapshot"])[1:],
-                                   deltas=[delta, delta],
-                                   record=usage.record_json(**record), stream=usage.USAGE_STREAM)
+                                   deltas=_refund(ctx["lane"], delta),
+                                   record="" if sink else usage.record_json(**record),
+                                   stream=usage.USAGE_STREAM)
         except RedisError:  # the record is kept all the same (the slot expires by itself)
-            await usage.store_now(**record)
-    else:
+            if sink is None:
+                await usage.store_now(**record)
+    elif sink is None:
         await usage.store_now(**record)
     if result is not None and not completion.cache_hit and "exact_key" in ctx \
             and result.get("finish_reason") in ("stop", "length"):
-        cached = {k: result[k] for k in ("text", "finish_reason", "prompt_tokens", "completion_tokens")}
+        cached = {k: result[k] for k in ("text", "finish_reason", "prompt_tokens", "completion_tokens",
+                                         "served") if k in result}
         await prompt_cache.exact_put(ctx["exact_key"], cached)
         if "semantic_scope" in ctx:
             await prompt_cache.semantic_put(scope=ctx["semantic_scope"], result=cached,
                                             question=ctx["messages"][-1]["content"])
     m.observe_end(model, latency_s=latency, ttft_s=completion.ttft_s, result=result)
+    if sink is not None:  # last: the caller knows the request's bookkeeping is done
+        sink(record)

@@ -22,6 +22,10 @@ EVAL_DISPATCH = env_str("EVAL_DISPATCH", "thread")
 # Generations one run keeps in flight at once (its share of the batch lane;
 # the scheduler gives batch priority only the slots interactive traffic leaves).
 EVAL_RUN_WINDOW = env_int("EVAL_RUN_WINDOW", 64)
+# What runs a window of cells: the gateway's batch lane (the /v1 path at batch
+# priority: checker, prompt cache, admission against the owner's tier, usage
+# records). Named here because the gateway sits above the evaluations app.
+EVAL_LANE = "inference_client.batch_lane.BatchLane"
 # The driver renews its lease on a run this often; a run whose lease ran out
 # (a crashed server or driver) is picked up by the next eval_worker poll or
 # by the next read of the run.

@@ -25,6 +25,10 @@ RATE_LIMITS = {
         "tokens_per_min": env_int("RATE_LIMIT_PAID_TPM", 2_000_000),
     },
 }
+# Batch-lane requests (evaluation cells) take the owner's buckets above too, but
+# never their last share BATCH_INTERACTIVE_RESERVE (0..1): an evaluation running
+# on an account leaves it that much of each minute for its interactive calls.
+BATCH_INTERACTIVE_RESERVE = env_float("BATCH_INTERACTIVE_RESERVE", 0.5)
 # Prompt-token estimate before the engine tokenizes: characters per token, plus
 # a per-message overhead (role markers). Deliberately a little pessimistic.
 RATE_LIMIT_CHARS_PER_TOKEN = env_float("RATE_LIMIT_CHARS_PER_TOKEN", 3.0)

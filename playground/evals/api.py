@@ -360,7 +360,8 @@ def _cell(result: EvalResult) -> dict:
     return {"column": result.column.index, "output": result.output, "error": result.error_code or None,
             "error_message": result.error_message or None, "scores": result.scores, "passed": result.passed,
             "latency_ms": result.latency_ms, "prompt_tokens": result.prompt_tokens,
-            "completion_tokens": result.completion_tokens, "served": result.served or None}
+            "completion_tokens": result.completion_tokens, "served": result.served or None,
+            "cache_hit": result.cache_hit or None}
 
 
 class EvalResultsApi(APIView):

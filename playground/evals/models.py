@@ -208,6 +208,8 @@ class EvalResult(models.Model):
     # was loaded and declared ready under (model, or model@version). "": no worker
     # answered (a failed cell).
     served = models.CharField(max_length=200, blank=True, default="")
+    # "exact" when the prompt cache answered (an identical greedy cell ran before), else "".
+    cache_hit = models.CharField(max_length=10, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -3,25 +3,25 @@ row through each column, generate at batch priority, score, store), cancel,
 resume.
 
 How a cell runs: the column's prompt version renders the row's variables the
-way a run by reference does (playground.runs), and the request goes to the
-inference backend (inference_protocol.backend: Celery queues to the GPU
-workers, or the in-process worker) with priority "batch", so the scheduler
-gives it only the slots interactive traffic leaves empty. Each cell has a
-request id derived from (run, column, row) and a seed derived from it: a
-resubmitted cell (a resumed run, a redelivered task) gets the worker's stored
-result for that id instead of a second generation, and a regenerated one
-replays the same text.
-
-Admission for the batch lane is the run's window (at most EVAL_RUN_WINDOW
-generations of a run in flight) and a live-worker check before each window;
-interactive token buckets are not charged (batch work takes only idle slots).
+way a run by reference does (playground.runs), into a /v1/chat/completions
+body, and the gateway's batch lane (settings.EVAL_LANE:
+inference_client.batch_lane) runs it through the same path as /v1: the /v1
+checker, the prompt cache (identical greedy cells hit it), admission at batch
+priority against the run owner's tier (its buckets less the share kept for its
+interactive calls; the scheduler gives batch work only the slots interactive
+traffic leaves empty), and a usage record tagged with the run. Each cell has a
+request id derived from (run, column, row) and, where sampling draws, a seed
+derived from it: a resubmitted cell (a resumed run, a redelivered task) gets
+the worker's stored result for that id instead of a second generation, and a
+regenerated one replays the same text. At most EVAL_RUN_WINDOW cells of a run
+are in flight.
 
 Resumable: results are written once per cell (unique per column and row) as
-each window ends, and a driver holds the run by a lease it renews. After a
-crash the lease runs out and the next driver (a read of the run, or
-`manage.py eval_worker`) skips the cells already stored. A failed cell (a
-missing variable, an engine error, a timeout) is stored as a failure with its
-code; it never fails the run.
+each window ends, and a driver holds the run by a lease it renews (also while
+a window waits for the owner's budget). After a crash the lease runs out and
+the next driver (a read of the run, or `manage.py eval_worker`) skips the
+cells already stored. A failed cell (a missing variable, an engine error, a
+timeout, no worker) is stored as a failure with its code; it never fails the run.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import logging
 import os
 import socket
 import threading
-import time
 import uuid
 
 import numpy as np
@@ -39,14 +38,12 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from core.errors import ApiError
-from inference_protocol import config, structured
-from inference_protocol.backend import Backend, get_backend
-from inference_protocol.catalog import UnknownModel, model_names, model_spec, served_name
+from inference_protocol.catalog import UnknownModel, model_names, model_spec
 from inference_protocol.features import unsupported
-from inference_protocol.generation import GenerationRequest
-from inference_protocol.validation import InvalidInput, check_max_tokens, check_sampling, check_stop
+from inference_protocol.validation import InvalidInput, check_sampling, check_stop
 
 from .. import selectors as prompt_selectors
 from ..bodies import body_text
@@ -298,7 +295,6 @@ class _Column:
         self.column = column
         self.version = column.prompt_version
         self.body = body_text(self.version)
-        self.response_format = _constraint(column.params)
 
 
 class _Judge:
@@ -308,34 +304,50 @@ class _Judge:
         self.version = PromptVersion.objects.select_related("payload_blob").get(pk=spec["args"]["version"])
         self.body = body_text(self.version)
         self.params = version_params(self.version)
-        self.response_format = _constraint(self.params)
         self.uses = set(template_variables(self.version.system, self.body)) | set(self.version.variables)
 
 
-def _constraint(params: dict) -> dict | None:
-    if not params.get("response_format"):
-        return None
-    return structured.check_response_format(params["response_format"])
+def _lane(run: EvalRun):
+    """The gateway's batch lane for this run's owner (settings.EVAL_LANE: the
+    gateway sits above this app, so the settings name it)."""
+    return import_string(settings.EVAL_LANE)(user=run.owner, eval_run=run.pk)
 
 
-def _request(request_id: str, *, model: str, messages: list, params: dict,
-             response_format) -> GenerationRequest:
-    return GenerationRequest(
-        request_id=request_id, model=model, messages=messages,
-        max_tokens=check_max_tokens(params.get("max_tokens", settings.INFERENCE_DEFAULT_MAX_TOKENS)),
-        temperature=params.get("temperature", 1.0), top_p=params.get("top_p", 1.0),
-        stop=list(params.get("stop") or []), seed=int(request_id[:8], 16) & 0x7FFFFFFF, priority="batch",
-        response_format=response_format, timeout_s=settings.EVAL_CELL_TIMEOUT_S)
+def _chat_body(request_id: str, *, model: str, messages: list, params: dict) -> dict:
+    """The /v1/chat/completions body of one cell (the lane checks it as /v1 does)."""
+    body = {"model": model, "messages": messages, **params}
+    # Seeded from the cell's id where sampling draws, so a regenerated cell replays
+    # its text; a greedy cell needs none, and without one identical cells share a
+    # prompt-cache entry.
+    if body.get("temperature", 1.0) != 0:
+        body["seed"] = int(request_id[:8], 16) & 0x7FFFFFFF
+    return body
 
 
-def evalrun_drive(run_id, *, backend: Backend | None = None, owner: str | None = None) -> str:
+def _run_lane(lane, run_id, owner: str, requests: list) -> list[dict] | None:
+    if not requests:
+        return []
+    return lane.run(requests, keep_going=lambda: _keep_going(run_id, owner),
+                    timeout_s=settings.EVAL_CELL_TIMEOUT_S, no_worker_wait_s=settings.EVAL_NO_WORKER_WAIT_S)
+
+
+def _keep_going(run_id, owner: str) -> bool:
+    """Between waits in a window: not cancelled, and the lease renewed."""
+    return not _cancelled(run_id) and _renew(run_id, owner)
+
+
+def _cancelled(run_id) -> bool:
+    return EvalRun.objects.filter(pk=run_id, cancel_requested=True).exists()
+
+
+def evalrun_drive(run_id, *, owner: str | None = None) -> str:
     """Drive a run to its end (or to a cancel, or until another driver holds
     it). Returns the run's status, or "busy" when another driver holds it."""
-    backend = backend or get_backend()
     owner = owner or _owner_id()
     if not _claim(run_id, owner):
         return "busy"
-    run = EvalRun.objects.get(pk=run_id)
+    run = EvalRun.objects.select_related("owner").get(pk=run_id)
+    lane = _lane(run)
     columns = [_Column(c) for c in run.columns.select_related("prompt_version__payload_blob")]
     judges = [_Judge(spec) for spec in run.evaluators if spec["name"] == "judge"]
     done = set(EvalResult.objects.filter(run=run).values_list("column_id", "row_id"))
@@ -343,11 +355,11 @@ def evalrun_drive(run_id, *, backend: Backend | None = None, owner: str | None =
     pending = [(row, col) for row in rows for col in columns if (col.column.pk, row["id"]) not in done]
     window = max(1, settings.EVAL_RUN_WINDOW)
     for start in range(0, len(pending), window):
-        if EvalRun.objects.filter(pk=run_id, cancel_requested=True).exists():
+        if _cancelled(run_id):
             return _finish(run_id, owner, RunStatus.CANCELLED)
-        cells = _execute(run, pending[start:start + window], backend, judges)
-        if cells is None:  # cancelled mid-window: what was in flight is dropped
-            return _finish(run_id, owner, RunStatus.CANCELLED)
+        cells = _execute(run, pending[start:start + window], lane, owner, judges)
+        if cells is None:  # cancelled mid-window (what was in flight is dropped), or the lease lost
+            return _finish(run_id, owner, RunStatus.CANCELLED) if _cancelled(run_id) else "busy"
         EvalResult.objects.bulk_create(cells, ignore_conflicts=True)
         _progress(run_id)
         if not _renew(run_id, owner):
@@ -370,123 +382,66 @@ def _failure(run, row, col, code: str, message: str) -> EvalResult:
                       error_message=message[:2000], passed=None)
 
 
-def _wait_for_workers(models: set[str], backend: Backend, run_id) -> set[str]:
-    """The models with no live worker after EVAL_NO_WORKER_WAIT_S (polling
-    heartbeats; a cancel ends the wait)."""
-    deadline = time.monotonic() + settings.EVAL_NO_WORKER_WAIT_S
-    missing = {m for m in models if not backend.live_workers(m)}
-    while missing and time.monotonic() < deadline:
-        if EvalRun.objects.filter(pk=run_id, cancel_requested=True).exists():
-            break
-        time.sleep(1.0)  # a backoff between heartbeat reads, not a synchronisation
-        missing = {m for m in missing if not backend.live_workers(m)}
-    return missing
-
-
-def _served(model: str, backend: Backend) -> str:
-    """The queue name a cell of `model` goes to: the model itself, or, for a model
-    whose config document weights versions, its heaviest version with a live worker
-    (the heaviest one when none is live yet: the cells wait for it)."""
-    weights = {v: w for v, w in config.current().versions(model).items() if w > 0}
-    if not weights:
-        return model
-    ranked = sorted(weights, key=lambda v: (-weights[v], v))
-    ready = [v for v in ranked if backend.live_workers(served_name(model, v))]
-    return served_name(model, (ready or ranked)[0])
-
-
-def _execute(run: EvalRun, cells: list, backend: Backend,
+def _execute(run: EvalRun, cells: list, lane, owner: str,
              judges: list | None = None) -> list[EvalResult] | None:
     out: list[EvalResult] = []
-    submitted: list[tuple[dict, _Column, str]] = []
-    served = {m: _served(m, backend) for m in {col.column.model_name for _, col in cells}}
-    missing = {m for m, name in served.items()
-               if name in _wait_for_workers(set(served.values()), backend, run.pk)}
+    submitted: list[tuple[dict, _Column]] = []
+    requests = []
     for row, col in cells:
         column = col.column
-        if column.model_name in missing:
-            out.append(_failure(run, row, col, "model_unavailable",
-                                f"No worker served {column.model_name} within "
-                                f"{settings.EVAL_NO_WORKER_WAIT_S:g}s."))
-            continue
         try:
             _, messages = version_render(version=col.version, variables=row["variables"], body=col.body)
         except ApiError as exc:  # a missing or unknown variable: this row fails, the rest runs
             out.append(_failure(run, row, col, exc.get_codes(), str(exc.detail)))
             continue
         request_id = cell_request_id(run.pk, column.pk, row["id"])
-        try:
-            request = _request(request_id, model=served[column.model_name], messages=messages,
-                               params=column.params, response_format=col.response_format)
-            backend.submit(request)
-        except InvalidInput as exc:
-            out.append(_failure(run, row, col, "invalid_request", str(exc)))
-            continue
-        except Exception as exc:  # the broker is away: this cell fails, a resume may retry the run
-            out.append(_failure(run, row, col, "queue_unavailable", f"{type(exc).__name__}: {exc}"))
-            continue
-        submitted.append((row, col, request_id))
-    events = _wait_all(run, [rid for _, _, rid in submitted], backend)
+        requests.append({"request_id": request_id, "prompt_version": str(col.version.pk),
+                         "body": _chat_body(request_id, model=column.model_name, messages=messages,
+                                            params=column.params)})
+        submitted.append((row, col))
+    events = _run_lane(lane, run.pk, owner, requests)
     if events is None:
         return None
     done = []
-    for (row, col, _), event in zip(submitted, events, strict=True):
+    for (row, col), event in zip(submitted, events, strict=True):
         if event["type"] == "done":
-            done.append((row, col, event["result"]))
+            done.append((row, col, event))
         else:
             out.append(_failure(run, row, col, event.get("code") or "generation_failed",
                                 event.get("message") or "the generation failed"))
-    judged = _judge_all(run, done, backend, judges or [])
+    judged = _judge_all(run, done, lane, owner, judges or [])
     if judged is None:
         return None
-    for (row, col, result), extra in zip(done, judged, strict=True):
-        out.append(_scored(run, row, col, result, extra))
+    for (row, col, event), extra in zip(done, judged, strict=True):
+        out.append(_scored(run, row, col, event, extra))
     return out
 
 
-def _wait_all(run: EvalRun, request_ids: list[str], backend: Backend) -> list[dict] | None:
-    """The terminal event of each request (None: the run was cancelled meanwhile)."""
-    deadline = time.monotonic() + settings.EVAL_CELL_TIMEOUT_S + 5
-    events = []
-    for index, request_id in enumerate(request_ids):
-        while True:
-            remaining = deadline - time.monotonic()
-            event = backend.result(request_id, timeout_s=max(0.05, min(2.0, remaining)))
-            if event.get("code") != "timeout" or event["type"] != "error" or remaining <= 2.0:
-                break
-            if EvalRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
-                for rid in request_ids[index:]:
-                    backend.cancel(rid)
-                return None
-        events.append(event)
-    return events
-
-
-def _judge_all(run: EvalRun, done: list, backend: Backend, judges: list) -> list[dict] | None:
+def _judge_all(run: EvalRun, done: list, lane, owner: str, judges: list) -> list[dict] | None:
     """Each judge's score of each done cell ({key: score dict} per cell)."""
     scores: list[dict] = [{} for _ in done]
     for judge in judges:
-        judge_model = _served(judge.version.model_name, backend)
-        pending = []
-        for index, (row, col, result) in enumerate(done):
-            values = {**row["variables"], "output": result.get("text", ""), "expected": row["expected"] or ""}
+        pending, requests = [], []
+        for index, (row, col, event) in enumerate(done):
+            output = event["result"].get("text", "")
+            values = {**row["variables"], "output": output, "expected": row["expected"] or ""}
             try:
                 _, messages = version_render(version=judge.version, body=judge.body,
                                              variables={k: v for k, v in values.items() if k in judge.uses})
-                request_id = uuid.uuid5(CELL_NAMESPACE, f"{cell_request_id(run.pk, col.column.pk, row['id'])}"
-                                                        f"/judge/{judge.key}").hex
-                backend.submit(_request(request_id, model=judge_model, messages=messages,
-                                        params=judge.params, response_format=judge.response_format))
-            except (ApiError, InvalidInput) as exc:
-                message = str(exc.detail) if isinstance(exc, ApiError) else str(exc)
-                score = Score(0.0, False, f"the judge could not render: {message}")
+            except ApiError as exc:
+                score = Score(0.0, False, f"the judge could not render: {exc.detail}")
                 scores[index][judge.key] = score.as_dict()
                 continue
-            pending.append((index, request_id))
-        events = _wait_all(run, [rid for _, rid in pending], backend)
+            request_id = uuid.uuid5(CELL_NAMESPACE, f"{cell_request_id(run.pk, col.column.pk, row['id'])}"
+                                                    f"/judge/{judge.key}").hex
+            requests.append({"request_id": request_id, "prompt_version": str(judge.version.pk),
+                             "body": _chat_body(request_id, model=judge.version.model_name, messages=messages,
+                                                params=judge.params)})
+            pending.append(index)
+        events = _run_lane(lane, run.pk, owner, requests)
         if events is None:
             return None
-        for (index, _), event in zip(pending, events, strict=True):
+        for index, event in zip(pending, events, strict=True):
             if event["type"] == "done":
                 score = judge_score(event["result"].get("text", ""), schema=judge.version.response_schema,
                                     threshold=judge.threshold)
@@ -497,7 +452,8 @@ def _judge_all(run: EvalRun, done: list, backend: Backend, judges: list) -> list
     return scores
 
 
-def _scored(run: EvalRun, row: dict, col: _Column, result: dict, judged: dict) -> EvalResult:
+def _scored(run: EvalRun, row: dict, col: _Column, event: dict, judged: dict) -> EvalResult:
+    result = event["result"]
     output = result.get("text", "")
     scores = score_output(run.evaluators, output=output, expected=row["expected"], variables=row["variables"])
     scores = {spec["key"]: (judged.get(spec["key"]) or scores.get(spec["key"])) for spec in run.evaluators}
@@ -507,7 +463,7 @@ def _scored(run: EvalRun, row: dict, col: _Column, result: dict, judged: dict) -
                       latency_ms=int(latency * 1000) if isinstance(latency, int | float) else None,
                       prompt_tokens=result.get("prompt_tokens") or 0,
                       completion_tokens=result.get("completion_tokens") or 0,
-                      served=str(result.get("served") or "")[:200])
+                      served=str(result.get("served") or "")[:200], cache_hit=event.get("cache_hit") or "")
 
 
 # -- aggregates ---------------------------------------------------------------

@@ -4,7 +4,6 @@ in-process backend unless a test needs the Celery worker."""
 
 import pytest
 
-from inference_protocol.events import MemoryEventLog
 from tests.factories import PromptFactory, PromptVersionFactory
 
 # Its own model name, so no other suite's scheduler or queue is shared.
@@ -18,14 +17,27 @@ def _eval_settings(settings):
     settings.INFERENCE_MODELS = {**settings.INFERENCE_MODELS, MODEL: SPEC}
     settings.EVAL_DISPATCH = "none"  # tests drive runs themselves unless they say otherwise
     settings.EVAL_NO_WORKER_WAIT_S = 0
-    return settings
+    yield settings
+    from inference_protocol import backend as protocol_backend
+
+    protocol_backend.get_backend.cache_clear()  # a backend chosen by use_backend goes with the test
+
+
+def use_backend(settings, path: str):
+    """Make ``path`` the process's inference backend (the one the gateway's
+    batch lane submits to) for this test."""
+    from inference_protocol import backend as protocol_backend
+
+    settings.INFERENCE_BACKEND = path
+    protocol_backend.get_backend.cache_clear()
+    return protocol_backend.get_backend()
 
 
 @pytest.fixture
-def backend():
-    from inference_worker.inprocess import InProcessBackend
-
-    return InProcessBackend(MemoryEventLog())
+def backend(settings):
+    """The in-process worker (the embedded default's) as the backend: events
+    through this run's log (Redis where the services run, else memory)."""
+    return use_backend(settings, "inference_worker.inprocess.InProcessBackend")
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ def _dataset(client, name="reverse", csv=CSV):
     return dataset, response.json()["version"]
 
 
-def _run(client, dataset_id, versions, backend, evaluators=("exact",)):
+def _run(client, dataset_id, versions, evaluators=("exact",)):
     response = client.post(
         "/api/evals/runs",
         {
@@ -41,7 +41,7 @@ def _run(client, dataset_id, versions, backend, evaluators=("exact",)):
         format="json",
     )
     assert response.status_code == 201, response.json()
-    evalrun_drive(response.json()["id"], backend=backend)
+    evalrun_drive(response.json()["id"])
     return client.get(f"/api/evals/runs/{response.json()['id']}").json()
 
 
@@ -79,7 +79,7 @@ def test_should_preview_an_import_then_run_two_versions_and_page_the_grid(user, 
     bang = PromptVersionFactory(
         prompt=echo_version.prompt, parent=echo_version, body="{{q}} !", model_name=MODEL
     )
-    run = _run(client, dataset["id"], [echo_version, bang], backend)
+    run = _run(client, dataset["id"], [echo_version, bang])
     assert (run["status"], run["completed"], run["failed"]) == ("done", 6, 0)
     assert [c["version_number"] for c in run["columns"]] == [1, 2]
     first, second = run["summary"]["columns"]
@@ -153,7 +153,7 @@ def test_should_gate_a_label_move_on_a_passing_run(user, echo_version, backend):
         )
 
     assert move(worse).json()["error"]["code"] == "eval_required"
-    run = _run(client, dataset["id"], [echo_version, worse, same], backend)
+    run = _run(client, dataset["id"], [echo_version, worse, same])
     refused = move(worse, run["id"])
     error = refused.json()["error"]
     assert (refused.status_code, error["code"]) == (409, "eval_regression")
@@ -196,7 +196,7 @@ def test_authorization_matrix(user, echo_version, backend):
     ).json()
     assert client.delete(f"/api/datasets/{dataset['id']}/grants/{grant['id']}").status_code == 204
     assert DatasetGrant.objects.filter(user=revoked, revoked_at__lte=timezone.now()).exists()
-    run = _run(client, dataset["id"], [echo_version], backend)
+    run = _run(client, dataset["id"], [echo_version])
     d, v, r = dataset["id"], version["id"], run["id"]
     # The grantee may view the dataset, not the prompt: runs of their own need a prompt they can see.
     own_version = PromptVersionFactory(prompt__owner=grantee, body="{{q}}", model_name=MODEL)
@@ -257,7 +257,7 @@ def test_openapi_schema_lists_every_evaluation_endpoint(auth_client):
 def test_pages_answer_404_to_a_stranger_and_render_for_a_viewer(user, echo_version, backend):
     client = _client(user)
     dataset, _ = _dataset(client)
-    run = _run(client, dataset["id"], [echo_version], backend)
+    run = _run(client, dataset["id"], [echo_version])
     stranger = _client(UserFactory())
     for url in (f"/evals/datasets/{dataset['id']}/", f"/evals/runs/{run['id']}/"):
         assert stranger.get(url).status_code == 404
@@ -278,7 +278,7 @@ def test_should_gate_a_split_and_refuse_bad_moves_before_deciding(user, echo_ver
     worse = PromptVersionFactory(prompt=prompt, parent=echo_version, body="{{q}}!", model_name=MODEL)
     base = f"/api/prompts/{prompt.pk}/labels/production"
     client.put(f"{base}/gate", {"dataset": dataset["id"], "evaluator": "exact"}, format="json")
-    run = _run(client, dataset["id"], [echo_version, worse], backend)
+    run = _run(client, dataset["id"], [echo_version, worse])
     split = {
         "expected": str(echo_version.pk),
         "variants": [

@@ -105,7 +105,7 @@ def test_should_score_each_output_with_a_saved_judge_prompt_on_smollm2(user, ech
         max_tokens=24,
     )
     run = _create(user, dataset, echo_version, judge)
-    assert evalrun_drive(run.pk, backend=backend) == "done"
+    assert evalrun_drive(run.pk) == "done"
     for result in EvalResult.objects.filter(run=run):
         judged = result.scores["judge"]
         assert 0.0 <= judged["score"] <= 1.0 and isinstance(judged["reason"], str), judged

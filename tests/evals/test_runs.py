@@ -7,10 +7,12 @@ import pytest
 from django.utils import timezone
 
 from core.errors import ApiError
+from inference_client.models import UsageRecord
+from inference_worker.inprocess import InProcessBackend
 from playground.evals.datasets import dataset_create, dataset_version_create
 from playground.evals.models import EvalResult, EvalRun, RunStatus
 from playground.evals.runs import bootstrap_ci, cell_request_id, evalrun_cancel, evalrun_create, evalrun_drive
-from tests.evals.conftest import MODEL, rows
+from tests.evals.conftest import MODEL, rows, use_backend
 from tests.factories import PromptVersionFactory, UserFactory
 
 
@@ -36,7 +38,7 @@ def test_should_run_every_row_through_every_column_and_score_it(user, dataset, e
     run = _run(user, dataset, [echo_version, shouting], evaluators=["exact", {"name": "contains",
                                                                             "args": {"value": "l"}}])
     assert (run.status, run.total) == (RunStatus.QUEUED, 10)
-    assert evalrun_drive(run.pk, backend=backend) == RunStatus.DONE
+    assert evalrun_drive(run.pk) == RunStatus.DONE
     run.refresh_from_db()
     assert (run.status, run.completed, run.failed) == ("done", 10, 4)
     results = EvalResult.objects.filter(run=run).select_related("column")
@@ -48,6 +50,8 @@ def test_should_run_every_row_through_every_column_and_score_it(user, dataset, e
     assert cells[(4, 1)].error_code == "unknown_variables"
     assert cells[(0, 0)].completion_tokens == 3 and cells[(0, 0)].latency_ms is not None
     assert cells[(0, 0)].served == MODEL and cells[(3, 0)].served == ""  # a failed cell reached no worker
+    # Each generated cell's usage, tagged with the run (the gateway's batch lane; embedded too).
+    assert UsageRecord.objects.filter(eval_run=run.pk, status="ok").count() == 6
     first, second = run.summary["columns"]
     assert first["scores"]["exact"]["mean"] == pytest.approx(0.4)  # 2 of 5; the failed row scores 0
     assert second["scores"]["exact"]["mean"] == 0.0
@@ -57,20 +61,22 @@ def test_should_run_every_row_through_every_column_and_score_it(user, dataset, e
     assert first["scores"]["exact"]["histogram"] == [3, 0, 0, 0, 0, 0, 0, 0, 0, 2]
 
 
-def test_should_submit_each_cell_at_batch_priority_under_a_stable_request_id(user, dataset, echo_version):
-    from inference_protocol.events import MemoryEventLog
-    from inference_worker.inprocess import InProcessBackend
+class Recording(InProcessBackend):
+    """The real in-process worker, remembering what it was given."""
 
-    class Recording(InProcessBackend):  # the real in-process worker, remembering what it was given
-        submitted = []
+    submitted: list = []
 
-        def submit(self, request):
-            self.submitted.append(request)
-            super().submit(request)
+    def submit(self, request):
+        self.submitted.append(request)
+        super().submit(request)
 
-    backend = Recording(MemoryEventLog())
+
+def test_should_submit_each_cell_at_batch_priority_under_a_stable_request_id(user, dataset, echo_version,
+                                                                            settings):
+    backend = use_backend(settings, "tests.evals.test_runs.Recording")
+    backend.submitted.clear()
     run = _run(user, dataset, [echo_version])
-    evalrun_drive(run.pk, backend=backend)
+    evalrun_drive(run.pk)
     column = run.columns.get()
     ids = {cell_request_id(run.pk, column.pk, r.pk) for r in run.dataset_version.rows.all()[:3]}
     assert {r.priority for r in backend.submitted} == {"batch"}
@@ -87,7 +93,7 @@ def test_should_resume_a_crashed_run_without_running_stored_cells_again(user, da
                               scores={}, passed=True)
     EvalRun.objects.filter(pk=run.pk).update(status="running", lease_owner="dead-host:1:1",
                                              lease_until=timezone.now() - datetime.timedelta(seconds=1))
-    assert evalrun_drive(run.pk, backend=backend) == "done"
+    assert evalrun_drive(run.pk) == "done"
     results = EvalResult.objects.filter(run=run)
     assert results.count() == 5
     assert results.get(row_index=0).output == "from before"  # not generated twice
@@ -98,14 +104,14 @@ def test_should_leave_a_run_to_the_driver_that_holds_its_lease(user, dataset, ec
     run = _run(user, dataset, [echo_version])
     EvalRun.objects.filter(pk=run.pk).update(status="running", lease_owner="other:1:1",
                                              lease_until=timezone.now() + datetime.timedelta(seconds=30))
-    assert evalrun_drive(run.pk, backend=backend) == "busy"
+    assert evalrun_drive(run.pk) == "busy"
     assert not EvalResult.objects.filter(run=run).exists()
 
 
 def test_should_cancel_a_run_no_driver_holds_and_refuse_a_finished_one(user, dataset, echo_version, backend):
     run = evalrun_cancel(run=_run(user, dataset, [echo_version]))
     assert run.status == "cancelled" and run.finished_at is not None
-    assert evalrun_drive(run.pk, backend=backend) == "busy"  # a cancelled run is never driven
+    assert evalrun_drive(run.pk) == "busy"  # a cancelled run is never driven
     with pytest.raises(ApiError) as exc:
         evalrun_cancel(run=run)
     assert (exc.value.get_codes(), exc.value.status_code) == ("run_finished", 409)
@@ -114,7 +120,7 @@ def test_should_cancel_a_run_no_driver_holds_and_refuse_a_finished_one(user, dat
 def test_should_stop_a_held_run_at_its_next_window_when_cancelled(user, dataset, echo_version, backend):
     run = _run(user, dataset, [echo_version])
     EvalRun.objects.filter(pk=run.pk).update(cancel_requested=True)
-    assert evalrun_drive(run.pk, backend=backend) == "cancelled"
+    assert evalrun_drive(run.pk) == "cancelled"
     assert EvalResult.objects.filter(run=run).count() == 0
 
 
@@ -153,25 +159,18 @@ def test_bootstrap_interval_narrows_with_more_data():
     assert bootstrap_ci([1, 1, 1]) == (1.0, 1.0)
 
 
-def test_eval_worker_should_drive_a_queued_run(user, dataset, echo_version, settings):
+def test_eval_worker_should_drive_a_queued_run(user, dataset, echo_version, backend):
     from django.core.management import call_command
 
-    from inference_protocol import backend as protocol_backend
-
-    settings.INFERENCE_BACKEND = "inference_worker.inprocess.InProcessBackend"  # no Celery worker here
     run = _run(user, dataset, [echo_version])
-    protocol_backend.get_backend.cache_clear()
-    try:
-        call_command("eval_worker", "--once")
-    finally:
-        protocol_backend.get_backend.cache_clear()
+    call_command("eval_worker", "--once")
     run.refresh_from_db()
     assert (run.status, run.completed) == ("done", 5)
 
 
 def test_should_delete_an_account_with_its_datasets_prompts_and_runs(user, dataset, echo_version, backend):
     run = _run(user, dataset, [echo_version])
-    evalrun_drive(run.pk, backend=backend)
+    evalrun_drive(run.pk)
     user.delete()  # what the runs used goes with them (RESTRICT, not PROTECT)
     assert not EvalRun.objects.filter(pk=run.pk).exists() and not EvalResult.objects.exists()
 

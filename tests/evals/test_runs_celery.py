@@ -9,12 +9,11 @@ import uuid
 
 import pytest
 
-from inference_client.backend import CeleryBackend
 from inference_protocol.backend import live_workers
 from playground.evals.datasets import dataset_create, dataset_version_create
 from playground.evals.models import EvalResult
 from playground.evals.runs import evalrun_create, evalrun_drive
-from tests.evals.conftest import rows
+from tests.evals.conftest import rows, use_backend
 from tests.factories import PromptFactory, PromptVersionFactory
 from tests.inference_worker.workers import celery_worker, delete_queues
 from tests.polling import wait_for
@@ -23,6 +22,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.needs_services]
 
 
 def test_should_finish_a_run_when_its_worker_dies_mid_batch(user, settings):
+    use_backend(settings, "inference_client.backend.CeleryBackend")
     model = f"eval-celery-{uuid.uuid4().hex[:6]}"
     # Slow calls, so the first worker surely holds cells when it dies.
     spec = {model: {"engine": "fixed_cost", "max_inputs": 8, "call_s": 1.5}}
@@ -59,7 +59,7 @@ def test_should_finish_a_run_when_its_worker_dies_mid_batch(user, settings):
             helper = threading.Thread(target=crash, daemon=True)
             helper.start()
             try:
-                assert evalrun_drive(run.pk, backend=CeleryBackend()) == "done"
+                assert evalrun_drive(run.pk) == "done"
             finally:
                 finished.set()
                 helper.join(30)
@@ -71,16 +71,3 @@ def test_should_finish_a_run_when_its_worker_dies_mid_batch(user, settings):
     run.refresh_from_db()
     assert (run.status, run.completed, run.failed) == ("done", 6, 0)
 
-
-def test_should_send_cells_of_a_versioned_model_to_its_heaviest_ready_version(settings):
-    from inference_protocol.heartbeat import publish
-    from playground.evals.runs import _served
-
-    model = f"eval-versioned-{uuid.uuid4().hex[:6]}"
-    settings.INFERENCE_MODELS = {**settings.INFERENCE_MODELS,
-                                 model: {"engine": "fixed_cost", "versions": {"v1": 30, "v2": 70, "v3": 0}}}
-    backend = CeleryBackend()
-    assert _served("fixed-cost", backend) == "fixed-cost"  # not versioned: the model's own queue
-    assert _served(model, backend) == f"{model}@v2"  # none ready yet: the heaviest, whose cells wait
-    publish([{"model": f"{model}@v1", "worker": "w-test", "running": 0}])  # the record a worker writes
-    assert _served(model, backend) == f"{model}@v1"

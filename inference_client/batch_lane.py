@@ -1,0 +1,193 @@
+"""The gateway's batch lane: generations that a driver submits a window at a
+time (an evaluation run's cells and judge calls), each through
+completion_create, the same path as /v1: prompt cache, admission, the
+readiness-gated version choice, routing, usage. As lane "batch" they run at
+priority batch, take the owner's per-minute buckets but never their last
+BATCH_INTERACTIVE_RESERVE share, and charge nothing to the model's global
+bucket (admission.key_buckets / global_bucket hold those rules, for both lanes).
+
+Drivers are threads holding database leases; the gateway is async. One event
+loop per process (a daemon thread) runs every window, so its Redis clients and
+scripts stay warm between windows. The driver's thread waits on its window and
+calls its own ``keep_going`` between waits (a cancel check, a lease renewal:
+database work stays on the driver's connection).
+
+A refusal for the owner's budget waits its Retry-After and asks again (a batch
+paces itself; its cells never fail for it). A model with no live worker, or a
+versioned one with no ready version, is waited for up to ``no_worker_wait_s``,
+then its cells fail with model_unavailable. Anything else (a request too large
+for the tier, a body the /v1 checker refuses, the queue away) fails that cell
+with its code. Usage records come back through completion_create's record sink
+and are stored by the driver's thread, one INSERT per window, tagged with the
+run; request ids are stable and unique there, so a resumed cell is recorded once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from accounts.selectors import account_tier
+from core.errors import ApiError
+from inference_client.models import UsageRecord
+from inference_client.services import SessionCaller, completion_create
+from inference_client.validation import check_chat_request
+from inference_protocol import config
+from inference_protocol.backend import get_backend
+from inference_protocol.catalog import served_name
+
+logger = logging.getLogger(__name__)
+
+# How often the driver's thread calls keep_going while its window runs (s).
+POLL_S = 1.0
+# The longest wait between two admission attempts of a refused request (s): a
+# Retry-After is only an estimate, and the owner's interactive use moves it.
+MAX_RETRY_WAIT_S = 5.0
+# After a stop, how long the window waits for the cancelled requests' records (s).
+STOP_GRACE_S = 5.0
+
+
+@functools.cache
+def _loop() -> asyncio.AbstractEventLoop:
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, name="batch-lane", daemon=True).start()
+    return loop
+
+
+def serving_names(model: str) -> list[str]:
+    """The names whose workers may serve ``model``: its weighted versions'
+    (model@version), or the model's own."""
+    weights = config.current().versions(model)
+    return [served_name(model, v) for v, w in sorted(weights.items()) if w > 0] or [model]
+
+
+class BatchLane:
+    def __init__(self, *, user, eval_run=None):
+        # The owner's own buckets (the ones its browser calls use) at its account's tier.
+        self.caller = SessionCaller(user=user, tier=account_tier(user=user))
+        self.eval_run = str(eval_run) if eval_run else None
+
+    def run(self, requests: list[dict], *, keep_going: Callable[[], bool], timeout_s: float,
+            no_worker_wait_s: float) -> list[dict] | None:
+        """The terminal event of each request, in order (done events carry
+        ``cache_hit``); None when ``keep_going`` said stop (what was in flight is
+        cancelled). A request: {"request_id": stable per cell (a resubmission gets
+        the worker's stored result), "body": a /v1/chat/completions body,
+        "prompt_version": the saved version it renders, or None}."""
+        unavailable = self._wait_for_workers({r["body"].get("model") for r in requests}, keep_going,
+                                             no_worker_wait_s)
+        if unavailable is None:
+            return None
+        stop = threading.Event()
+        future = asyncio.run_coroutine_threadsafe(self._window(requests, unavailable, stop, timeout_s,
+                                                               no_worker_wait_s), _loop())
+        while True:
+            try:
+                events, records = future.result(timeout=POLL_S)
+                break
+            except concurrent.futures.TimeoutError:
+                if not stop.is_set() and not keep_going():
+                    stop.set()
+        # The driver's own connection (and transaction): one INSERT for the window.
+        UsageRecord.objects.bulk_create([UsageRecord(**r) for r in records], ignore_conflicts=True)
+        return None if stop.is_set() else events
+
+    def _wait_for_workers(self, models: set, keep_going, wait_s: float) -> dict[str, str] | None:
+        """{model: why} for the models with no live worker after ``wait_s``
+        (polling heartbeats), None when told to stop meanwhile."""
+        backend = get_backend()
+
+        def missing(names):
+            return {m for m in names if isinstance(m, str)
+                    and not any(backend.live_workers(n) for n in serving_names(m))}
+
+        deadline = time.monotonic() + wait_s
+        waiting = missing(models)
+        while waiting and time.monotonic() < deadline:
+            if not keep_going():
+                return None
+            time.sleep(1.0)  # a backoff between heartbeat reads, not a synchronisation
+            waiting = missing(waiting)
+        return {m: f"No worker served {m} within {wait_s:g}s." for m in waiting}
+
+    async def _window(self, requests, unavailable: dict, stop: threading.Event, timeout_s: float,
+                      no_worker_wait_s: float) -> tuple[list[dict], list[dict]]:
+        events: list[dict | None] = [None] * len(requests)
+        started: dict[int, object] = {}
+        records: list[asyncio.Future] = []  # each started request's usage record, once it ends
+        for index, request in enumerate(requests):
+            if stop.is_set():
+                break
+            model = request["body"].get("model")
+            if model in unavailable:
+                events[index] = _error("model_unavailable", unavailable[model])
+                continue
+            try:
+                chat = check_chat_request(request["body"])
+                record = asyncio.get_running_loop().create_future()
+                completion = await self._admitted(request, chat, stop, record, timeout_s, no_worker_wait_s)
+            except ApiError as exc:
+                events[index] = _error(exc.get_codes(), str(exc.detail))
+                continue
+            if completion is not None:
+                started[index] = completion
+                records.append(record)
+        finals = {index: asyncio.ensure_future(_final(c)) for index, c in started.items()}
+        pending = set(finals.values())
+        while pending and not stop.is_set():
+            _, pending = await asyncio.wait(pending, timeout=0.25)
+        if stop.is_set():
+            backend = get_backend()
+            for index, task in finals.items():
+                if not task.done():
+                    await backend.acancel(started[index].request_id)
+            await asyncio.wait(set(finals.values()), timeout=STOP_GRACE_S)
+        for index, task in finals.items():
+            if task.done():
+                events[index] = task.result()
+        # A record is made just after the terminal event (completion_create's bookkeeping).
+        if records:
+            await asyncio.wait(records, timeout=STOP_GRACE_S)
+        return ([e or _error("cancelled", "the run was cancelled") for e in events],
+                [r.result() for r in records if r.done()])
+
+    async def _admitted(self, request: dict, chat, stop: threading.Event, record: asyncio.Future,
+                        timeout_s: float, no_worker_wait_s: float):
+        """The started completion, asking again while the refusal is the owner's
+        budget (or, for a while, no ready version); None when told to stop."""
+        deadline = time.monotonic() + no_worker_wait_s
+        prompt_ref = {"version": request.get("prompt_version"), "eval_run": self.eval_run}
+        while not stop.is_set():
+            try:
+                completion = await completion_create(
+                    api_key_or_user=self.caller, model=chat.model, messages=chat.messages,
+                    params=chat.params, prompt_ref=prompt_ref, lane="batch", request_id=request["request_id"],
+                    timeout_s=timeout_s,
+                    record_sink=lambda fields: record.done() or record.set_result(fields))
+                return completion
+            except ApiError as exc:
+                code = exc.get_codes()
+                if code == "rate_limit_exceeded":
+                    wait_s = int(exc.headers.get("retry-after-ms", 1000)) / 1000
+                elif code == "model_unavailable" and time.monotonic() < deadline:
+                    wait_s = float(exc.headers.get("Retry-After", 1))
+                else:
+                    raise
+            await asyncio.sleep(min(max(wait_s, 0.05), MAX_RETRY_WAIT_S))
+        return None
+
+
+async def _final(completion) -> dict:
+    event = await completion.final()
+    if event["type"] == "done":
+        return {**event, "cache_hit": completion.cache_hit}
+    return event
+
+
+def _error(code: str, message: str) -> dict:
+    return {"type": "error", "code": code, "message": message}
