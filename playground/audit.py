@@ -9,10 +9,12 @@ from core.middleware import current_request_id
 from .sharing.models import AuditEvent
 
 
-def audit_record(*, prompt_id, actor, action: str, target: str, detail: dict | None = None) -> AuditEvent:
+def audit_record(*, prompt_id=None, dataset_id=None, actor, action: str, target: str,
+                 detail: dict | None = None) -> AuditEvent:
+    """About a prompt (``prompt_id``) or a dataset (``dataset_id``)."""
     signed_in = actor is not None and getattr(actor, "is_authenticated", False)
     return AuditEvent.objects.create(
-        prompt_id=prompt_id, actor=actor if signed_in else None,
+        prompt_id=prompt_id, dataset_id=dataset_id, actor=actor if signed_in else None,
         actor_name=actor.get_username() if signed_in else "", action=action, target=target,
         detail=detail or {}, request_id=current_request_id(),
     )

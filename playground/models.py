@@ -216,7 +216,6 @@ class PendingLabelMove(models.Model):
 # Sharing models live in their own module; importing them here registers them.
 from .evals.models import (  # noqa: E402, F401
     Dataset,
-    DatasetGrant,
     DatasetImport,
     DatasetRow,
     DatasetVersion,

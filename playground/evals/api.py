@@ -8,28 +8,36 @@ import difflib
 import re
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.http import StreamingHttpResponse
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import ApiError
 
 from ..api import Page, paginated
+from ..sharing import selectors as sharing_selectors
+from ..sharing import services as sharing
+from ..sharing.serializers import (
+    GrantCreateSerializer,
+    GrantSerializer,
+    LinkCreatedSerializer,
+    LinkCreateSerializer,
+    LinkSerializer,
+)
 from . import datasets as services
 from .evaluators import evaluator_list
-from .models import DatasetGrant, DatasetImport, DatasetVersion, EvalResult
-from .permissions import access_dataset, access_run, datasets_visible_to, runs_visible_to
+from .models import DatasetImport, DatasetVersion, EvalResult
+from .permissions import access_dataset, access_run, datasets_visible_to, request_dataset, runs_visible_to
 from .runs import evalrun_cancel, evalrun_create, evalrun_resume_if_stale
 from .serializers import (
     DatasetCreateSerializer,
-    DatasetGrantRequestSerializer,
     DatasetRowSerializer,
     DatasetSerializer,
+    DatasetUpdateSerializer,
     DatasetVersionCreateSerializer,
     DatasetVersionSerializer,
     EvalRunCreateSerializer,
@@ -97,17 +105,40 @@ class DatasetListApi(APIView):
 
 
 class DatasetDetailApi(APIView):
+    permission_classes = [AllowAny]  # link holders may read; request_dataset decides every call
+
     @extend_schema(responses=DatasetSerializer)
     def get(self, request, dataset_id):
-        return Response(DatasetSerializer(access_dataset(user=request.user, dataset_id=dataset_id,
-                                                         need="view")).data)
+        return Response(DatasetSerializer(request_dataset(request, dataset_id=dataset_id, need="read")).data)
+
+    @extend_schema(request=DatasetUpdateSerializer, responses=DatasetSerializer,
+                   description="Rename it or change its description (owner and editors).")
+    def patch(self, request, dataset_id):
+        dataset = request_dataset(request, dataset_id=dataset_id, need="edit")
+        fields = set(request.data) if isinstance(request.data, dict) else set()
+        unknown = sorted(fields - {"name", "description"})
+        if unknown:
+            raise ApiError(f"Unrecognized field: {unknown[0]}.", code="unknown_parameter", field=unknown[0])
+        data = DatasetUpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        dataset = services.dataset_update(dataset=dataset, **data.validated_data)
+        return Response(DatasetSerializer(dataset).data)
+
+    @extend_schema(responses={204: None},
+                   description="Owner only. Refused with 409 dataset_in_use while a run used one of its "
+                               "versions (runs keep what they used) or a label gate names it.")
+    def delete(self, request, dataset_id):
+        services.dataset_delete(dataset=request_dataset(request, dataset_id=dataset_id, need="own"))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class DatasetVersionListApi(APIView):
     pagination_class = Page  # the schema documents the cursor page paginated() answers
+    permission_classes = [AllowAny]  # link holders may read; request_dataset decides every call
+
     @extend_schema(responses=DatasetVersionSerializer(many=True))
     def get(self, request, dataset_id):
-        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
+        dataset = request_dataset(request, dataset_id=dataset_id, need="read")
         return paginated(request, self, dataset.versions.select_related("author"), ("-number",),
                          lambda items: DatasetVersionSerializer(items, many=True).data)
 
@@ -115,7 +146,7 @@ class DatasetVersionListApi(APIView):
                    description="A new version: the base's rows, minus `delete`, with `update`, plus `add`. "
                                "Versions never change; this is how rows are edited.")
     def post(self, request, dataset_id):
-        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="edit")
+        dataset = request_dataset(request, dataset_id=dataset_id, need="edit")
         data = DatasetVersionCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
@@ -126,13 +157,17 @@ class DatasetVersionListApi(APIView):
 
 
 class DatasetVersionDetailApi(APIView):
+    permission_classes = [AllowAny]  # link holders may read; request_dataset decides every call
+
     @extend_schema(responses=DatasetVersionSerializer)
     def get(self, request, dataset_id, version_id):
-        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
+        dataset = request_dataset(request, dataset_id=dataset_id, need="read")
         return Response(DatasetVersionSerializer(_version(dataset, version_id)).data)
 
 
 class DatasetRowsApi(APIView):
+    permission_classes = [AllowAny]  # link holders may read; request_dataset decides every call
+
     @extend_schema(parameters=[OpenApiParameter("start", int, description="First row index (default 0)"),
                                OpenApiParameter("limit", int,
                                                 description=f"Rows (default 100, max {PAGE_MAX})")],
@@ -140,7 +175,7 @@ class DatasetRowsApi(APIView):
                    description="Rows by index: a page of a large dataset without counting the whole.")
     def get(self, request, dataset_id, version_id):
         _refuse_unknown_params(request, {"start", "limit"})
-        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
+        dataset = request_dataset(request, dataset_id=dataset_id, need="read")
         version = _version(dataset, version_id)
         start = _int_param(request, "start", 0)
         limit = _int_param(request, "limit", 100, low=1, high=PAGE_MAX)
@@ -151,12 +186,14 @@ class DatasetRowsApi(APIView):
 
 
 class DatasetExportApi(APIView):
+    permission_classes = [AllowAny]  # link holders may read; request_dataset decides every call
+
     @extend_schema(parameters=[OpenApiParameter("as", str, enum=["csv", "jsonl"],
                                                 description="File type (default jsonl)")],
                    responses={(200, "text/plain"): OpenApiTypes.STR})
     def get(self, request, dataset_id, version_id):
         _refuse_unknown_params(request, {"as"})
-        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
+        dataset = request_dataset(request, dataset_id=dataset_id, need="read")
         version = _version(dataset, version_id)
         fmt = request.query_params.get("as", "jsonl")
         if fmt not in ("csv", "jsonl"):
@@ -178,7 +215,7 @@ class DatasetImportApi(APIView):
                                "EVAL_IMPORT_BACKGROUND_BYTES imports in the background: 202 with the "
                                "import's status URL.")
     def post(self, request, dataset_id):
-        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="edit")
+        dataset = request_dataset(request, dataset_id=dataset_id, need="edit")
         data = ImportRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
@@ -248,7 +285,7 @@ class DatasetImportStatusApi(APIView):
                    description="A background import: queued, parsing (lines_done of lines_total), writing, "
                                "done (with the new version) or failed (with the code and the bad rows).")
     def get(self, request, dataset_id, import_id):
-        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
+        dataset = request_dataset(request, dataset_id=dataset_id, need="view")
         job = DatasetImport.objects.filter(dataset=dataset, pk=import_id).select_related("version").first()
         if job is None:
             raise ApiError("Import not found.", code="import_not_found", status_code=404)
@@ -256,31 +293,67 @@ class DatasetImportStatusApi(APIView):
 
 
 class DatasetGrantListApi(APIView):
-    @extend_schema(request=DatasetGrantRequestSerializer, responses={201: OpenApiTypes.OBJECT},
-                   description="Share the dataset with an account (owner only).")
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
+
+    @extend_schema(responses=GrantSerializer(many=True), description="Owner only.")
+    def get(self, request, dataset_id):
+        dataset = request_dataset(request, dataset_id=dataset_id, need="own")
+        return paginated(request, self, sharing_selectors.grant_list(dataset=dataset), ("-created_at", "-id"),
+                         lambda items: GrantSerializer(items, many=True).data)
+
+    @extend_schema(request=GrantCreateSerializer, responses={201: GrantSerializer},
+                   description="Owner only. Share with `username` or with `team` (id, a team you are in) as "
+                               "viewer (read, run) or editor (also new versions, rename); a second grant to "
+                               "the same grantee changes its role. The prompts' sharing rules and rows.")
     def post(self, request, dataset_id):
-        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="own")
-        data = DatasetGrantRequestSerializer(data=request.data)
+        dataset = request_dataset(request, dataset_id=dataset_id, need="own")
+        data = GrantCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        grantee = get_user_model().objects.filter(username=data.validated_data["username"]).first()
-        if grantee is None or grantee.pk == dataset.owner_id:
-            raise ApiError("No such other account.", code="user_not_found", field="username", status_code=404)
-        DatasetGrant.objects.filter(dataset=dataset, user=grantee, revoked_at__isnull=True).update(
-            revoked_at=timezone.now())
-        grant = DatasetGrant.objects.create(dataset=dataset, user=grantee, role=data.validated_data["role"])
-        return Response({"id": grant.pk, "username": grantee.username, "role": grant.role},
-                        status=status.HTTP_201_CREATED)
+        v = data.validated_data
+        grant = sharing.grant_create(dataset=dataset, actor=request.user, role=v["role"],
+                                     username=v["username"], team_id=v["team"], expires_at=v["expires_at"])
+        return Response(GrantSerializer(grant).data, status=status.HTTP_201_CREATED)
 
 
 class DatasetGrantDetailApi(APIView):
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={200: GrantSerializer}, description="Revoke (owner only); idempotent.")
     def delete(self, request, dataset_id, grant_id):
-        dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="own")
-        revoked = DatasetGrant.objects.filter(dataset=dataset, pk=grant_id, revoked_at__isnull=True).update(
-            revoked_at=timezone.now())
-        if not revoked:
-            raise ApiError("Grant not found.", code="grant_not_found", status_code=404)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        dataset = request_dataset(request, dataset_id=dataset_id, need="own")
+        grant = sharing.grant_revoke(dataset=dataset, grant_id=grant_id, actor=request.user)
+        return Response(GrantSerializer(grant).data)
+
+
+class DatasetLinkListApi(APIView):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
+
+    @extend_schema(responses=LinkSerializer(many=True), description="Owner only.")
+    def get(self, request, dataset_id):
+        dataset = request_dataset(request, dataset_id=dataset_id, need="own")
+        return paginated(request, self, sharing_selectors.link_list(dataset=dataset), ("-created_at",),
+                         lambda items: LinkSerializer(items, many=True).data)
+
+    @extend_schema(request=LinkCreateSerializer, responses={201: LinkCreatedSerializer},
+                   description="Owner only. A read-only link to the dataset's versions, rows and export: "
+                               "send its token as X-Share-Token (public: anyone; login: signed-in users). "
+                               "Runs are for accounts. The token is in this response only.")
+    def post(self, request, dataset_id):
+        dataset = request_dataset(request, dataset_id=dataset_id, need="own")
+        data = LinkCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        link, token = sharing.link_create(dataset=dataset, actor=request.user, mode=v["mode"], name=v["name"],
+                                          version_id=v["version"], expires_at=v["expires_at"], role=v["role"])
+        url = request.build_absolute_uri(f"/api/datasets/{dataset.pk}")
+        return Response(LinkSerializer(link).data | {"token": token, "url": url},
+                        status=status.HTTP_201_CREATED)
+
+
+class DatasetLinkDetailApi(APIView):
+    @extend_schema(responses={200: LinkSerializer}, description="Revoke (owner only); idempotent.")
+    def delete(self, request, dataset_id, link_id):
+        dataset = request_dataset(request, dataset_id=dataset_id, need="own")
+        link = sharing.link_revoke(dataset=dataset, link_id=link_id, actor=request.user)
+        return Response(LinkSerializer(link).data)
 
 
 class EvaluatorListApi(APIView):

@@ -28,7 +28,7 @@ from core.errors import ApiError
 from inference_protocol.validation import InvalidInput, check_text
 
 from ..templating import NAME
-from .models import Dataset, DatasetRow, DatasetVersion
+from .models import Dataset, DatasetRow, DatasetVersion, EvalRun, LabelGate
 
 ROW_FIELDS = {"variables", "expected", "metadata", "key"}
 
@@ -188,6 +188,44 @@ def dataset_create(*, owner, name: str, description: str = "") -> Dataset:
     if not name or len(name) > 200:
         raise ApiError("Give the dataset a name of 1 to 200 characters.", code="invalid_name", field="name")
     return Dataset.objects.create(owner=owner, name=name, description=description)
+
+
+def dataset_update(*, dataset: Dataset, name: str | None = None, description: str | None = None) -> Dataset:
+    """Rename it, or change its description (its versions never change)."""
+    fields = []
+    if name is not None:
+        name = name.strip() if isinstance(name, str) else ""
+        if not name or len(name) > 200:
+            raise ApiError("Give the dataset a name of 1 to 200 characters.", code="invalid_name",
+                           field="name")
+        dataset.name = name
+        fields.append("name")
+    if description is not None:
+        dataset.description = description
+        fields.append("description")
+    if fields:
+        dataset.save(update_fields=[*fields, "updated_at"])
+    return dataset
+
+
+def dataset_delete(*, dataset: Dataset) -> None:
+    """Delete it with its versions, rows, imports, links and grants. Refused (409
+    dataset_in_use) while a run used one of its versions (runs are records of
+    exactly what they used, so the rows stay with them) or a label gate names it
+    (the label would lose its guard): nothing is deleted, and the error counts both."""
+    with transaction.atomic():
+        locked = Dataset.objects.select_for_update().filter(pk=dataset.pk).first()
+        if locked is None:
+            return
+        runs = EvalRun.objects.filter(dataset_version__dataset=locked).count()
+        gates = LabelGate.objects.filter(dataset=locked).count()
+        if runs or gates:
+            raise ApiError(f"The dataset is in use: {runs} run(s) used its versions and {gates} label "
+                           "gate(s) name it. A run keeps exactly what it used, so a dataset a run used "
+                           "stays; "
+                           "a gate goes when its label's gate is removed.",
+                           code="dataset_in_use", status_code=409, extra={"runs": runs, "gates": gates})
+        locked.delete()
 
 
 def _api_row(data, where: str) -> dict:

@@ -118,23 +118,6 @@ class DatasetImport(models.Model):
         return f"imports/{self.pk}"
 
 
-class DatasetGrant(models.Model):
-    """Access to a dataset for one account (viewer: read and run; editor: also edit rows)."""
-
-    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="grants")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                             related_name="dataset_grants")
-    role = models.CharField(max_length=8, choices=[("viewer", "Viewer"), ("editor", "Editor")])
-    created_at = models.DateTimeField(auto_now_add=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [models.UniqueConstraint(fields=["dataset", "user"],
-                                               condition=models.Q(revoked_at__isnull=True),
-                                               name="uniq_live_dataset_grant")]
-
-
 class RunStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"

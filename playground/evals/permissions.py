@@ -1,14 +1,19 @@
 """Who may do what to a dataset, and so to the runs over it.
 
-    owner > editor > viewer
+    owner > editor > viewer > link holder
 
-Viewers read rows and run evaluations over the dataset; editors also make new
-versions (row edits, imports); only the owner grants and revokes. Grants are
-read from the database on every call (a revocation holds on the next request).
-Someone with no role gets the same 404 as for a dataset that does not exist.
+Roles come from the sharing module, as a prompt's do: grants to the account or
+to a team it is in (playground.sharing: viewer, editor, with expiry), and share
+links (public, or login-required) presented as X-Share-Token. Link holders read
+the dataset (versions, rows, export); viewers also run evaluations over it;
+editors also make new versions (row edits, imports) and rename it; only the
+owner shares, revokes and deletes. Nothing is cached: a revocation holds on the
+next request. Someone with no role gets the same 404 as for a dataset that does
+not exist.
 
-A run is visible to whoever may view its dataset; only its creator (or the
-dataset's owner) cancels it.
+A run is visible to whoever may view its dataset as an account (links are
+bearer secrets for the rows, not for runs); only its creator (or the dataset's
+owner) cancels it.
 """
 
 from __future__ import annotations
@@ -20,11 +25,15 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from core.errors import ApiError
 
-from ..permissions import Role
-from .models import Dataset, DatasetGrant, EvalRun
+from ..permissions import SHARE_TOKEN_HEADER, Role, client_address, live_grants_for
+from ..sharing.models import GrantRole, LinkMode
+from ..sharing.tokens import link_resolve
+from .models import Dataset, EvalRun
 
-Need = Literal["view", "edit", "own"]
-_REQUIRED = {"view": Role.VIEWER, "edit": Role.EDITOR, "own": Role.OWNER}
+Need = Literal["read", "view", "edit", "own"]
+# read: what a link holder may do (rows, versions, export); view: an account's
+# read access, which also runs evaluations over the dataset.
+_REQUIRED = {"read": Role.LINK, "view": Role.VIEWER, "edit": Role.EDITOR, "own": Role.OWNER}
 
 
 def _signed_in(user) -> bool:
@@ -40,20 +49,26 @@ def dataset_role(*, user, dataset: Dataset) -> Role:
         return Role.NONE
     if dataset.owner_id == user.pk:
         return Role.OWNER
-    roles = set(DatasetGrant.objects.filter(dataset=dataset, user=user, revoked_at__isnull=True)
-                .values_list("role", flat=True))
-    if "editor" in roles:
+    roles = set(live_grants_for(user=user).filter(dataset=dataset).values_list("role", flat=True))
+    if GrantRole.EDITOR in roles:
         return Role.EDITOR
     return Role.VIEWER if roles else Role.NONE
 
 
-def access_dataset(*, user, dataset_id, need: Need) -> Dataset:
-    """The dataset if `user` has `need` on it; else 404 (no role) or 403 (too weak)."""
+def access_dataset(*, user, dataset_id, need: Need, share_token: str | None = None,
+                   client_addr: str = "") -> Dataset:
+    """The dataset if `user` (or the holder of `share_token`) has `need` on it;
+    else 404 (no role) or 403 (too weak)."""
+    # Resolve the token first so the guessing limit applies whatever the dataset id.
+    link = link_resolve(token=share_token, client_addr=client_addr) if share_token is not None else None
     try:
         dataset = Dataset.objects.get(pk=dataset_id)
     except (Dataset.DoesNotExist, ValidationError, ValueError) as exc:
         raise dataset_not_found() from exc
     role = dataset_role(user=user, dataset=dataset)
+    if (role < Role.VIEWER and link is not None and link.dataset_id == dataset.pk
+            and (link.mode == LinkMode.PUBLIC or _signed_in(user))):
+        role = Role.LINK
     if role == Role.NONE:
         raise dataset_not_found()
     if role < _REQUIRED[need]:
@@ -63,10 +78,18 @@ def access_dataset(*, user, dataset_id, need: Need) -> Dataset:
     return dataset
 
 
+def request_dataset(request, *, dataset_id, need: Need) -> Dataset:
+    """access_dataset for an HTTP request (its user, X-Share-Token, client address)."""
+    return access_dataset(user=request.user, dataset_id=dataset_id, need=need,
+                          share_token=request.headers.get(SHARE_TOKEN_HEADER),
+                          client_addr=client_address(request))
+
+
 def datasets_visible_to(*, user) -> QuerySet[Dataset]:
+    """Owned or granted (to the account or a team it is in); links are not listed."""
     if not _signed_in(user):
         return Dataset.objects.none()
-    granted = DatasetGrant.objects.filter(dataset=OuterRef("pk"), user=user, revoked_at__isnull=True)
+    granted = live_grants_for(user=user).filter(dataset=OuterRef("pk"))
     return Dataset.objects.filter(Q(owner=user) | Exists(granted))
 
 

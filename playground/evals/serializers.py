@@ -83,9 +83,9 @@ class ImportResultSerializer(serializers.Serializer):
     version = DatasetVersionSerializer(required=False, allow_null=True)
 
 
-class DatasetGrantRequestSerializer(serializers.Serializer):
-    username = serializers.CharField()
-    role = serializers.ChoiceField(choices=["viewer", "editor"])
+class DatasetUpdateSerializer(serializers.Serializer):
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200)  # the service checks it
+    description = serializers.CharField(required=False, allow_blank=True)
 
 
 class EvaluatorSerializer(serializers.Serializer):

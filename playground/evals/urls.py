@@ -17,6 +17,8 @@ dataset_urls = [
          name="api-dataset-import-status"),
     path(f"{D}/grants", api.DatasetGrantListApi.as_view(), name="api-dataset-grants"),
     path(f"{D}/grants/<int:grant_id>", api.DatasetGrantDetailApi.as_view(), name="api-dataset-grant"),
+    path(f"{D}/links", api.DatasetLinkListApi.as_view(), name="api-dataset-links"),
+    path(f"{D}/links/<uuid:link_id>", api.DatasetLinkDetailApi.as_view(), name="api-dataset-link"),
 ]
 
 eval_urls = [

@@ -15,13 +15,17 @@ class LinkMode(models.TextChoices):
 
 
 class ShareLink(models.Model):
-    """A bearer link to view a prompt (all versions, or one pinned version).
+    """A bearer link to view a prompt (all versions, or one pinned version) or a
+    dataset (its versions and rows; runs stay with accounts).
     Only the SHA-256 of the token is kept: the token has 256 random bits, so a
     plain hash is safe and lookup is one indexed equality on the hash, whose
     timing says nothing about the secret."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="share_links")
+    prompt = models.ForeignKey(Prompt, null=True, blank=True, on_delete=models.CASCADE,
+                               related_name="share_links")
+    dataset = models.ForeignKey("playground.Dataset", null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="share_links")
     version = models.ForeignKey(PromptVersion, null=True, blank=True, on_delete=models.CASCADE,
                                 related_name="+")
     mode = models.CharField(max_length=8, choices=LinkMode.choices)
@@ -37,7 +41,11 @@ class ShareLink(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["prompt", "-created_at"])]
+        indexes = [models.Index(fields=["prompt", "-created_at"]),
+                   models.Index(fields=["dataset", "-created_at"])]
+        constraints = [models.CheckConstraint(
+            condition=models.Q(prompt__isnull=True) ^ models.Q(dataset__isnull=True),
+            name="link_exactly_one_subject")]
 
     def __str__(self):
         return self.name or str(self.pk)
@@ -49,9 +57,11 @@ class GrantRole(models.TextChoices):
 
 
 class Grant(models.Model):
-    """Access to a prompt for one account or for every member of a team."""
+    """Access to a prompt or a dataset for one account or for every member of a team."""
 
-    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="grants")
+    prompt = models.ForeignKey(Prompt, null=True, blank=True, on_delete=models.CASCADE, related_name="grants")
+    dataset = models.ForeignKey("playground.Dataset", null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="grants")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
                              related_name="prompt_grants")
     team = models.ForeignKey("accounts.Team", null=True, blank=True, on_delete=models.CASCADE,
@@ -68,20 +78,29 @@ class Grant(models.Model):
         constraints = [
             models.CheckConstraint(condition=models.Q(user__isnull=True) ^ models.Q(team__isnull=True),
                                    name="grant_exactly_one_grantee"),
+            models.CheckConstraint(condition=models.Q(prompt__isnull=True) ^ models.Q(dataset__isnull=True),
+                                   name="grant_exactly_one_subject"),
             # At most one live grant per grantee: a second grant changes the role.
             models.UniqueConstraint(fields=["prompt", "user"], condition=models.Q(revoked_at__isnull=True),
                                     name="uniq_live_grant_user"),
             models.UniqueConstraint(fields=["prompt", "team"], condition=models.Q(revoked_at__isnull=True),
                                     name="uniq_live_grant_team"),
+            models.UniqueConstraint(fields=["dataset", "user"], condition=models.Q(revoked_at__isnull=True),
+                                    name="uniq_live_dataset_grant_user"),
+            models.UniqueConstraint(fields=["dataset", "team"], condition=models.Q(revoked_at__isnull=True),
+                                    name="uniq_live_dataset_grant_team"),
         ]
-        indexes = [models.Index(fields=["user", "prompt"]), models.Index(fields=["team", "prompt"])]
+        indexes = [models.Index(fields=["user", "prompt"]), models.Index(fields=["team", "prompt"]),
+                   models.Index(fields=["user", "dataset"]), models.Index(fields=["team", "dataset"])]
 
 
 class AuditEvent(models.Model):
-    """Append-only. `prompt_id` is a plain column, not a foreign key, so the
-    trail outlives the prompt; `actor_name` outlives the account."""
+    """Append-only. `prompt_id` (or `dataset_id`, for a dataset's shares) is a
+    plain column, not a foreign key, so the trail outlives what it is about;
+    `actor_name` outlives the account."""
 
-    prompt_id = models.UUIDField(db_index=True)
+    prompt_id = models.UUIDField(null=True, blank=True, db_index=True)
+    dataset_id = models.UUIDField(null=True, blank=True, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
                               related_name="+")
     actor_name = models.CharField(max_length=150, blank=True, default="")

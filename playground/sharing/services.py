@@ -1,8 +1,13 @@
 """Writes for sharing: links, grants, ownership transfer, forks. Each change
 and its audit event commit together. Callers have already passed
-access_prompt (need="own" for everything but fork)."""
+access_prompt (need="own" for everything but fork), or access_dataset
+(need="own") for a dataset's links and grants: the same rows and rules serve
+both (a dataset's changes are audited under its id and emit no prompt webhooks).
+"""
 
 from __future__ import annotations
+
+import dataclasses
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -24,6 +29,37 @@ from .tokens import token_generate, token_hash
 User = get_user_model()
 
 
+@dataclasses.dataclass(frozen=True)
+class _Subject:
+    """What a link or grant shares: a prompt, or a dataset."""
+
+    prompt: Prompt | None = None
+    dataset: object | None = None  # playground.evals.models.Dataset
+
+    def __post_init__(self):
+        if (self.prompt is None) == (self.dataset is None):
+            raise TypeError("share exactly one of a prompt or a dataset")
+
+    @property
+    def rows(self) -> dict:
+        """The filter (and create) arguments of its links and grants."""
+        return {"prompt": self.prompt} if self.prompt is not None else {"dataset": self.dataset}
+
+    @property
+    def owner_id(self):
+        return (self.prompt or self.dataset).owner_id
+
+    def audit(self, **fields) -> None:
+        if self.prompt is not None:
+            audit_record(prompt_id=self.prompt.pk, **fields)
+        else:
+            audit_record(dataset_id=self.dataset.pk, **fields)
+
+    def emit(self, event: str, data: dict) -> None:
+        if self.prompt is not None:  # webhooks are registered on prompts
+            webhook_emit(prompt=self.prompt, event=event, data=data)
+
+
 def _check_expiry(expires_at, field: str = "expires_at") -> None:
     if expires_at is not None and expires_at <= timezone.now():
         raise ApiError("The expiry must be in the future.", code="invalid_expiry", field=field)
@@ -37,9 +73,10 @@ def _user_by_username(username: str):
     return user
 
 
-def link_create(*, prompt: Prompt, actor, mode: str, name: str = "", version_id=None, expires_at=None,
-                role: str | None = None) -> tuple[ShareLink, str]:
+def link_create(*, prompt: Prompt | None = None, dataset=None, actor, mode: str, name: str = "",
+                version_id=None, expires_at=None, role: str | None = None) -> tuple[ShareLink, str]:
     """A new link and its token; the token is returned once and never stored."""
+    subject = _Subject(prompt, dataset)
     if role is not None and role != GrantRole.VIEWER:
         raise ApiError("A link can only give view access; grant an account or team to let them edit.",
                        code="invalid_mode", field="role")
@@ -50,37 +87,36 @@ def link_create(*, prompt: Prompt, actor, mode: str, name: str = "", version_id=
         raise ApiError("The name is at most 100 characters.", code="invalid_request", field="name")
     version = None
     if version_id is not None:
-        version = PromptVersion.objects.filter(prompt=prompt, pk=version_id).first()
+        version = PromptVersion.objects.filter(prompt=prompt, pk=version_id).first() if prompt else None
         if version is None:
             raise ApiError("The version is not a version of this prompt.", code="version_not_found",
                            field="version")
     _check_expiry(expires_at)
     raw = token_generate()
     with transaction.atomic():
-        link = ShareLink.objects.create(prompt=prompt, version=version, mode=mode, name=name,
-                                        token_hash=token_hash(raw), created_by=actor, expires_at=expires_at)
-        audit_record(prompt_id=prompt.pk, actor=actor, action="link.create", target=f"link:{link.pk}",
-                     detail={"name": name, "mode": mode, "version": str(version_id) if version_id else None,
-                             "expires_at": expires_at.isoformat() if expires_at else None})
-        webhook_emit(prompt=prompt, event="share.created", data={
-            "kind": "link", "id": str(link.pk), "mode": mode, "name": name,
-            "version": str(version_id) if version_id else None})
+        link = ShareLink.objects.create(version=version, mode=mode, name=name, token_hash=token_hash(raw),
+                                        created_by=actor, expires_at=expires_at, **subject.rows)
+        subject.audit(actor=actor, action="link.create", target=f"link:{link.pk}",
+                      detail={"name": name, "mode": mode, "version": str(version_id) if version_id else None,
+                              "expires_at": expires_at.isoformat() if expires_at else None})
+        subject.emit("share.created", {"kind": "link", "id": str(link.pk), "mode": mode, "name": name,
+                                       "version": str(version_id) if version_id else None})
     return link, raw
 
 
-def link_revoke(*, prompt: Prompt, link_id, actor) -> ShareLink:
+def link_revoke(*, prompt: Prompt | None = None, dataset=None, link_id, actor) -> ShareLink:
     """Idempotent: revoking a revoked link changes nothing and audits nothing."""
+    subject = _Subject(prompt, dataset)
     with transaction.atomic():
-        link = ShareLink.objects.select_for_update().filter(prompt=prompt, pk=link_id).first()
+        link = ShareLink.objects.select_for_update().filter(pk=link_id, **subject.rows).first()
         if link is None:
             raise ApiError("Link not found.", code="link_not_found", status_code=404)
         if link.revoked_at is None:
             link.revoked_at = timezone.now()
             link.save(update_fields=["revoked_at"])
-            audit_record(prompt_id=prompt.pk, actor=actor, action="link.revoke", target=f"link:{link.pk}",
-                         detail={"name": link.name})
-            webhook_emit(prompt=prompt, event="share.revoked", data={"kind": "link", "id": str(link.pk),
-                                                                     "name": link.name})
+            subject.audit(actor=actor, action="link.revoke", target=f"link:{link.pk}",
+                          detail={"name": link.name})
+            subject.emit("share.revoked", {"kind": "link", "id": str(link.pk), "name": link.name})
     return link
 
 
@@ -88,17 +124,17 @@ def _grant_target(grant: Grant) -> str:
     return f"user:{grant.user.username}" if grant.user_id else f"team:{grant.team_id}"
 
 
-def _grant_upsert(*, prompt: Prompt, actor, role: str, user=None, team=None, expires_at=None) -> Grant:
+def _grant_upsert(*, subject: _Subject, actor, role: str, user=None, team=None, expires_at=None) -> Grant:
     """Create the live grant for a grantee, or change the one there is."""
     grantee = {"user": user} if user is not None else {"team": team}
     with transaction.atomic():
-        grant = Grant.objects.select_for_update().filter(prompt=prompt, revoked_at__isnull=True,
+        grant = Grant.objects.select_for_update().filter(revoked_at__isnull=True, **subject.rows,
                                                          **grantee).first()
         if grant is None:
             try:
                 with transaction.atomic():
-                    grant = Grant.objects.create(prompt=prompt, role=role, created_by=actor,
-                                                 expires_at=expires_at, **grantee)
+                    grant = Grant.objects.create(role=role, created_by=actor, expires_at=expires_at,
+                                                 **subject.rows, **grantee)
             except IntegrityError:  # a concurrent grant to the same grantee won
                 raise ApiError("This grantee was just granted access; list grants and retry.",
                                code="grant_conflict", status_code=409) from None
@@ -107,17 +143,18 @@ def _grant_upsert(*, prompt: Prompt, actor, role: str, user=None, team=None, exp
             grant.role, grant.expires_at = role, expires_at
             grant.save(update_fields=["role", "expires_at"])
             action = "grant.change"
-        audit_record(prompt_id=prompt.pk, actor=actor, action=action, target=_grant_target(grant),
-                     detail={"grant": grant.pk, "role": role,
-                             "expires_at": expires_at.isoformat() if expires_at else None})
+        subject.audit(actor=actor, action=action, target=_grant_target(grant),
+                      detail={"grant": grant.pk, "role": role,
+                              "expires_at": expires_at.isoformat() if expires_at else None})
         if action == "grant.create":
-            webhook_emit(prompt=prompt, event="share.created", data={
-                "kind": "grant", "id": grant.pk, "role": role, "grantee": _grant_target(grant)})
+            subject.emit("share.created", {"kind": "grant", "id": grant.pk, "role": role,
+                                           "grantee": _grant_target(grant)})
     return grant
 
 
-def grant_create(*, prompt: Prompt, actor, role: str, username: str | None = None, team_id=None,
-                 expires_at=None) -> Grant:
+def grant_create(*, prompt: Prompt | None = None, dataset=None, actor, role: str, username: str | None = None,
+                 team_id=None, expires_at=None) -> Grant:
+    subject = _Subject(prompt, dataset)
     if role not in GrantRole.values:
         raise ApiError(f"role must be one of {', '.join(GrantRole.values)}.", code="invalid_role",
                        field="role")
@@ -126,31 +163,32 @@ def grant_create(*, prompt: Prompt, actor, role: str, username: str | None = Non
     _check_expiry(expires_at)
     if username is not None:
         user = _user_by_username(username)
-        if user.pk == prompt.owner_id:
+        if user.pk == subject.owner_id:
             raise ApiError("The owner already has full access.", code="already_owner", field="username")
-        return _grant_upsert(prompt=prompt, actor=actor, role=role, user=user, expires_at=expires_at)
+        return _grant_upsert(subject=subject, actor=actor, role=role, user=user, expires_at=expires_at)
     # Only a team the granter belongs to: any other id is "not found", so a grant
     # can neither reach a stranger's team nor tell its name.
     number = parse_uint(team_id)
     team = Team.objects.filter(pk=number, members=actor).first() if number is not None else None
     if team is None:
         raise ApiError("Team not found.", code="team_not_found", status_code=404, field="team")
-    return _grant_upsert(prompt=prompt, actor=actor, role=role, team=team, expires_at=expires_at)
+    return _grant_upsert(subject=subject, actor=actor, role=role, team=team, expires_at=expires_at)
 
 
-def grant_revoke(*, prompt: Prompt, grant_id, actor) -> Grant:
+def grant_revoke(*, prompt: Prompt | None = None, dataset=None, grant_id, actor) -> Grant:
+    subject = _Subject(prompt, dataset)
     with transaction.atomic():
         grant = (Grant.objects.select_for_update(of=("self",)).select_related("user")
-                 .filter(prompt=prompt, pk=grant_id).first())
+                 .filter(pk=grant_id, **subject.rows).first())
         if grant is None:
             raise ApiError("Grant not found.", code="grant_not_found", status_code=404)
         if grant.revoked_at is None:
             grant.revoked_at = timezone.now()
             grant.save(update_fields=["revoked_at"])
-            audit_record(prompt_id=prompt.pk, actor=actor, action="grant.revoke", target=_grant_target(grant),
-                         detail={"grant": grant.pk, "role": grant.role})
-            webhook_emit(prompt=prompt, event="share.revoked", data={
-                "kind": "grant", "id": grant.pk, "role": grant.role, "grantee": _grant_target(grant)})
+            subject.audit(actor=actor, action="grant.revoke", target=_grant_target(grant),
+                          detail={"grant": grant.pk, "role": grant.role})
+            subject.emit("share.revoked", {"kind": "grant", "id": grant.pk, "role": grant.role,
+                                           "grantee": _grant_target(grant)})
     return grant
 
 
@@ -205,7 +243,7 @@ def prompt_transfer(*, prompt: Prompt, actor, username: str, keep_access: bool =
         audit_record(prompt_id=prompt.pk, actor=actor, action="prompt.transfer", target=f"user:{username}",
                      detail={"from": previous.username, "to": new_owner.username, "keep_access": keep_access})
         if keep_access:
-            _grant_upsert(prompt=prompt, actor=actor, role=GrantRole.EDITOR, user=previous)
+            _grant_upsert(subject=_Subject(prompt), actor=actor, role=GrantRole.EDITOR, user=previous)
     return prompt
 
 

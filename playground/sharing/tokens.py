@@ -65,15 +65,17 @@ def _audit_expiry(link: ShareLink, now) -> None:
     with transaction.atomic():
         if ShareLink.objects.filter(pk=link.pk, expiry_audited_at__isnull=True).update(
                 expiry_audited_at=now):
-            audit_record(prompt_id=link.prompt_id, actor=None, action="link.expire", target=f"link:{link.pk}",
+            audit_record(prompt_id=link.prompt_id, dataset_id=link.dataset_id, actor=None,
+                         action="link.expire", target=f"link:{link.pk}",
                          detail={"name": link.name, "expires_at": link.expires_at.isoformat()})
 
 
-def links_audit_expired(*, prompt_id) -> None:
-    """Record the expiry of every link of a prompt that has expired unnoticed."""
+def links_audit_expired(**subject) -> None:
+    """Record the expiry of every link of a prompt (``prompt=``) or a dataset
+    (``dataset=``) that has expired unnoticed."""
     now = timezone.now()
-    for link in ShareLink.objects.filter(prompt_id=prompt_id, expires_at__lte=now,
-                                         expiry_audited_at__isnull=True, revoked_at__isnull=True):
+    for link in ShareLink.objects.filter(expires_at__lte=now, expiry_audited_at__isnull=True,
+                                         revoked_at__isnull=True, **subject):
         _audit_expiry(link, now)
 
 

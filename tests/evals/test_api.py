@@ -4,11 +4,13 @@ authorization matrix, the OpenAPI schema."""
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.utils import timezone
 from rest_framework.test import APIClient
 
-from playground.evals.models import DatasetGrant, EvalRun, GateDecision
+from accounts.models import Membership
+from accounts.services import team_create
+from playground.evals.models import EvalRun, GateDecision
 from playground.evals.runs import evalrun_drive
+from playground.sharing.models import AuditEvent
 from tests.evals.conftest import MODEL
 from tests.factories import LabelFactory, PromptVersionFactory, UserFactory
 
@@ -178,62 +180,99 @@ def test_should_gate_a_label_move_on_a_passing_run(user, echo_version, backend):
     assert GateDecision.objects.count() == 4
 
 
+def _share(client, dataset_id, **grant):
+    response = client.post(f"/api/datasets/{dataset_id}/grants", grant, format="json")
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
 def test_authorization_matrix(user, echo_version, backend):
-    """owner, viewer grantee, stranger, anonymous, revoked grantee: one fixture set."""
+    """Datasets share as prompts do (the sharing module): owner, account grantee, team
+    member, link holder (signed in, and anonymous), stranger, anonymous, revoked
+    grantee, holder of a revoked link: one fixture set."""
     owner = user
-    grantee, stranger, revoked, other = UserFactory(), UserFactory(), UserFactory(), UserFactory()
+    grantee, teammate, stranger, revoked, other = (UserFactory() for _ in range(5))
+    team = team_create(owner=owner, name="evals crew")
+    Membership.objects.create(team=team, user=teammate)
     client = _client(owner)
     dataset, version = _dataset(client)
-    client.post(
-        f"/api/datasets/{dataset['id']}/grants",
-        {"username": grantee.username, "role": "viewer"},
-        format="json",
-    )
-    grant = client.post(
-        f"/api/datasets/{dataset['id']}/grants",
-        {"username": revoked.username, "role": "editor"},
-        format="json",
-    ).json()
-    assert client.delete(f"/api/datasets/{dataset['id']}/grants/{grant['id']}").status_code == 204
-    assert DatasetGrant.objects.filter(user=revoked, revoked_at__lte=timezone.now()).exists()
-    run = _run(client, dataset["id"], [echo_version])
-    d, v, r = dataset["id"], version["id"], run["id"]
-    # The grantee may view the dataset, not the prompt: runs of their own need a prompt they can see.
-    own_version = PromptVersionFactory(prompt__owner=grantee, body="{{q}}", model_name=MODEL)
-    new_run = {
-        "dataset": d,
-        "evaluators": ["exact"],
-        "columns": [{"prompt": str(own_version.prompt_id), "version": str(own_version.pk)}],
-    }
+    d, v = dataset["id"], version["id"]
+    _share(client, d, username=grantee.username, role="viewer")
+    _share(client, d, team=team.pk, role="editor")
+    gone = _share(client, d, username=revoked.username, role="editor")
+    assert client.delete(f"/api/datasets/{d}/grants/{gone['id']}").json()["revoked_at"] is not None
+    link = client.post(f"/api/datasets/{d}/links", {"mode": "public"}, format="json").json()
+    dead = client.post(f"/api/datasets/{d}/links", {"mode": "public"}, format="json").json()
+    assert client.delete(f"/api/datasets/{d}/links/{dead['id']}").json()["state"] == "revoked"
+    run = _run(client, d, [echo_version])
+    r = run["id"]
+    # Runs of their own need a prompt they can see: the grantee's and the teammate's own.
+    def new_run(someone):
+        own = PromptVersionFactory(prompt__owner=someone, body="{{q}}", model_name=MODEL)
+        return {"dataset": d, "evaluators": ["exact"],
+                "columns": [{"prompt": str(own.prompt_id), "version": str(own.pk)}]}
     calls = {
         "dataset": ("get", f"/api/datasets/{d}", None),
         "rows": ("get", f"/api/datasets/{d}/versions/{v}/rows", None),
+        "export": ("get", f"/api/datasets/{d}/versions/{v}/export", None),
+        "rename": ("patch", f"/api/datasets/{d}", {"name": "renamed"}),
         "import": ("post", f"/api/datasets/{d}/import", {"text": "q\nx\n", "format": "csv"}),
         "grant": ("post", f"/api/datasets/{d}/grants", {"username": other.username, "role": "viewer"}),
+        "links": ("get", f"/api/datasets/{d}/links", None),
         "run": ("get", f"/api/evals/runs/{r}", None),
         "results": ("get", f"/api/evals/runs/{r}/results", None),
         "cancel": ("post", f"/api/evals/runs/{r}/cancel", None),
-        "new_run": ("post", "/api/evals/runs", new_run),
+        "delete": ("delete", f"/api/datasets/{d}", None),
     }
-    expected = {  # status per caller: owner, grantee, stranger, anonymous, revoked
-        "dataset": (200, 200, 404, 401, 404),
-        "rows": (200, 200, 404, 401, 404),
-        "import": (201, 403, 404, 401, 404),
-        "grant": (201, 403, 404, 401, 404),
-        "run": (200, 200, 404, 401, 404),
-        "results": (200, 200, 404, 401, 404),
-        "cancel": (409, 403, 404, 401, 404),
-        "new_run": (404, 201, 404, 401, 404),  # the owner cannot see the grantee's prompt
+    callers = {"owner": _client(owner), "grantee": _client(grantee), "teammate": _client(teammate),
+               "link": _client(stranger), "anon link": _client(), "stranger": _client(stranger),
+               "anonymous": _client(), "revoked": _client(revoked), "dead link": _client(stranger)}
+    tokens = {"link": link["token"], "anon link": link["token"], "dead link": dead["token"]}
+    expected = {  # owner, grantee, teammate, link, anon link, stranger, anonymous, revoked, dead link
+        "dataset": (200, 200, 200, 200, 200, 404, 404, 404, 404),
+        "rows": (200, 200, 200, 200, 200, 404, 404, 404, 404),
+        "export": (200, 200, 200, 200, 200, 404, 404, 404, 404),
+        "rename": (200, 403, 200, 403, 403, 404, 404, 404, 404),
+        "import": (201, 403, 201, 403, 401, 404, 401, 404, 404),  # a link's role is read-only
+        "grant": (201, 403, 403, 403, 401, 404, 401, 404, 404),
+        "links": (200, 403, 403, 403, 401, 404, 401, 404, 404),
+        "run": (200, 200, 200, 404, 401, 404, 401, 404, 404),  # links are for the rows, not runs
+        "results": (200, 200, 200, 404, 401, 404, 401, 404, 404),
+        "cancel": (409, 403, 403, 404, 401, 404, 401, 404, 404),
+        "delete": (409, 403, 403, 403, 403, 404, 404, 404, 404),  # a run used it: refused
     }
-    callers = [_client(owner), _client(grantee), _client(stranger), _client(), _client(revoked)]
     seen = {}
     for name, (method, url, body) in calls.items():
-        seen[name] = tuple(getattr(c, method)(url, body, format="json").status_code for c in callers)
+        seen[name] = tuple(
+            getattr(c, method)(url, body, format="json",
+                               **({"HTTP_X_SHARE_TOKEN": tokens[who]} if who in tokens else {})).status_code
+            for who, c in callers.items())
     assert seen == expected
-    listed = [x["id"] for x in _client(stranger).get("/api/datasets/").json()["results"]]
-    assert d not in listed and d in [
-        x["id"] for x in _client(grantee).get("/api/datasets/").json()["results"]
-    ]
+    made = {who: client.post("/api/evals/runs", new_run(u), format="json").status_code
+            for who, client, u in [("grantee", callers["grantee"], grantee),
+                                   ("teammate", callers["teammate"], teammate),
+                                   ("revoked", callers["revoked"], revoked)]}
+    assert made == {"grantee": 201, "teammate": 201, "revoked": 404}
+    assert client.delete(f"/api/datasets/{d}").json()["error"]["code"] == "dataset_in_use"
+    listed = {who: d in [x["id"] for x in callers[who].get("/api/datasets/").json()["results"]]
+              for who in ("grantee", "teammate", "stranger", "revoked")}
+    assert listed == {"grantee": True, "teammate": True, "stranger": False, "revoked": False}
+    actions = list(AuditEvent.objects.filter(dataset_id=d).values_list("action", flat=True))
+    assert sorted(actions) == sorted(["grant.create"] * 4 + ["grant.revoke", "link.create", "link.create",
+                                                             "link.revoke"])
+
+
+def test_should_rename_and_delete_a_dataset_no_run_used(user):
+    client = _client(user)
+    dataset, _ = _dataset(client, name="scratch")
+    renamed = client.patch(f"/api/datasets/{dataset['id']}", {"name": "  kept  "}, format="json").json()
+    assert renamed["name"] == "kept"
+    blank = client.patch(f"/api/datasets/{dataset['id']}", {"name": " "}, format="json")
+    assert (blank.status_code, blank.json()["error"]["code"]) == (400, "invalid_name")
+    unknown = client.patch(f"/api/datasets/{dataset['id']}", {"owner": "me"}, format="json")
+    assert (unknown.status_code, unknown.json()["error"]["code"]) == (400, "unknown_parameter")
+    assert client.delete(f"/api/datasets/{dataset['id']}").status_code == 204
+    assert client.get(f"/api/datasets/{dataset['id']}").status_code == 404
 
 
 def test_openapi_schema_lists_every_evaluation_endpoint(auth_client):

@@ -178,10 +178,10 @@ def test_should_delete_an_account_with_its_datasets_prompts_and_runs(user, datas
 def test_should_keep_what_another_users_run_used(user, dataset, echo_version, backend):
     from django.db.models import RestrictedError
 
-    from playground.evals.models import DatasetGrant
+    from playground.sharing.models import Grant
 
     grantee = UserFactory()
-    DatasetGrant.objects.create(dataset=dataset, user=grantee, role="viewer")
+    Grant.objects.create(dataset=dataset, user=grantee, role="viewer")
     own = PromptVersionFactory(prompt__owner=grantee, body="{{q}}", model_name=MODEL)
     run = _run(grantee, dataset, [own])
     with pytest.raises(RestrictedError):
