@@ -237,8 +237,11 @@ def live(duration: float, lines: int, load: float) -> None:
                         raise TimeoutError("the batch job did not start")
                     time.sleep(0.2)
                 before, t0 = completed(), time.monotonic()
+                cpu0 = e2e.cpu_seconds(e2e.tree(driver.pid))
                 beside = e2e.wrk(stack.base, key, conns, duration, delay_ms=pause_ms, stack=stack)
                 during = (completed() - before) / (time.monotonic() - t0)
+                driver_cpu = e2e.cpu_seconds(e2e.tree(driver.pid)) - cpu0
+                load = os.getloadavg()[0]
                 still = client.get(f"/v1/batches/{b['id']}").json()["status"]
                 client.post(f"/v1/batches/{b['id']}/cancel")
             finally:
@@ -256,6 +259,13 @@ def live(duration: float, lines: int, load: float) -> None:
         print(f"{name:24} {alone[field] / 1000:>9.0f} {beside[field] / 1000:>11.0f} "
               f"{again[field] / 1000:>12.0f} {beside[field] / base:>6.2f}x")
     print(f"{'non-200':24} {alone['non200']:>9} {beside['non200']:>11} {again['non200']:>12}")
+    beside["cpu"]["batch_worker"] = driver_cpu
+    for name in beside["cpu"]:  # CPU seconds per second: how many of the machine's cores each took
+        # "-": not running, or below zero (PostgreSQL backends that ended took their CPU time along)
+        row = [f"{r['cpu'][name] / r['elapsed']:.2f}" if r["cpu"].get(name, -1) >= 0 else "-"
+               for r in (alone, beside, again)]
+        print(f"{'CPU cores: ' + name:24} {row[0]:>9} {row[1]:>11} {row[2]:>12}")
+    print(f"{'load average (1 min)':24} {'':>9} {load:>11.1f}   (the machine: {os.cpu_count()} cores)")
     idle = LIMIT - beside["rps"]
     print(f"batch lines/s beside interactive traffic: {during:.0f} = {during / idle:.0%} of the idle "
           f"capacity ({idle:.0f} req/s: the limit less the interactive rate)")
