@@ -313,7 +313,8 @@ let unreadTimer = null;
 function refreshUnread() {
   clearTimeout(unreadTimer);
   unreadTimer = setTimeout(async () => {
-    const data = await api("unread");
+    let data;
+    try { data = await api("unread"); } catch { return; }  // the next synced frame corrects the counts
     for (const conv of state.convs.values()) {
       if (!conv.fresh) { conv.unread = data.conversations[conv.id] || 0; convRow(conv); }
     }
