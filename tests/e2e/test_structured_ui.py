@@ -1,6 +1,7 @@
 """The playground's run pane reads a run in a real browser: a structured-output run
 shows its parsed object with whether it validates against the schema, a run with
-tools shows each call's name and arguments, on SmolLM2 (llama.cpp, constrained
+tools shows each call's name and arguments and takes the user's answers to
+them, on SmolLM2 (llama.cpp, constrained
 decoding) served by the in-process worker."""
 
 import json
@@ -96,6 +97,22 @@ def test_should_show_the_parsed_object_and_tool_calls_of_a_run(live_url, new_pag
     expect(calls.locator(".jt-key")).to_have_text(["city"])
     expect(calls.locator(".hint").first).to_have_text(re.compile(r"^call_"))
     screenshot(page, "playground-tool-calls")
+
+    # Answer the call: the conversation goes on with the call and its result.
+    call_id = calls.locator(".hint").first.inner_text()
+    weather = '{"temperature_c": 22, "sky": "sunny"}'
+    page.fill("#tool-answer-0", weather)
+    with page.expect_response("**/v1/chat/completions") as response:
+        page.click("#tool-answer-send")
+    assert response.value.status == 200
+    sent = response.value.request.post_data_json["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool"]
+    assert sent[1]["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert sent[2] == {"role": "tool", "tool_call_id": call_id, "content": weather}
+    assert response.value.request.post_data_json["tool_choice"] == "auto"  # called: now it may answer
+    expect(page.locator("#stat-finish")).to_contain_text("finish", timeout=60_000)
+    expect(page.locator("#output")).not_to_have_class(re.compile(r"\bempty\b"))
+    expect(page.locator("#run-error")).to_be_hidden()
 
     # Tools that are not JSON: refused before anything is sent.
     page.fill("#tools-input", "[{")

@@ -222,8 +222,24 @@ async function run() {
     showAlert($("run-error"), err.message);
     return;
   }
+  await stream({ s, values, extra, messages });
+}
+
+// One streamed run of a conversation. A run that calls tools offers to answer the
+// calls; the answers continue the same conversation (assistant tool_calls, then a
+// tool message per call) as another run.
+async function stream({ s, values, extra, messages }) {
   const request = { model: s.model, messages, temperature: s.temperature ?? 1, top_p: s.top_p ?? 1,
                     max_tokens: s.max_tokens ?? 256, ...(s.stop.length ? { stop: s.stop } : {}), ...extra };
+  const answer = (calls) => (results) => {
+    if (running) return;
+    const follow = [...messages, { role: "assistant", content: null, tool_calls: calls },
+                    ...calls.map((c, i) => ({ role: "tool", tool_call_id: c.id, content: results[i] }))];
+    // A required call was made: the reply to its results may be text.
+    const choice = extra.tool_choice === "required" ? "auto" : extra.tool_choice;
+    stream({ s, values, extra: { ...extra, tool_choice: choice }, messages: follow });
+  };
+  showAlert($("run-error"), "");
   const result = $("run-result");
   result.hidden = true;
   result.replaceChildren();
@@ -251,7 +267,8 @@ async function run() {
     if (stats.ttftMs === null) setStat("stat-ttft", "–");
     setStat("stat-finish", stats.finish ? `finish: ${stats.finish}` : "");
     if (stats.toolCalls.length) {
-      result.replaceChildren(toolCallsResult(stats.toolCalls, extra.tools));
+      result.replaceChildren(toolCallsResult(stats.toolCalls, extra.tools,
+                                             { onAnswer: answer(stats.toolCalls) }));
       result.hidden = false;
     } else if (extra.response_format) {
       result.replaceChildren(structuredResult(text.data, { mode: extra.response_format.type,

@@ -64,8 +64,9 @@ function isObject(value) {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
-// calls: [{id, function: {name, arguments}}]; tools: the request's tool definitions.
-export function toolCallsResult(calls, tools) {
+// calls: [{id, function: {name, arguments}}]; tools: the request's tool definitions;
+// onAnswer(results): the user's result for each call, to continue the conversation.
+export function toolCallsResult(calls, tools, { onAnswer } = {}) {
   const byName = Object.fromEntries((tools || []).map((t) => [t.function.name, t.function]));
   const items = calls.map((call) => {
     const { name, arguments: raw } = call.function;
@@ -83,6 +84,17 @@ export function toolCallsResult(calls, tools) {
       : [status(false, `No tool named ${name} was offered`)];
     return el("li", { class: "tool-call" }, head, ...verdict, el("div", { class: "json-tree" }, jsonTree(args)));
   });
-  return el("div", { class: "result", id: "tool-calls" }, el("h3", {}, `Tool calls (${calls.length})`),
+  const pane = el("div", { class: "result", id: "tool-calls" }, el("h3", {}, `Tool calls (${calls.length})`),
     el("ul", { class: "tool-list" }, ...items));
+  if (onAnswer) {
+    const answers = calls.map((call, i) => el("textarea", { class: "json-input tool-answer", rows: "2",
+      id: `tool-answer-${i}`, "aria-label": `Result of ${call.function.name}`, spellcheck: "false",
+      placeholder: `What ${call.function.name} returned (text, often JSON)` }));
+    answers.forEach((answer, i) => items[i].append(answer));
+    const send = el("button", { type: "button", class: "btn small", id: "tool-answer-send" },
+      "Send the results to the model");
+    send.addEventListener("click", () => onAnswer(answers.map((a) => a.value)));
+    pane.append(send);
+  }
+  return pane;
 }
