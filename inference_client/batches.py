@@ -8,8 +8,9 @@ the live endpoint, for a model that serves that endpoint and its features.
 Errors name each bad line by its number. The file goes to the object store.
 
 Execution: a driver (a thread of the process that created the batch, or
-``manage.py batch_worker``) holds the batch by a lease it renews after each
-window of BATCH_WINDOW lines. Each line is a generation at priority "batch"
+``manage.py batch_worker``) holds the batch by a lease (core.leases, shared
+with evaluation runs) it renews after each window of BATCH_WINDOW lines.
+Each line is a generation at priority "batch"
 (the scheduler gives it only slots interactive traffic leaves empty) with a
 request id derived from (batch, custom_id): a resumed batch, or a redelivered
 task, gets the worker's stored result for that id instead of a second
@@ -26,21 +27,18 @@ import datetime
 import itertools
 import json
 import logging
-import os
 import secrets
-import socket
-import threading
 import time
 import uuid
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Q
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.selectors import account_tier
 from core.blobstore import get_blob_store
 from core.errors import ApiError
+from core.leases import drive_in_thread, lease_claim, lease_owner_id, lease_renew, unheld
 from inference_client.completion import Completion
 from inference_client.models import Batch, BatchFile, BatchLine
 from inference_client.rendering import completion_body, embeddings_body, error_status
@@ -311,10 +309,8 @@ def batch_cancel(*, batch: Batch) -> Batch:
     if batch.status not in ACTIVE:
         raise ApiError(f"The batch is already {batch.status}.", code="batch_finished", status_code=409)
     Batch.objects.filter(pk=batch.pk).update(cancel_requested=True, status=Batch.Status.CANCELLING)
-    now = timezone.now()
     # No driver holds it: cancelled at once (finished lines are kept, in the output file).
-    unheld = Q(lease_until__isnull=True) | Q(lease_until__lt=now)
-    if Batch.objects.filter(pk=batch.pk).filter(unheld).exists():
+    if Batch.objects.filter(pk=batch.pk).filter(unheld()).exists():
         batch_drive(batch.pk)
     batch.refresh_from_db()
     return batch
@@ -322,49 +318,25 @@ def batch_cancel(*, batch: Batch) -> Batch:
 
 def batch_dispatch(batch_id) -> None:
     if settings.BATCH_DISPATCH == "thread":
-        transaction.on_commit(lambda: _start_thread(batch_id))
-
-
-def _start_thread(batch_id) -> None:
-    threading.Thread(target=_drive_in_thread, args=(batch_id,), daemon=True, name=f"batch-{batch_id}").start()
-
-
-def _drive_in_thread(batch_id) -> None:
-    try:
-        batch_drive(batch_id)
-    except Exception:
-        logger.exception("driving batch %s failed; its lease will run out and it resumes", batch_id)
-    finally:
-        connection.close()
+        transaction.on_commit(lambda: drive_in_thread(batch_drive, batch_id, name=f"batch-{batch_id}"))
 
 
 def stale_batches():
-    return Batch.objects.filter(status__in=ACTIVE).filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=timezone.now())).order_by("created_at")
-
-
-def _lease() -> datetime.timedelta:
-    return datetime.timedelta(seconds=settings.BATCH_LEASE_S)
-
-
-def _owner_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"[:64]
+    return Batch.objects.filter(status__in=ACTIVE).filter(unheld()).order_by("created_at")
 
 
 def _claim(batch_id, owner: str) -> bool:
-    now = timezone.now()
-    claimed = (Batch.objects.filter(pk=batch_id, status__in=ACTIVE)
-               .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now) | Q(lease_owner=owner))
-               .update(lease_owner=owner, lease_until=now + _lease()))
+    claimed = lease_claim(Batch.objects.filter(pk=batch_id, status__in=ACTIVE), owner=owner,
+                          seconds=settings.BATCH_LEASE_S)
     if claimed:
         Batch.objects.filter(pk=batch_id, status=Batch.Status.VALIDATING).update(
-            status=Batch.Status.IN_PROGRESS, in_progress_at=now)
-    return bool(claimed)
+            status=Batch.Status.IN_PROGRESS, in_progress_at=timezone.now())
+    return claimed
 
 
 def _renew(batch_id, owner: str) -> bool:
-    return bool(Batch.objects.filter(pk=batch_id, lease_owner=owner, status__in=ACTIVE)
-                .update(lease_until=timezone.now() + _lease()))
+    return lease_renew(Batch.objects.filter(pk=batch_id, status__in=ACTIVE), owner=owner,
+                       seconds=settings.BATCH_LEASE_S)
 
 
 def _progress(batch_id) -> None:
@@ -382,7 +354,7 @@ def batch_drive(batch_id, *, backend: Backend | None = None, owner: str | None =
     ("busy") or the broker refuses work ("paused": the lease is let go, and the
     next batch_worker poll resumes it). Returns the batch's status."""
     backend = backend or get_backend()
-    owner = owner or _owner_id()
+    owner = owner or lease_owner_id()
     if not _claim(batch_id, owner):
         return "busy"
     batch = Batch.objects.select_related("input_file", "user").get(pk=batch_id)

@@ -17,7 +17,8 @@ regenerated one replays the same text. At most EVAL_RUN_WINDOW cells of a run
 are in flight.
 
 Resumable: results are written once per cell (unique per column and row) as
-each window ends, and a driver holds the run by a lease it renews (also while
+each window ends, and a driver holds the run by a lease (core.leases, shared
+with Batch API batches) it renews (also while
 a window waits for the owner's budget). After a crash the lease runs out and
 the next driver (a read of the run, or `manage.py eval_worker`) skips the
 cells already stored. A failed cell (a missing variable, an engine error, a
@@ -28,19 +29,16 @@ from __future__ import annotations
 
 import datetime
 import logging
-import os
-import socket
-import threading
 import uuid
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Q
+from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from core.errors import ApiError
+from core.leases import drive_in_thread, lease_claim, lease_owner_id, lease_renew, unheld
 from inference_protocol.catalog import UnknownModel, model_names, model_spec
 from inference_protocol.features import unsupported
 from inference_protocol.validation import InvalidInput, check_sampling, check_stop
@@ -215,16 +213,7 @@ def evalrun_dispatch(run_id) -> None:
 
 
 def _start_thread(run_id) -> None:
-    threading.Thread(target=_drive_in_thread, args=(run_id,), daemon=True, name=f"eval-{run_id}").start()
-
-
-def _drive_in_thread(run_id) -> None:
-    try:
-        evalrun_drive(run_id)
-    except Exception:
-        logger.exception("driving eval run %s failed; its lease will run out and it resumes", run_id)
-    finally:
-        connection.close()
+    drive_in_thread(evalrun_drive, run_id, name=f"eval-{run_id}")
 
 
 def evalrun_resume_if_stale(run: EvalRun) -> bool:
@@ -233,39 +222,28 @@ def evalrun_resume_if_stale(run: EvalRun) -> bool:
         return False
     if run.lease_until is not None and run.lease_until > timezone.now():
         return False
-    if run.status == RunStatus.QUEUED and run.created_at > timezone.now() - _lease():
+    just_now = timezone.now() - datetime.timedelta(seconds=settings.EVAL_LEASE_S)
+    if run.status == RunStatus.QUEUED and run.created_at > just_now:
         return False  # just created: its own driver is starting
     _start_thread(run.pk)
     return True
 
 
 def stale_runs():
-    now = timezone.now()
-    return EvalRun.objects.filter(status__in=ACTIVE).filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=now)).order_by("created_at")
-
-
-def _lease() -> datetime.timedelta:
-    return datetime.timedelta(seconds=settings.EVAL_LEASE_S)
-
-
-def _owner_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"[:64]
+    return EvalRun.objects.filter(status__in=ACTIVE).filter(unheld()).order_by("created_at")
 
 
 def _claim(run_id, owner: str) -> bool:
-    now = timezone.now()
-    claimed = (EvalRun.objects.filter(pk=run_id, status__in=ACTIVE)
-               .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now) | Q(lease_owner=owner))
-               .update(status=RunStatus.RUNNING, lease_owner=owner, lease_until=now + _lease()))
+    claimed = lease_claim(EvalRun.objects.filter(pk=run_id, status__in=ACTIVE), owner=owner,
+                          seconds=settings.EVAL_LEASE_S, status=RunStatus.RUNNING)
     if claimed:
-        EvalRun.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
-    return bool(claimed)
+        EvalRun.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=timezone.now())
+    return claimed
 
 
 def _renew(run_id, owner: str) -> bool:
-    return bool(EvalRun.objects.filter(pk=run_id, lease_owner=owner, status=RunStatus.RUNNING)
-                .update(lease_until=timezone.now() + _lease()))
+    return lease_renew(EvalRun.objects.filter(pk=run_id, status=RunStatus.RUNNING), owner=owner,
+                       seconds=settings.EVAL_LEASE_S)
 
 
 def _progress(run_id) -> None:
@@ -281,9 +259,8 @@ def evalrun_cancel(*, run: EvalRun) -> EvalRun:
         raise ApiError(f"The run is already {run.status}.", code="run_finished", status_code=409)
     EvalRun.objects.filter(pk=run.pk).update(cancel_requested=True)
     now = timezone.now()
-    EvalRun.objects.filter(pk=run.pk, status__in=ACTIVE).filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=now)).update(status=RunStatus.CANCELLED,
-                                                                     finished_at=now, lease_until=None)
+    EvalRun.objects.filter(pk=run.pk, status__in=ACTIVE).filter(unheld(now)).update(
+        status=RunStatus.CANCELLED, finished_at=now, lease_until=None)
     run.refresh_from_db()
     return run
 
@@ -343,7 +320,7 @@ def _cancelled(run_id) -> bool:
 def evalrun_drive(run_id, *, owner: str | None = None) -> str:
     """Drive a run to its end (or to a cancel, or until another driver holds
     it). Returns the run's status, or "busy" when another driver holds it."""
-    owner = owner or _owner_id()
+    owner = owner or lease_owner_id()
     if not _claim(run_id, owner):
         return "busy"
     run = EvalRun.objects.select_related("owner").get(pk=run_id)
