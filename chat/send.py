@@ -14,9 +14,11 @@ in order: a rule added here reaches every path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -35,7 +37,7 @@ User = get_user_model()
 class Rule:
     name: str  # also the column the statement returns for it
     sql: str  # true when the send may go ahead
-    error: object  # (params) -> ApiError, or None for the duplicate rule (answered, not refused)
+    error: Callable[[dict], ApiError] | None  # None: the duplicate rule (answered, not refused)
 
 
 def _unknown(p):
@@ -53,8 +55,6 @@ def _you_blocked(p):
 
 
 def rate_limited(retry: float) -> ApiError:
-    from django.conf import settings
-
     return ApiError(f"Send rate limit reached: {settings.CHAT_SEND_RATE:g} messages/s, bursts of "
                     f"{settings.CHAT_SEND_BURST} (CHAT_SEND_RATE). Retry in {retry:.1f}s.",
                     code="rate_limited", status_code=429,
