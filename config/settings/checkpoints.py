@@ -8,6 +8,9 @@ MODEL_WEB_SEED_EXPIRES: lifetime in seconds of the presigned URL a worker gives
   libtorrent as the web seed; it is renewed at half its life.
 MODEL_FETCH_STALL_S: a fetch that gains no verified byte for this long fails, naming
   what it knows (peers, the web seed's last answer).
+MODEL_ORIGIN_FALLBACK_S: hosts downloading a version split which pieces each asks
+  the object store for (inference_worker.checkpoints.origin_share); one that gains no
+  piece for this long stops splitting and asks the store for whatever it lacks.
 SWARM_LISTEN: interface:port of the swarm (TCP, and UDP for the DHT). Port 0 takes a
   free port, so several workers share a host; the port in use is in the heartbeat.
 SWARM_ADVERTISE_HOST: the address other workers reach this one at; empty: the local
@@ -27,6 +30,7 @@ MODEL_CACHE_DIR = env_str("MODEL_CACHE_DIR", str(VAR_DIR / "models"))
 MODEL_PIECE_SIZE = env_int("MODEL_PIECE_SIZE", 0)
 MODEL_WEB_SEED_EXPIRES = env_int("MODEL_WEB_SEED_EXPIRES", 3600)
 MODEL_FETCH_STALL_S = env_float("MODEL_FETCH_STALL_S", 120.0)
+MODEL_ORIGIN_FALLBACK_S = env_float("MODEL_ORIGIN_FALLBACK_S", 10.0)
 SWARM_LISTEN = env_str("SWARM_LISTEN", "0.0.0.0:0")
 SWARM_ADVERTISE_HOST = env_str("SWARM_ADVERTISE_HOST")
 SWARM_UPLOAD_RATE_LIMIT = env_int("SWARM_UPLOAD_RATE_LIMIT", 0)

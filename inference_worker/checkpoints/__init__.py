@@ -23,7 +23,7 @@ from django.conf import settings
 
 from core import redis as core_redis
 from core.blobstore import get_blob_store
-from inference_protocol.heartbeat import DOWNLOADING, PRESENT, swarm_peers
+from inference_protocol.heartbeat import DOWNLOADING, PRESENT, publish, swarm_peers
 from inference_worker.heartbeat import WORKER_ID
 
 from .cache import CheckpointCache
@@ -45,6 +45,7 @@ class CheckpointManager:
             download_rate=settings.SWARM_DOWNLOAD_RATE_LIMIT, dht=settings.SWARM_DHT,
             state_file=self.cache.root / ".swarm-state")
         self.web_seed = web_seed
+        self.store = get_blob_store()  # made once: a boto3 client costs ~0.5 s of CPU
         self.discovery = core_redis.enabled() if discovery is None else discovery
         self.static_peers = list(peers)  # given by hand (model_fetch --peer)
         self.address = f"{_advertised_host()}:{self.swarm.listen_port}"
@@ -53,6 +54,7 @@ class CheckpointManager:
         self._label_locks: dict[str, threading.Lock] = {}
         self._closed = threading.Event()
         self._redis_down = False
+        self._members_seen: dict[str, list[str]] = {}  # label -> swarm addresses of the hosts that list it
         threading.Thread(target=self._discover, name="swarm-discovery", daemon=True).start()
 
     def ensure(self, *, model: str, version: str) -> Path:
@@ -66,12 +68,18 @@ class CheckpointManager:
             if current is not None and current.status.state == PRESENT:
                 return current.path
             fetch = CheckpointFetch(
-                swarm=self.swarm, store=get_blob_store(), cache=self.cache, model=model, version=version,
+                swarm=self.swarm, store=self.store, cache=self.cache, model=model, version=version,
                 web_seed=self.web_seed, stall_s=settings.MODEL_FETCH_STALL_S,
                 web_seed_expires=settings.MODEL_WEB_SEED_EXPIRES,
-                peers_known=lambda: bool(self._peers(label)))
+                peers_known=lambda: bool(self._peers(label)),
+                members=lambda fresh=False: self._members(label, fresh=fresh),
+                origin_fallback_s=settings.MODEL_ORIGIN_FALLBACK_S,
+                origin_start_at=time.monotonic() + (settings.SWARM_PEERS_REFRESH_S if self.discovery else 0))
             with self._lock:
                 self.fetches[label] = fetch
+            if self.discovery:
+                self._announce()
+                self._peers(label)
             return fetch.run()
 
     def node_record(self) -> dict:
@@ -97,7 +105,29 @@ class CheckpointManager:
         if self._redis_down:
             logger.info("Redis is back: reading peers from heartbeats again")
         self._redis_down = False
-        return self.static_peers + [p for p in peers if f"{p[0]}:{p[1]}" != self.address]
+        found = [p for p in peers if f"{p[0]}:{p[1]}" != self.address]
+        self._members_seen[label] = [f"{host}:{port}" for host, port in found]
+        return self.static_peers + found
+
+    def _announce(self) -> None:
+        """Publish this node's record now, not at the next heartbeat, so that hosts
+        starting a fetch together see each other before they split the origin."""
+        try:
+            publish([], self.node_record())
+        except Exception as exc:
+            logger.warning("cannot publish this node's record to Redis (%s)", exc)
+
+    def _members(self, label: str, *, fresh: bool = False) -> tuple[int, int]:
+        """This host's rank among the hosts that fetch or have ``label``, as last read
+        from the heartbeats (Redis going away freezes it), banned peers left out, and
+        how many there are. Hosts that finished stay members, so the ranges of the
+        others do not move when they do (their own range is available from them)."""
+        if fresh and self.discovery:
+            self._peers(label)
+        fetch = self.fetches.get(label)
+        banned = fetch.banned() if fetch is not None else set()
+        members = sorted({*self._members_seen.get(label, ()), self.address} - banned)
+        return members.index(self.address), len(members)
 
     def _discover(self):
         while not self._closed.wait(settings.SWARM_PEERS_REFRESH_S):

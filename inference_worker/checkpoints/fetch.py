@@ -30,11 +30,13 @@ from inference_protocol.checkpoints import (
 from inference_protocol.heartbeat import DOWNLOADING, FAILED, PRESENT, VERIFYING
 
 from .cache import CheckpointCache, file_sha256
+from .origin_share import OriginShare
 from .session import SwarmSession
 
 logger = logging.getLogger(__name__)
 
 RESUME_SAVE_S = 5.0
+TICK_S = 0.25  # how often the download loop looks at the swarm (and moves each host's origin share)
 _CHECKING = (lt.torrent_status.checking_files, lt.torrent_status.checking_resume_data)
 SPACE_MARGIN = 16 * 1024 * 1024  # resume data, torrents, filesystem slack
 
@@ -69,17 +71,24 @@ class _File:
         self.handle = None
         self.url: str | None = None
         self.url_at = 0.0
+        self.share: OriginShare | None = None
 
 
 class CheckpointFetch:
     def __init__(self, *, swarm: SwarmSession, store: BlobStore, cache: CheckpointCache, model: str,
                  version: str, web_seed: bool = True, stall_s: float = 120.0,
-                 web_seed_expires: int = 3600, peers_known=lambda: False):
+                 web_seed_expires: int = 3600, peers_known=lambda: False,
+                 members=lambda fresh=False: (0, 1), origin_fallback_s: float = 10.0,
+                 origin_start_at: float = 0.0):
         self.swarm, self.store, self.cache = swarm, store, cache
         self.model, self.version = model, version
         self.label = f"{model}@{version}"
         self.web_seed, self.stall_s, self.web_seed_expires = web_seed, stall_s, web_seed_expires
         self.peers_known = peers_known  # whether any peer may have the bytes (Redis, say)
+        # (this host's rank, how many hosts fetch or have this version), fresh=True: read now
+        self.members = members
+        # no origin request before this time.monotonic(): see origin_share
+        self.origin_fallback_s, self.origin_start_at = origin_fallback_s, origin_start_at
         self.status = FetchStatus()
         self.files: list[_File] = []
         self.resumed_bytes = 0
@@ -98,12 +107,16 @@ class CheckpointFetch:
     def stop(self) -> None:
         self._stop.set()
 
+    def banned(self) -> set[str]:
+        """Peers banned for sending data that failed its hash, as host:port."""
+        return {b for f in self.files if f.handle is not None for b in self.swarm.events(f.handle).banned}
+
     def stats(self) -> dict:
         """Totals of the alerts (bans, hash failures) and transfers, for reports."""
         events = [self.swarm.events(f.handle) for f in self.files if f.handle is not None]
         statuses = [f.handle.status() for f in self.files if f.handle is not None and f.handle.is_valid()]
         return {"hash_failures": sum(e.hash_failures for e in events),
-                "banned": sorted({b for e in events for b in e.banned}),
+                "banned": sorted(self.banned()),
                 "resumed_bytes": self.resumed_bytes,
                 "uploaded": self.uploaded_before + sum(s.total_payload_upload for s in statuses)}
 
@@ -201,17 +214,26 @@ class CheckpointFetch:
             params.ti = f.info
             params.save_path = str(partial / PurePosixPath(f.entry.path).parent)
             f.url = self._web_seed_url(f) if self.web_seed else None
-            params.url_seeds = [f.url] if f.url else []
+            params.url_seeds = []  # the origin share attaches it (origin_share.py)
+            if f.url:
+                rank, members = self.members()
+                f.share = OriginShare(f.info.num_pieces(), f.url, rank=rank, members=members,
+                                      fallback_s=self.origin_fallback_s, start_at=self.origin_start_at)
+            # Resume data keeps the priorities an origin share had set: start afresh.
+            params.piece_priorities = f.share.priorities if f.share else [4] * f.info.num_pieces()
             params.flags = (params.flags | lt.torrent_flags.override_web_seeds) & ~(
                 lt.torrent_flags.auto_managed | lt.torrent_flags.paused)
             with self._lock:
                 f.handle = self.swarm.add(params)
+            if f.share is not None:
+                f.share.handle = f.handle
         started, last_save = None, time.monotonic()
         best, best_at = -1, time.monotonic()
+        settled = False
         while True:
             statuses = [f.handle.status() for f in self.files]
             self._check_errors(statuses)
-            done = sum(s.total_wanted_done for s in statuses)
+            done = sum(s.total_done for s in statuses)
             checking = any(s.state in _CHECKING for s in statuses)
             if started is None and not checking:
                 started, self.resumed_bytes = time.monotonic(), done
@@ -221,6 +243,13 @@ class CheckpointFetch:
             if all(s.is_seeding for s in statuses):
                 return
             now = time.monotonic()
+            if not checking:
+                fresh = not settled and now >= self.origin_start_at  # who else fetches it: read once more
+                settled = settled or fresh
+                rank, members = self.members(fresh)
+                for f, s in zip(self.files, statuses, strict=True):
+                    if f.share is not None and not s.is_seeding:
+                        f.share.update(s, rank, members, now)
             if done > best or checking:
                 best, best_at = done, now
             elif now - best_at > self.stall_s:
@@ -229,7 +258,7 @@ class CheckpointFetch:
                 self._save_resume()
                 last_save = now
             self._renew_web_seeds(now)
-            if self._stop.wait(0.5):
+            if self._stop.wait(TICK_S):
                 self._save_resume()
                 raise FetchError("interrupted",
                                  f"{self.label}: stopped at {_mb(done)} of {_mb(self.status.total_bytes)}; "
@@ -255,8 +284,7 @@ class CheckpointFetch:
         for f in self.files:
             if f.url and now - f.url_at > self.web_seed_expires / 2:
                 url = self.store.http_url(f.entry.object_key, expires=self.web_seed_expires)
-                f.handle.remove_url_seed(f.url)
-                f.handle.add_url_seed(url)
+                f.share.renew(url)
                 f.url, f.url_at = url, now
 
     def _save_resume(self) -> None:

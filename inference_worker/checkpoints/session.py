@@ -34,24 +34,25 @@ import libtorrent as lt
 logger = logging.getLogger(__name__)
 
 # What mattered in bench/distribution.py (16-32 hosts, every link capped alike):
+# - above all, which pieces each host asks the origin for: see origin_share.py;
+# - rarest first from the first piece (initial_picker_threshold 0): libtorrent
+#   otherwise picks its first 4 pieces at random, priorities ignored, and every
+#   host's first web-seed request (1 MiB or more) went to a random place;
 # - unchoke every interested peer: with the default 8 upload slots and a 15 s
 #   rotation, a host starved for pieces waits for a slot instead of pulling from
-#   whoever has them; a fleet has no free riders to punish, so choke nobody.
+#   whoever has them; a fleet has no free riders to punish, so choke nobody;
 # - seeds serve round robin, not the fastest peers, so no downloader is left behind;
 # - requests kept at libtorrent's default depth, and a finer rate-limit tick:
 #   libtorrent asks the rate limiter for all of a peer's outstanding bytes at once,
-#   so with 1,500 requests queued a capped link went stop-and-go (6 MB at 1 MB/s
-#   took over 25 s; at the default 500 requests, about 10 s with start-up);
-# - web-seed requests of at most 256 KiB: libtorrent asks the rate limiter for a
-#   whole HTTP response's bytes before it reads any of them, so at the default
-#   16 MiB a web seed on a 2 MB/s link sat idle 8 s per request;
-# - one web-seed request in flight per host: with libtorrent's pipeline of 5, all
-#   hosts asked the origin for the same not-yet-shared pieces at once, and the
-#   origin's link (the bound) carried 2.4 copies to 4 hosts instead of one;
+#   so with 1,500 requests queued a capped link went stop-and-go;
+# - one web-seed request in flight per host (each is at least 1 MiB: libtorrent
+#   ignores a smaller urlseed_max_request_bytes);
+# - connections are kept when both ends look done: a host whose origin share
+#   leaves some pieces unwanted for a moment (origin_share.py) still needs them;
 # - the piece size (inference_client.checkpoints.torrents).
 TUNING = {
-    "urlseed_max_request_bytes": 256 * 1024,
     "urlseed_pipeline_size": 1,
+    "initial_picker_threshold": 0,
     "choking_algorithm": lt.choking_algorithm_t.fixed_slots_choker,
     "unchoke_slots_limit": -1,
     "seed_choking_algorithm": lt.seed_choking_algorithm_t.round_robin,
@@ -63,7 +64,7 @@ TUNING = {
     "min_reconnect_time": 1,
     "peer_connect_timeout": 5,
     "urlseed_wait_retry": 5,
-    "close_redundant_connections": True,
+    "close_redundant_connections": False,
 }
 
 ALERTS = (lt.alert_category.error | lt.alert_category.status | lt.alert_category.peer

@@ -1,0 +1,93 @@
+"""Which pieces of a file a host asks the origin (the object store, its web seed)
+for, so that the origin sends each piece about once and the swarm does the rest.
+
+libtorrent alone does not: every host's web seed connection asks for the rarest
+pieces it lacks, and a piece on its way from the origin to one host looks just as
+rare to the others, so they ask for it too; once every piece is somewhere in the
+swarm, the web seeds keep serving whatever their hosts still lack. Measured with 16
+hosts (bench/distribution.py): the origin, whose link is the bound, sent 2.35
+copies, and every host finished at 2.4x the bound.
+
+So the hosts that are downloading a file split it: sorted by swarm address (from
+the heartbeats), host ``rank`` of ``members`` owns the rank-th contiguous range of
+pieces. A host raises its own range's pieces that no peer has to the top priority
+(its web seed picks them first; a peer connection cannot pick a piece its peer
+lacks, so peers are unaffected), and keeps its web seed only while its range has
+such a piece. Membership changes move the ranges, so the range of a host that
+died is taken over within a heartbeat TTL.
+
+A web seed request is a contiguous run of open pieces, as long as the connection's
+request queue (the first one covered a whole 8 MB file), whatever their priority:
+outside its range, a host sets every piece that no peer has to priority 0 (not
+wanted), from before the torrent starts, so requests stop at the range's edges;
+such a piece is wanted again as soon as a peer announces it.
+
+Hosts that start together would each see few of the others at first, take a
+large range, and ask the origin for it: a host first says in Redis that it fetches
+the version and waits ``start_at`` (one peer refresh) before its first origin
+request; peers can trade meanwhile.
+
+If nothing arrives for ``fallback_s`` (membership views that disagree, say, with
+Redis gone), the host stops splitting and asks the origin for whatever it lacks.
+"""
+
+from __future__ import annotations
+
+import libtorrent as lt
+
+TOP, DEFAULT, SKIP = 7, 4, 0
+
+
+class OriginShare:
+    def __init__(self, num_pieces: int, url: str, *, rank: int, members: int, fallback_s: float,
+                 start_at: float):
+        self.num_pieces, self.url = num_pieces, url
+        self.fallback_s, self.start_at = fallback_s, start_at
+        self.handle = None
+        self.attached = False  # the torrent is added without its web seed
+        self.fallback = False
+        self.best, self.best_at = -1, start_at
+        own = self.owned(rank, members)
+        self.priorities = [TOP if q in own else SKIP for q in range(num_pieces)]
+
+    def owned(self, rank: int, members: int) -> range:
+        if self.fallback or members <= 1:
+            return range(self.num_pieces)
+        return range(rank * self.num_pieces // members, (rank + 1) * self.num_pieces // members)
+
+    def update(self, status, rank: int, members: int, now: float) -> None:
+        """Priorities and web seed for this tick (``status``: the handle's, with pieces)."""
+        if status.num_pieces > self.best:
+            self.best, self.best_at = status.num_pieces, now
+        elif not self.fallback and now - self.best_at > self.fallback_s:
+            self.fallback = True
+        have = status.pieces
+        web_seeds = sum(1 for p in self.handle.get_peer_info()
+                        if p.connection_type == lt.peer_info.web_seed and p.flags & lt.peer_info.seed)
+        availability = self.handle.piece_availability()  # counts every connected seed, web seeds too
+        own = self.owned(rank, members)
+        wanted = [DEFAULT] * self.num_pieces
+        needs_origin = False
+        for q in range(self.num_pieces):
+            if not have[q] and availability[q] <= web_seeds:
+                if q in own:
+                    wanted[q], needs_origin = TOP, True
+                else:
+                    wanted[q] = SKIP
+        changed = [(q, p) for q, (p, old) in enumerate(zip(wanted, self.priorities, strict=True)) if p != old]
+        if changed:
+            self.handle.prioritize_pieces(changed)
+            self.priorities = wanted
+        needs_origin = needs_origin and now >= self.start_at
+        if needs_origin and not self.attached:
+            self.handle.add_url_seed(self.url)
+        elif not needs_origin and self.attached:
+            self.handle.remove_url_seed(self.url)
+        self.attached = needs_origin
+
+    def renew(self, url: str) -> None:
+        """A fresh presigned URL for the same object."""
+        if self.attached:
+            self.handle.remove_url_seed(self.url)
+            self.handle.add_url_seed(url)
+        self.url = url
