@@ -5,10 +5,12 @@ Redis and S3 (export what scripts/test.sh sets: DATABASE_URL, REDIS_URL, S3_*):
                                            [--strategies naive,tree,swarm] [--quick] [--memory]
 
 It publishes a checkpoint of random bytes with model_publish's service (in a
-throwaway database, <db>_bench) and, for each strategy, starts K host processes
-(real libtorrent sessions on 127.0.0.1), each with its upload and download capped
-at R bytes/s, behind an origin (the S3 server through tests' origin proxy) whose
-link is capped at R too. The clock starts when every host is up and is told to go.
+database of its own, <db>_bench, kept between runs so that migrations run once),
+starts K host processes (max K of --hosts), each with its upload and download
+capped at R bytes/s, behind an origin (the S3 server through tests' origin proxy)
+whose link is capped at R too, and runs each strategy on them in turn, each run
+with a fresh libtorrent session and cache directory in every host (real sessions
+on 127.0.0.1). The clock starts when every host is told to go.
 
 - naive: every host pulls from the origin only (the web seed; no peers);
 - tree: whole copies down a binary tree: the root pulls from the origin, and each
@@ -16,11 +18,14 @@ link is capped at R too. The clock starts when every host is up and is told to g
 - swarm: ours (peers from the heartbeats in Redis, the origin as web seed).
 
 One line per strategy: the time until every host has a verified copy, p50/p99
-per host as ratios to the bound M / R, what the origin sent (in copies), and each
-host's peak RSS. --memory fetches a 1 GB checkpoint on two uncapped hosts and
-prints their peak RSS (the goal: under 300 MB each). --quick: K = 8, 24 MB at
-4 MB/s, all three strategies in under three minutes (naive alone is K times the
-bound, so K = 16 cannot fit).
+per host as ratios to the bound M / R, what the origin sent (in copies), the hosts'
+CPU time and peak RSS, and the load average (2 shared cores: a loaded machine
+shows in the CPU line, not in the ratios, since links are capped well below what
+the CPUs move). --memory fetches a 1 GB checkpoint on two uncapped hosts and
+prints their peak RSS (the goal: under 300 MB each). --quick: K = 8, 8 MB at
+8 MB/s, all three strategies in under a minute; with a 1 s bound, a fetch's fixed
+costs (about 1 s: manifest, torrent, web-seed check, one peer refresh before the
+first origin request, the final SHA-256) dominate its ratios.
 """
 
 from __future__ import annotations
@@ -43,45 +48,56 @@ MB = 1_000_000
 
 
 def host_main(args) -> None:
-    """One host: start the session, say where it listens, fetch on "go [PEER...]"."""
-    import django
-
-    django.setup()
-    from inference_worker import checkpoints
-    from inference_worker.heartbeat import HeartbeatThread
-
-    manager = checkpoints.start_manager(cache_dir=args.cache, web_seed=args.web_seed,
-                                        discovery=args.discovery)
-    if args.discovery:
-        HeartbeatThread().start()
-    print(json.dumps({"event": "ready", "listen": manager.address}), flush=True)
-    words = sys.stdin.readline().split()
-    for peer in words[1:]:
-        host, _, port = peer.rpartition(":")
-        manager.static_peers.append((host, int(port)))
-    manager.ensure(model=args.model, version=args.version)
-    fetch = manager.fetches[f"{args.model}@{args.version}"]
-    print(json.dumps({"event": "present", "at": time.time(), **fetch.stats()}), flush=True)
-    sys.stdin.readline()  # "stop": seed until then
-    print(json.dumps({"event": "stopped", "peak_rss_mb": _peak_rss_mb(), **fetch.stats()}), flush=True)
-    manager.close()
-
-
-def _peak_rss_mb() -> float:
+    """One host: for each run, a fresh manager (session, cache); "go [PEER...]" fetches.
+    No django.setup(): a fetch needs settings, not the app registry, and 16 hosts
+    starting on 2 cores would spend seconds loading every app."""
     import resource
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    from core.redis import get_redis
+    from inference_protocol.heartbeat import HEARTBEAT_INTERVAL_S, node_key, publish
+    from inference_worker.checkpoints import CheckpointManager
+    from inference_worker.heartbeat import WORKER_ID
+
+    print(json.dumps({"event": "up"}), flush=True)
+    for line in sys.stdin:
+        run = json.loads(line)
+        manager = CheckpointManager(cache_dir=run["cache"], web_seed=run["web_seed"],
+                                    discovery=run["discovery"])
+        beating = threading.Event()
+        if run["discovery"]:  # the node record, as the worker's heartbeat publishes it
+            threading.Thread(target=_beat, args=(manager, beating, publish, HEARTBEAT_INTERVAL_S),
+                             daemon=True).start()
+        manager.store.check()  # a first S3 call sets up much of boto3: not part of any fetch's time
+        print(json.dumps({"event": "ready", "listen": manager.address}), flush=True)
+        words = sys.stdin.readline().split()
+        for peer in words[1:]:
+            host, _, port = peer.rpartition(":")
+            manager.static_peers.append((host, int(port)))
+        cpu = time.process_time()
+        manager.ensure(model=run["model"], version=run["version"])
+        fetch = manager.fetches[f"{run['model']}@{run['version']}"]
+        print(json.dumps({"event": "present", "at": time.time(), **fetch.stats()}), flush=True)
+        sys.stdin.readline()  # "stop": seed until then
+        stats = fetch.stats()
+        beating.set()
+        if run["discovery"]:
+            get_redis().delete(node_key(WORKER_ID))
+        manager.close()
+        print(json.dumps({"event": "stopped", "cpu_s": time.process_time() - cpu,
+                          "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                          **stats}), flush=True)
+
+
+def _beat(manager, stopped: threading.Event, publish, interval: float) -> None:
+    while not stopped.wait(interval):
+        publish([], manager.node_record())
 
 
 class BenchHost:
-    def __init__(self, index: int, *, model: str, version: str, workdir: Path, env: dict,
-                 web_seed: bool, discovery: bool):
-        args = [sys.executable, __file__, "host", "--model", model, "--version", version,
-                "--cache", str(workdir / f"host{index}")]
-        args += [] if web_seed else ["--no-web-seed"]
-        args += ["--discovery"] if discovery else []
+    def __init__(self, index: int, env: dict):
         self.index = index
-        self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, __file__, "host"], cwd=ROOT, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True, bufsize=1)
         self.events: dict[str, dict] = {}
         self.changed = threading.Event()
@@ -100,6 +116,11 @@ class BenchHost:
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
 
+    def start(self, **run) -> None:
+        for kind in ("ready", "present", "stopped"):
+            self.events.pop(kind, None)
+        self.send(json.dumps(run))
+
     def wait(self, kind: str, deadline: float) -> dict:
         while kind not in self.events:
             if "exited" in self.events:
@@ -109,44 +130,61 @@ class BenchHost:
             self.changed.clear()
         return self.events[kind]
 
+    def close(self) -> None:
+        """End of its input: the host exits (wait() for it)."""
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
 
-def run_strategy(name: str, k: int, *, model: str, version: str, size: int, rate: int, origin,
-                 redis_url: str) -> dict:
+    def wait_closed(self) -> None:
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start_hosts(k: int, *, origin, redis_url: str, rate: int) -> list[BenchHost]:
     from tests.inference_worker.checkpoints.hosts import host_env
 
+    env = host_env(origin=origin.url, redis_url=redis_url, rate=rate, LOG_LEVEL="WARNING")
+    hosts = [BenchHost(i, env) for i in range(k)]
+    deadline = time.monotonic() + 60 + 5 * k
+    for h in hosts:
+        h.wait("up", deadline)
+    return hosts
+
+
+def run_strategy(name: str, hosts: list[BenchHost], *, model: str, version: str, size: int, rate: int,
+                 origin) -> dict:
+    k = len(hosts)
     bound = size / rate if rate else 1.0  # rate 0: uncapped (the memory run)
     swarm = name == "swarm"
-    env = host_env(origin=origin.url, redis_url=redis_url if swarm else None, rate=rate,
-                   SWARM_DHT="true" if swarm else "false", LOG_LEVEL="WARNING")
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as workdir:
-        hosts = [BenchHost(i, model=model, version=version, workdir=Path(workdir), env=env,
-                           web_seed=(name != "tree" or i == 0), discovery=swarm) for i in range(k)]
-        try:
-            deadline = time.monotonic() + 60 + 5 * k
+        for h in hosts:
+            h.start(model=model, version=version, cache=f"{workdir}/host{h.index}",
+                    web_seed=name != "tree" or h.index == 0, discovery=swarm)
+        deadline = time.monotonic() + 60 + 5 * k
+        for h in hosts:
+            h.wait("ready", deadline)
+        origin.bytes_served = 0
+        load = os.getloadavg()[0]
+        start = time.time()
+        deadline = time.monotonic() + 60 + 4 * k * bound
+        if name == "tree":
+            _tree(hosts, deadline)
+        else:
             for h in hosts:
-                h.wait("ready", deadline)
-            origin.bytes_served = 0
-            start = time.time()
-            deadline = time.monotonic() + 60 + 4 * k * bound
-            if name == "tree":
-                _tree(hosts, deadline)
-            else:
-                for h in hosts:
-                    h.send("go")
-            times = sorted(h.wait("present", deadline)["at"] - start for h in hosts)
-            for h in hosts:
-                h.send("stop")
-            stopped = [h.wait("stopped", time.monotonic() + 30) for h in hosts]
-            rss = [e["peak_rss_mb"] for e in stopped]
-        finally:
-            for h in hosts:
-                if h.proc.poll() is None:
-                    h.proc.kill()
-                h.proc.wait()
+                h.send("go")
+        times = sorted(h.wait("present", deadline)["at"] - start for h in hosts)
+        origin_copies = origin.bytes_served / size
+        for h in hosts:
+            h.send("stop")
+        stopped = [h.wait("stopped", time.monotonic() + 30) for h in hosts]
     p50, p99 = statistics.median(times), times[min(k - 1, int(0.99 * k))]
     return {"name": name, "hosts": k, "all": times[-1], "p50": p50 / bound, "p99": p99 / bound,
-            "worst": times[-1] / bound, "bound": bound, "origin_copies": origin.bytes_served / size,
-            "rss": rss}
+            "worst": times[-1] / bound, "bound": bound, "origin_copies": origin_copies,
+            "rss": [e["peak_rss_mb"] for e in stopped], "cpu_s": sum(e["cpu_s"] for e in stopped),
+            "load": (load, os.getloadavg()[0])}
 
 
 def _tree(hosts: list[BenchHost], deadline: float) -> None:
@@ -178,8 +216,9 @@ def report(r: dict, size: int, rate: int) -> str:
     rss = ", ".join(f"{m:.0f}" for m in r["rss"])
     return (f"{r['name']}: {r['hosts']} hosts, {size / MB:.0f} MB, {rate / MB:.0f} MB/s links: "
             f"all verified in {r['all']:.1f} s; p50 {r['p50']:.2f}x p99 {r['p99']:.2f}x the bound "
-            f"({r['bound']:.1f} s), "
-            f"every host <= {r['worst']:.2f}x; origin sent {r['origin_copies']:.1f} copies; "
+            f"({r['bound']:.1f} s), every host <= {r['worst']:.2f}x; "
+            f"origin sent {r['origin_copies']:.2f} copies; "
+            f"hosts' CPU {r['cpu_s']:.1f} s in all; load average {r['load'][0]:.1f} -> {r['load'][1]:.1f}; "
             f"peak RSS per host (MB): {rss}")
 
 
@@ -187,17 +226,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="role")
-    host = sub.add_parser("host")
-    host.add_argument("--model", required=True)
-    host.add_argument("--version", required=True)
-    host.add_argument("--cache", required=True)
-    host.add_argument("--no-web-seed", dest="web_seed", action="store_false")
-    host.add_argument("--discovery", action="store_true")
+    sub.add_parser("host")
     parser.add_argument("--hosts", type=int, nargs="+", default=[16, 32])
     parser.add_argument("--size-mb", type=float, default=48)
     parser.add_argument("--rate-mb", type=float, default=4)
     parser.add_argument("--strategies", default="naive,tree,swarm")
-    parser.add_argument("--quick", action="store_true", help="K = 8, 24 MB (under three minutes)")
+    parser.add_argument("--quick", action="store_true", help="K = 8, 8 MB, 8 MB/s (under a minute)")
     parser.add_argument("--memory", action="store_true", help="1 GB on two uncapped hosts: peak RSS")
     args = parser.parse_args()
     if args.role == "host":
@@ -217,14 +251,15 @@ def main():
         sys.exit("bench/distribution.py needs DATABASE_URL (PostgreSQL), REDIS_URL and S3_* "
                  "(see scripts/test.sh)")
     db.setdefault("TEST", {})["NAME"] = f"{db['NAME']}_bench"
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False, keepdb=True)
     store = get_blob_store()
     store.ensure_bucket()
     model = f"bench{int(time.time())}"
-    size = int((1000 if args.memory else 24 if args.quick else args.size_mb) * MB)
-    rate = 0 if args.memory else int(args.rate_mb * MB)
+    size = int((1000 if args.memory else 8 if args.quick else args.size_mb) * MB)
+    rate = 0 if args.memory else int((8 if args.quick else args.rate_mb) * MB)
     ks = [2] if args.memory else ([8] if args.quick else args.hosts)
     strategies = ["swarm"] if args.memory else args.strategies.split(",")
+    began = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as tmp:
             t = time.monotonic()
@@ -232,16 +267,24 @@ def main():
             print(f"published {model}@v1: {size / MB:.0f} MB in {time.monotonic() - t:.1f} s "
                   f"(store: {store.describe()})", flush=True)
         with Origin(settings.S3_ENDPOINT_URL, rate=rate) as origin:
-            for k in ks:
-                for name in strategies:
-                    result = run_strategy(name, k, model=model, version="v1", size=size, rate=rate,
-                                          origin=origin, redis_url=settings.REDIS_URL)
-                    if args.memory:
-                        print(f"memory: {size / MB:.0f} MB checkpoint, {k} uncapped hosts: all verified in "
-                              f"{result['all']:.1f} s; peak RSS per host (MB): "
-                              + ", ".join(f"{m:.0f}" for m in result["rss"]) + " (goal < 300)")
-                    else:
-                        print(report(result, size, rate), flush=True)
+            hosts = start_hosts(max(ks), origin=origin, redis_url=settings.REDIS_URL, rate=rate)
+            try:
+                for k in ks:
+                    for name in strategies:
+                        result = run_strategy(name, hosts[:k], model=model, version="v1", size=size,
+                                              rate=rate, origin=origin)
+                        if args.memory:
+                            print(f"memory: {size / MB:.0f} MB checkpoint, {k} uncapped hosts: "
+                                  f"all verified in {result['all']:.1f} s; peak RSS per host (MB): "
+                                  + ", ".join(f"{m:.0f}" for m in result["rss"]) + " (goal < 300)")
+                        else:
+                            print(report(result, size, rate), flush=True)
+            finally:
+                for h in hosts:
+                    h.close()
+                for h in hosts:
+                    h.wait_closed()
+        print(f"bench took {time.monotonic() - began:.0f} s")
     finally:
         from inference_client.models import ModelVersion
         from inference_protocol.checkpoints import Manifest
@@ -249,7 +292,7 @@ def main():
         for row in ModelVersion.objects.filter(model=model):
             for f in Manifest.from_dict(row.manifest).files:
                 store.delete(f.object_key)
-        connection.creation.destroy_test_db(db["NAME"].removesuffix("_bench"), verbosity=0)
+        connection.creation.destroy_test_db(db["NAME"].removesuffix("_bench"), verbosity=0, keepdb=True)
 
 
 if __name__ == "__main__":

@@ -45,13 +45,12 @@ logger = logging.getLogger(__name__)
 # - requests kept at libtorrent's default depth, and a finer rate-limit tick:
 #   libtorrent asks the rate limiter for all of a peer's outstanding bytes at once,
 #   so with 1,500 requests queued a capped link went stop-and-go;
-# - one web-seed request in flight per host (each is at least 1 MiB: libtorrent
-#   ignores a smaller urlseed_max_request_bytes);
+# - not urlseed_max_request_bytes (a web seed request is at least 1 MiB whatever
+#   it says) nor urlseed_pipeline_size (unused in libtorrent 2.1);
 # - connections are kept when both ends look done: a host whose origin share
 #   leaves some pieces unwanted for a moment (origin_share.py) still needs them;
 # - the piece size (inference_client.checkpoints.torrents).
 TUNING = {
-    "urlseed_pipeline_size": 1,
     "initial_picker_threshold": 0,
     "choking_algorithm": lt.choking_algorithm_t.fixed_slots_choker,
     "unchoke_slots_limit": -1,
