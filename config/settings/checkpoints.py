@@ -19,7 +19,9 @@ SWARM_UPLOAD_RATE_LIMIT, SWARM_DOWNLOAD_RATE_LIMIT: bytes/s for the whole worker
   process, every peer and the web seed included; 0 is unlimited.
 SWARM_DHT: join the DHT (bootstrapped from peers learnt through Redis and saved
   between runs), so that a swarm outlives Redis.
-SWARM_PEERS_REFRESH_S: how often a fetch reads peer addresses from Redis.
+SWARM_PEERS_REFRESH_S: how often a fetch reads peer addresses from Redis; a fetch
+  also waits this long before its first request to the object store, so that hosts
+  starting together split it (inference_worker.checkpoints.origin_share).
 """
 
 from core.env import env_bool, env_float, env_int, env_str

@@ -81,9 +81,14 @@ class Host:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
 
-    def stop(self, timeout: float = 15) -> int:
+    def terminate(self) -> None:
+        """Ask it to stop (SIGTERM); stop() or close() waits for it."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self, timeout: float = 15) -> int:
+        if self.proc.poll() is None:
+            self.terminate()
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:

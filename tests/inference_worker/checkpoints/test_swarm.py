@@ -1,5 +1,8 @@
 """The swarm under faults: real libtorrent sessions in separate processes on
-127.0.0.1, links capped so transfers take seconds, S3 (rclone) as web seed."""
+127.0.0.1, links capped so transfers take seconds, S3 (rclone) as web seed.
+
+Each host is a `manage.py model_fetch` process (about 1 s of CPU to start), so
+the tests share hosts between the claims they prove: 13 processes in all."""
 
 from __future__ import annotations
 
@@ -37,22 +40,14 @@ def assert_exact(host: Host, published) -> None:
 def hosts():
     started: list[Host] = []
     yield started
+    for h in started:  # all at once: each takes a while to close its session
+        h.terminate()
     for h in started:
         h.close()
 
 
-def test_fetch_shows_progress_verifies_and_heartbeats_its_state(publish, tmp_path, env_for, hosts):
+def test_fetch_shows_progress_and_verifies_every_file(publish, tmp_path, env_for):
     published = publish({"model.bin": 2 * MB, "tokenizer/vocab.json": 50_000})
-    seeder = fetch_host("a", model=published.model, version="v1", cache=tmp_path / "a", env=env_for())
-    hosts.append(seeder)
-    present = seeder.wait_present()
-    assert_exact(seeder, published)
-    entry = wait_for(lambda: next((n["checkpoints"][published.label] for n in read_nodes()
-                                   if n["swarm"] == present["listen"]
-                                   and n["checkpoints"][published.label]["state"] == PRESENT), None),
-                     timeout=10, what="a heartbeat saying present")
-    assert entry["percent"] == 100.0 and entry["done_bytes"] == entry["total_bytes"] == 2_050_000
-
     # A person's run: a progress bar (bytes, rate, peers, ETA), then one line.
     result = subprocess.run([sys.executable, "manage.py", "model_fetch", "--model", published.model,
                              "--version", "v1", "--cache", str(tmp_path / "c")], cwd=ROOT,
@@ -61,17 +56,8 @@ def test_fetch_shows_progress_verifies_and_heartbeats_its_state(publish, tmp_pat
     assert f"{published.label} is present and verified in {tmp_path / 'c'}" in result.stdout
     assert published.label in result.stderr and "B/s" in result.stderr and "peers" in result.stderr
     assert "100%" in result.stderr
-
-
-def test_hosts_complete_when_the_web_seed_is_the_only_source_at_first(publish, tmp_path, env_for, hosts):
-    published = publish({"model.bin": 6 * MB})
-    env = env_for(rate=2 * MB)
-    hosts += [fetch_host(f"h{i}", model=published.model, version="v1", cache=tmp_path / f"h{i}", env=env)
-              for i in range(4)]
-    events = [h.wait_present(60) for h in hosts]
-    for h in hosts:
-        assert_exact(h, published)
-    assert sum(e["uploaded"] for e in events) > 0, "peers shared pieces, not only the web seed"
+    for name, source in published.files.items():
+        assert sha(tmp_path / "c" / published.model / "v1" / name) == sha(source)
 
 
 def test_a_host_with_a_corrupted_copy_is_banned_and_everyone_ends_exact(publish, tmp_path, env_for, hosts):
@@ -93,7 +79,7 @@ def test_a_host_with_a_corrupted_copy_is_banned_and_everyone_ends_exact(publish,
     with Origin(settings.S3_ENDPOINT_URL, rate=0.5 * MB) as slow:
         env = dict(env_for(), S3_ENDPOINT_URL=slow.url)
         honest = [fetch_host(f"h{i}", model=published.model, version="v1", cache=tmp_path / f"h{i}", env=env)
-                  for i in range(3)]
+                  for i in range(2)]
         hosts += honest
         events = [h.wait_present(60) for h in honest]
     for h in honest:
@@ -104,7 +90,9 @@ def test_a_host_with_a_corrupted_copy_is_banned_and_everyone_ends_exact(publish,
 
 
 def test_killed_hosts_do_not_stop_the_rest_and_a_restarted_one_resumes(publish, tmp_path, env_for, hosts):
-    published = publish({"model.bin": 8 * MB})
+    # No peer has anything at first: the web seed is the only source.
+    published = publish({"model.bin": 6 * MB})
+    size = published.manifest.total_size
     env = env_for(rate=1 * MB)
     hosts += [fetch_host(f"h{i}", model=published.model, version="v1", cache=tmp_path / f"h{i}", env=env)
               for i in range(5)]
@@ -112,12 +100,19 @@ def test_killed_hosts_do_not_stop_the_rest_and_a_restarted_one_resumes(publish, 
     had = {}
     for h in victims:
         progress = h.wait_for(lambda ev: next((e for e in reversed(ev) if e["event"] == "progress"
-                                               and 25 <= e["percent"] < 90), None), timeout=90, what="25%")
+                                               and 20 <= e["percent"] < 90), None), timeout=90, what="20%")
         h.kill()
         had[h.name] = progress["done_bytes"]
+    events = [h.wait_present(120) for h in hosts[2:]]
     for h in hosts[2:]:
-        h.wait_present(120)
         assert_exact(h, published)
+    assert sum(e["uploaded"] for e in events) > 0, "peers shared pieces, not only the web seed"
+    entry = wait_for(lambda: next((n["checkpoints"][published.label] for n in read_nodes()
+                                   if n["swarm"] == events[0]["listen"]
+                                   and n["checkpoints"][published.label]["state"] == PRESENT), None),
+                     timeout=10, what="a heartbeat saying present")
+    assert entry["percent"] == 100.0 and entry["done_bytes"] == entry["total_bytes"] == size
+
     again = fetch_host("h0-again", model=published.model, version="v1", cache=victims[0].cache, env=env)
     hosts.append(again)
     event = again.wait_present(120)
@@ -126,7 +121,7 @@ def test_killed_hosts_do_not_stop_the_rest_and_a_restarted_one_resumes(publish, 
 
 
 def test_transfers_finish_after_redis_is_gone(publish, tmp_path, env_for, hosts):
-    published = publish({"model.bin": 6 * MB})
+    published = publish({"model.bin": 4 * MB})
     port = free_port()
     redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                               "--appendonly", "no"], stdout=subprocess.DEVNULL)
@@ -138,7 +133,7 @@ def test_transfers_finish_after_redis_is_gone(publish, tmp_path, env_for, hosts)
         # Peers only from here on: no web seed, so the swarm itself must carry the bytes.
         slow = dict(env, SWARM_UPLOAD_RATE_LIMIT=str(1 * MB), SWARM_DOWNLOAD_RATE_LIMIT=str(1 * MB))
         peers = [fetch_host(f"p{i}", model=published.model, version="v1", cache=tmp_path / f"p{i}", env=slow,
-                            extra_args=("--no-web-seed",)) for i in range(3)]
+                            extra_args=("--no-web-seed",)) for i in range(2)]
         hosts += peers
         for p in peers:
             p.wait_for(lambda ev: any(e["event"] == "progress" and e["peers"] >= 1 and e["percent"] > 5
