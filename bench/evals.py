@@ -57,6 +57,10 @@ def main():
         MODEL: {"engine": "fixed_cost", "max_inputs": 64, "call_s": 0.002},
     }
     settings.EVAL_DISPATCH = "none"
+    # With REDIS_URL the cells pass admission: limits far above the run, so this
+    # measures the path's cost, not the tier's pace.
+    settings.RATE_LIMITS = {tier: {"requests_per_min": 10**8, "tokens_per_min": 10**10}
+                            for tier in settings.RATE_LIMITS}
     settings.ALLOWED_HOSTS = ["*"]
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     from django.db import connection
