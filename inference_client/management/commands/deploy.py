@@ -76,6 +76,10 @@ class Command(BaseCommand):
             rollout = ro.rollout_abort(rollout_id=active.pk, actor=actor)
             self.stdout.write(f"rollout {rollout.pk} {rollout.state}: {rollout.reason}")
             return None
+        if action == "resume" and not active.stale and active.state != Rollout.State.PAUSED:
+            raise CommandError(f"rollout {active.pk} is {active.state}, driven by {active.driver} "
+                               f"(lease until {active.lease_expires_at:%H:%M:%S} UTC): nothing to resume "
+                               "[lease_held]")
         if action != "resume" or not active.stale:
             ro.rollout_request(rollout_id=active.pk, action=action, actor=actor)
             self.stdout.write(f"{action} requested for rollout {active.pk}")

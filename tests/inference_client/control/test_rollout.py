@@ -7,6 +7,7 @@ import datetime
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db.models import Q
 from django.utils import timezone
 
 from inference_client.control import documents
@@ -85,6 +86,8 @@ def test_should_take_a_rollout_over_only_once_its_drivers_lease_lapsed(served):
     with pytest.raises(ro.RolloutError) as err:
         ro.rollout_take_over(rollout_id=rollout.pk, actor="bob", driver="b")
     assert err.value.code == "lease_held" and "driven by a" in str(err.value)
+    with pytest.raises(CommandError, match=r"waiting_for_ready, driven by a .*nothing to resume"):
+        call_command("deploy", "--model", "fixed-cost", "--resume")
     lapse(rollout)
     # nothing would act on a request now: the operator is told to resume or abort
     with pytest.raises(ro.RolloutError) as err:
@@ -137,3 +140,26 @@ def test_should_abort_a_stale_rollout_back_to_its_base_document(served):
     assert rollout.state == "rolled_back" and rollout.reason == "aborted by carol: its driver had stopped"
     assert documents.latest_document().content == documents.document_content(base)
     assert ControlEvent.objects.filter(action="rollout_rolled_back", detail__content_of=base).exists()
+
+
+def test_should_resume_a_paused_rollout_whose_driver_stopped_and_judge_its_window(
+        served, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        documents.config_publish(content=documents.content_with(documents.current_content(), [
+            "rollout.window_s=0.5", "rollout.min_requests=0"]), actor="ops")
+    rollout = ro.rollout_start(model="fixed-cost", version="v2", steps=[10, 100], actor="alice", driver="a")
+    lease = ro._Lease(rollout)
+    lease.set(state=Rollout.State.RUNNING)
+    ro._publish_step(rollout, lease, 0)
+    lease.set(state=Rollout.State.PAUSED)
+    lapse(rollout)
+    with pytest.raises(CommandError, match="rollout rolled_back"):
+        call_command("deploy", "--model", "fixed-cost", "--resume", "--created-by", "bob")
+    rollout.refresh_from_db()
+    # taken over, resumed (unpaused), and judged on a window of its own: no worker served the canary
+    assert rollout.reason == "the canary served no request in the window" and rollout.driver != "a"
+    events = ControlEvent.objects.filter(Q(target=f"rollout:{rollout.pk}") |
+                                         Q(target__startswith=f"rollout:{rollout.pk}:")).order_by("id")
+    actions = [e.action for e in events]
+    assert actions[-4:] == ["rollout_taken_over", "rollout_resume_requested", "rollout_resumed",
+                            "rollout_rolled_back"]
