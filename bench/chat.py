@@ -335,6 +335,7 @@ def main() -> None:
         env["BENCH_RELAY_NO_HOP"] = "1"
     cmd = ["-m", "uvicorn", "bench.chat:application", "--port", str(port), "--lifespan", "off",
            "--log-level", "warning", "--ws", "websockets", "--backlog", "4096",
+           "--ws-per-message-deflate", "false",  # as manage.py serve runs
            "--workers", str(args.workers)]
     print(f"{args.clients} client processes, {args.workers} server process(es); closed loop: "
           f"{args.messages} messages per pair, window {args.window}"
