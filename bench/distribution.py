@@ -96,9 +96,10 @@ def _beat(manager, stopped: threading.Event, publish, interval: float) -> None:
 class BenchHost:
     def __init__(self, index: int, env: dict):
         self.index = index
+        self.stderr = tempfile.TemporaryFile("w+")
         self.proc = subprocess.Popen([sys.executable, __file__, "host"], cwd=ROOT, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
+                                     stderr=self.stderr, text=True, bufsize=1)
         self.events: dict[str, dict] = {}
         self.changed = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
@@ -124,7 +125,8 @@ class BenchHost:
     def wait(self, kind: str, deadline: float) -> dict:
         while kind not in self.events:
             if "exited" in self.events:
-                raise RuntimeError(f"host {self.index} exited before {kind}")
+                self.stderr.seek(0)
+                raise RuntimeError(f"host {self.index} exited before {kind}:\n{self.stderr.read()[-3000:]}")
             if not self.changed.wait(max(0.0, deadline - time.monotonic())):
                 raise TimeoutError(f"host {self.index}: no {kind} in time")
             self.changed.clear()

@@ -65,6 +65,8 @@ class OriginShare:
         web_seeds = sum(1 for p in self.handle.get_peer_info()
                         if p.connection_type == lt.peer_info.web_seed and p.flags & lt.peer_info.seed)
         availability = self.handle.piece_availability()  # counts every connected seed, web seeds too
+        if len(availability) != self.num_pieces:  # complete since the status was read: no picker left
+            return
         own = self.owned(rank, members)
         wanted = [DEFAULT] * self.num_pieces
         needs_origin = False
