@@ -37,7 +37,8 @@ lines/s meanwhile as a share of the capacity the traffic leaves idle.
 1,000-line and a --lines-line file uploaded (peak RSS of the serve process
 while each is validated, read from VmHWM after resetting it), then each job run
 by its own `manage.py batch_worker --once` process: its peak RSS (wait4's
-ru_maxrss), lines/s, and the output file's size. Memory must not grow with the
+ru_maxrss), the Celery (GPU) worker's meanwhile (VmHWM), lines/s, and the
+output file's size. Memory must not grow with the
 lines: the input is streamed line by line, the output streamed to the store in
 S3_STREAM_PART_BYTES parts.
 """
@@ -186,24 +187,28 @@ def rss(lines: int) -> None:
 
             print(f"device: fixed-cost, {engine['max_inputs']} inputs / {engine['call_s'] * 1000:.0f} ms per "
                   f"call; BATCH_WINDOW 512; output parts of {settings.S3_STREAM_PART_BYTES / 2**20:.0f} MiB")
-            print(f"{'lines':>7} {'file MB':>8} {'serve peak MB':>14} {'worker peak MB':>15} {'lines/s':>8} "
-                  f"{'output MB':>10}")
+            print(f"{'lines':>7} {'file MB':>8} {'serve peak MB':>14} {'batch worker peak MB':>21} "
+                  f"{'GPU worker peak MB':>19} {'lines/s':>8} {'output MB':>10}")
             rows = {}
+            device = [p for w in stack.workers for p in e2e.tree(w.pid)]
             for n in (1_000, lines // 5, lines):
                 reset_peak_rss(server)
                 f, b = upload_and_create(client, e2e.MODEL, n, f"rss{n}")
                 serve_peak = peak_rss_mb(server)
+                reset_peak_rss(device)
                 started = time.monotonic()
                 proc = batch_worker(env, once=True)
                 _, status, usage = os.wait4(proc.pid, 0)
                 took = time.monotonic() - started
+                device_peak = peak_rss_mb(device)
                 done = client.get(f"/v1/batches/{b['id']}").json()
                 if status or done["status"] != "completed":
                     raise RuntimeError(f"the {n}-line job ended {done['status']} (exit status {status})")
                 out = client.get(f"/v1/files/{done['output_file_id']}").json()
                 rows[n] = usage.ru_maxrss / 1024  # kilobytes on Linux
-                print(f"{n:>7} {f['bytes'] / 1e6:>8.1f} {serve_peak:>14.0f} {rows[n]:>15.0f} "
-                      f"{done['request_counts']['completed'] / took:>8.0f} {out['bytes'] / 1e6:>10.1f}")
+                print(f"{n:>7} {f['bytes'] / 1e6:>8.1f} {serve_peak:>14.0f} {rows[n]:>21.0f} "
+                      f"{device_peak:>19.0f} {done['request_counts']['completed'] / took:>8.0f} "
+                      f"{out['bytes'] / 1e6:>10.1f}")
             print(f"batch worker peak RSS, {lines} lines against 1,000: {rows[lines] / rows[1_000]:.2f}x "
                   f"({rows[lines] - rows[1_000]:+.0f} MB)")
 
