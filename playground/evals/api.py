@@ -334,8 +334,9 @@ class DatasetLinkListApi(APIView):
 
     @extend_schema(request=LinkCreateSerializer, responses={201: LinkCreatedSerializer},
                    description="Owner only. A read-only link to the dataset's versions, rows and export: "
-                               "send its token as X-Share-Token (public: anyone; login: signed-in users). "
-                               "Runs are for accounts. The token is in this response only.")
+                               "open url (its newest rows), or send the token as X-Share-Token to the "
+                               "dataset's API (public: anyone; login: signed-in users). Runs are for "
+                               "accounts. The token is in this response only.")
     def post(self, request, dataset_id):
         dataset = request_dataset(request, dataset_id=dataset_id, need="own")
         data = LinkCreateSerializer(data=request.data)
@@ -343,7 +344,7 @@ class DatasetLinkListApi(APIView):
         v = data.validated_data
         link, token = sharing.link_create(dataset=dataset, actor=request.user, mode=v["mode"], name=v["name"],
                                           version_id=v["version"], expires_at=v["expires_at"], role=v["role"])
-        url = request.build_absolute_uri(f"/api/datasets/{dataset.pk}")
+        url = request.build_absolute_uri(f"/s/{token}")
         return Response(LinkSerializer(link).data | {"token": token, "url": url},
                         status=status.HTTP_201_CREATED)
 

@@ -27,9 +27,11 @@ def dataset_page(request, dataset_id):
         dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
     except ApiError as exc:
         raise Http404("Dataset not found.") from exc
-    return render(request, "evals/dataset.html", {"dataset": dataset, "config": {
-        "page": "dataset", "dataset": {"id": str(dataset.pk), "name": dataset.name},
-        "canEdit": dataset.access_role >= Role.EDITOR}})
+    return render(request, "evals/dataset.html", {
+        "dataset": dataset, "is_owner": dataset.access_role == Role.OWNER, "config": {
+            "page": "dataset", "dataset": {"id": str(dataset.pk), "name": dataset.name},
+            "apiBase": f"/api/datasets/{dataset.pk}",  # the share dialog's
+            "canEdit": dataset.access_role >= Role.EDITOR}})
 
 
 @login_required

@@ -9,6 +9,7 @@ from django.urls import path
 
 from core.errors import ApiError
 from playground.bodies import body_text
+from playground.evals.permissions import access_dataset
 from playground.models import PromptVersion
 from playground.permissions import access_prompt, client_address, prompts_shared_with
 
@@ -32,7 +33,7 @@ def _private(response):
 
 
 def share_link_page(request, token: str):
-    """Public links show the prompt read-only; login links send signed-out
+    """Public links show the prompt (or the dataset's newest rows) read-only; login links send signed-out
     visitors to log in and back here. Malformed, unknown, expired and revoked
     tokens all get the same 404."""
     addr = client_address(request)
@@ -43,6 +44,8 @@ def share_link_page(request, token: str):
         if link is None:
             raise ApiError("This link does not exist or is no longer shared.", code="link_not_found",
                            status_code=404)
+        if link.dataset_id is not None:
+            return _private(_dataset_page(request, link, token, addr))
         prompt = access_prompt(user=request.user, prompt_id=link.prompt_id, need="view", share_token=token,
                                client_addr=addr, version_id=link.version_id or "all")
     except ApiError as exc:
@@ -58,6 +61,19 @@ def share_link_page(request, token: str):
         "prompt": prompt, "version": version, "body": body, "link": link, "token": token,
         "pinned": link.version_id is not None,
     }))
+
+
+# Rows a dataset's link page shows; the rest through the API with the token.
+SHARED_DATASET_ROWS = 200
+
+
+def _dataset_page(request, link, token: str, addr: str):
+    dataset = access_dataset(user=request.user, dataset_id=link.dataset_id, need="read", share_token=token,
+                             client_addr=addr)
+    version = dataset.versions.order_by("-number").first()
+    rows = list(version.rows.order_by("index")[:SHARED_DATASET_ROWS]) if version else []
+    return render(request, "evals/dataset_shared.html",
+                  {"dataset": dataset, "version": version, "rows": rows, "link": link})
 
 
 @login_required

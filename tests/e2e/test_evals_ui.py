@@ -80,6 +80,18 @@ def test_should_import_run_two_versions_compare_and_gate_a_label(live_url, new_p
     )
     expect(page.locator("#rows tbody tr")).to_have_count(3)
 
+    # Shared by link from the dialog prompts use; a signed-out visitor opens it and reads the rows.
+    page.click("#share-open")
+    expect(page.locator("#share-version")).to_have_count(0)  # a dataset's links read every version
+    page.click("#share-link-create")
+    expect(page.locator("#share-url")).to_have_value(re.compile(r"/s/pys_"))
+    url = page.input_value("#share-url")
+    expect(page.locator("#share-links li[data-state='active']")).to_have_count(1)
+    page.click("#share-close")
+    visitor = new_page()
+    visitor.goto(url)
+    expect(visitor.locator("#shared-rows tbody tr")).to_have_count(3)
+
     # Two columns, the default evaluator (exact), start: the run page follows it live.
     page.select_option("#col-prompt", prompt["id"])
     for version in (v1, v2):

@@ -2,6 +2,8 @@
 per-row errors), rows, export, runs, results, the gate on label moves, the
 authorization matrix, the OpenAPI schema."""
 
+import uuid
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
@@ -260,6 +262,22 @@ def test_authorization_matrix(user, echo_version, backend):
     actions = list(AuditEvent.objects.filter(dataset_id=d).values_list("action", flat=True))
     assert sorted(actions) == sorted(["grant.create"] * 4 + ["grant.revoke", "link.create", "link.create",
                                                              "link.revoke"])
+
+
+def test_a_dataset_link_page_shows_the_newest_rows_until_the_link_is_revoked(user):
+    client = _client(user)
+    dataset, _ = _dataset(client)
+    link = client.post(f"/api/datasets/{dataset['id']}/links", {"mode": "public", "name": "review"},
+                       format="json").json()
+    assert link["url"].endswith(f"/s/{link['token']}")
+    page = _client().get(f"/s/{link['token']}")  # signed out
+    assert page.status_code == 200 and page["Cache-Control"] == "no-store"
+    assert "hello" in page.content.decode() and "reverse" in page.content.decode()
+    client.delete(f"/api/datasets/{dataset['id']}/links/{link['id']}")
+    assert _client().get(f"/s/{link['token']}").status_code == 404
+    pinned = client.post(f"/api/datasets/{dataset['id']}/links", {"version": str(uuid.uuid4())},
+                         format="json")
+    assert (pinned.status_code, pinned.json()["error"]["code"]) == (400, "version_not_found")  # prompts pin
 
 
 def test_should_rename_and_delete_a_dataset_no_run_used(user):

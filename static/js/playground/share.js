@@ -1,5 +1,7 @@
 // The owner's share dialog: links (public / login, pinned version, expiry) and
-// grants to users or teams, each listed with a revoke button.
+// grants to users or teams, each listed with a revoke button. A prompt's pages and
+// a dataset's use it (cfg.apiBase; a dataset's has no version picker: its links
+// read every version).
 
 import { api, apiAll, el, pageConfig, showAlert } from "./api.js";
 
@@ -64,7 +66,7 @@ function grantRow(grant) {
 
 // A chat with the grantee, its draft naming this prompt (the chat page puts `about` in the composer).
 function messageLink(username) {
-  const about = `About “${cfg.prompt.title}”: ${location.origin}${location.pathname}`;
+  const about = `About “${cfg.prompt ? cfg.prompt.title : cfg.dataset.name}”: ${location.origin}${location.pathname}`;
   const href = `/chat/?with=${encodeURIComponent(username)}&about=${encodeURIComponent(about)}`;
   return el("a", { class: "btn small", href, text: "Message", "aria-label": `Message ${username}` });
 }
@@ -85,12 +87,14 @@ async function loadGrants() {
 }
 
 async function loadChoices() {
-  const list = await apiAll(`${base}/versions`);
-  versions = new Map(list.map((v) => [v.id, v.number]));
   const select = $("share-version");
-  select.replaceChildren(select.options[0],
-    ...list.sort((a, b) => b.number - a.number)
-      .map((v) => el("option", { value: v.id, text: `Only v${v.number}${v.message ? ` · ${v.message}` : ""}` })));
+  if (select) {
+    const list = await apiAll(`${base}/versions`);
+    versions = new Map(list.map((v) => [v.id, v.number]));
+    select.replaceChildren(select.options[0],
+      ...list.sort((a, b) => b.number - a.number)
+        .map((v) => el("option", { value: v.id, text: `Only v${v.number}${v.message ? ` · ${v.message}` : ""}` })));
+  }
   const teams = await api("/api/accounts/teams");
   $("share-team").replaceChildren(...teams.map((t) => el("option", { value: t.id, text: t.name })));
   $("share-grantee-kind").querySelector('option[value="team"]').disabled = teams.length === 0;
@@ -117,7 +121,7 @@ $("share-link-form").addEventListener("submit", async (e) => {
   const body = {
     mode: $("share-mode").value,
     name: $("share-name").value.trim(),
-    version: $("share-version").value || null,
+    version: $("share-version")?.value || null,
     expires_at: days ? new Date(Date.now() + days * 86_400_000).toISOString() : null,
   };
   try {
