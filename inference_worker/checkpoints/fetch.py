@@ -249,7 +249,7 @@ class CheckpointFetch:
                 rank, members = self.members(fresh)
                 for f, s in zip(self.files, statuses, strict=True):
                     if f.share is not None and not s.is_seeding:
-                        f.share.update(s, rank, members, now)
+                        f.share.update(s, rank, members, now, self.swarm.events(f.handle).failed_pieces)
             if done > best or checking:
                 best, best_at = done, now
             elif now - best_at > self.stall_s:

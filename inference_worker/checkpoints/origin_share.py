@@ -27,6 +27,10 @@ large range, and ask the origin for it: a host first says in Redis that it fetch
 the version and waits ``start_at`` (one peer refresh) before its first origin
 request; peers can trade meanwhile.
 
+A piece that failed its hash check came from a peer that lies or whose disk is
+damaged, and that peer may well be the only one announcing it until it is banned:
+in its owner's range, such a piece counts as one that no peer has.
+
 If nothing arrives for ``fallback_s`` (membership views that disagree, say, with
 Redis gone), the host stops splitting and asks the origin for whatever it lacks.
 """
@@ -36,6 +40,21 @@ from __future__ import annotations
 import libtorrent as lt
 
 TOP, DEFAULT, SKIP = 7, 4, 0
+
+
+def wanted_priorities(have, availability, web_seeds: int, own: range, failed) -> list[int]:
+    """Each piece's priority: TOP for the pieces of ``own`` that this host asks the
+    origin for, SKIP for the other pieces that no peer has, DEFAULT for the rest."""
+    wanted = [DEFAULT] * len(have)
+    for q, had in enumerate(have):
+        if had:
+            continue
+        unavailable = availability[q] <= web_seeds
+        if q in own and (unavailable or q in failed):
+            wanted[q] = TOP
+        elif unavailable:
+            wanted[q] = SKIP
+    return wanted
 
 
 class OriginShare:
@@ -55,8 +74,9 @@ class OriginShare:
             return range(self.num_pieces)
         return range(rank * self.num_pieces // members, (rank + 1) * self.num_pieces // members)
 
-    def update(self, status, rank: int, members: int, now: float) -> None:
-        """Priorities and web seed for this tick (``status``: the handle's, with pieces)."""
+    def update(self, status, rank: int, members: int, now: float, failed: set[int] = frozenset()) -> None:
+        """Priorities and web seed for this tick (``status``: the handle's, with pieces;
+        ``failed``: pieces that failed their hash check here)."""
         if status.num_pieces > self.best:
             self.best, self.best_at = status.num_pieces, now
         elif not self.fallback and now - self.best_at > self.fallback_s:
@@ -67,20 +87,12 @@ class OriginShare:
         availability = self.handle.piece_availability()  # counts every connected seed, web seeds too
         if len(availability) != self.num_pieces:  # complete since the status was read: no picker left
             return
-        own = self.owned(rank, members)
-        wanted = [DEFAULT] * self.num_pieces
-        needs_origin = False
-        for q in range(self.num_pieces):
-            if not have[q] and availability[q] <= web_seeds:
-                if q in own:
-                    wanted[q], needs_origin = TOP, True
-                else:
-                    wanted[q] = SKIP
+        wanted = wanted_priorities(have, availability, web_seeds, self.owned(rank, members), failed)
         changed = [(q, p) for q, (p, old) in enumerate(zip(wanted, self.priorities, strict=True)) if p != old]
         if changed:
             self.handle.prioritize_pieces(changed)
             self.priorities = wanted
-        needs_origin = needs_origin and now >= self.start_at
+        needs_origin = TOP in wanted and now >= self.start_at
         if needs_origin and not self.attached:
             self.handle.add_url_seed(self.url)
         elif not needs_origin and self.attached:

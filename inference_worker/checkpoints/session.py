@@ -94,6 +94,7 @@ class TorrentEvents:
 
     def __init__(self):
         self.hash_failures = 0
+        self.failed_pieces: set[int] = set()  # pieces that failed their hash check at least once
         self.banned: set[str] = set()
         self.web_seed_error: str | None = None
         self.error: str | None = None
@@ -199,6 +200,7 @@ class SwarmSession:
             events = self._events[key]
         if isinstance(alert, lt.hash_failed_alert):
             events.hash_failures += 1
+            events.failed_pieces.add(int(alert.piece_index))
         elif isinstance(alert, lt.peer_ban_alert):
             events.banned.add(f"{alert.endpoint[0]}:{alert.endpoint[1]}")
             logger.warning("banned peer %s:%s (sent data failing its hash)", *alert.endpoint)

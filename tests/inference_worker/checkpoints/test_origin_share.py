@@ -7,7 +7,7 @@ import libtorrent as lt
 import pytest
 
 from inference_client.checkpoints.torrents import torrent_build
-from inference_worker.checkpoints.origin_share import SKIP, TOP, OriginShare
+from inference_worker.checkpoints.origin_share import DEFAULT, SKIP, TOP, OriginShare, wanted_priorities
 from inference_worker.checkpoints.session import SwarmSession
 
 URL = "http://127.0.0.1:9/bucket/model.bin?X-Amz-Signature=x"
@@ -73,3 +73,12 @@ def test_a_host_that_gains_nothing_for_the_fallback_time_asks_the_origin_for_eve
     share.update(handle.status(), 3, 4, now=6.5)
     assert handle.get_piece_priorities() == [TOP] * 160
     assert handle.url_seeds() == [URL]
+
+
+def test_a_piece_that_failed_its_hash_check_is_asked_of_the_origin_by_its_owner():
+    # Ten pieces, this host owns 0-4; a (lying) peer announces every piece but 8 and 9,
+    # 2 and 7 failed their hash check, 3 is here already; one web seed is connected.
+    have = [q == 3 for q in range(10)]
+    availability = [2] * 8 + [1, 1]
+    wanted = wanted_priorities(have, availability, 1, range(0, 5), failed={2, 7})
+    assert wanted == [DEFAULT, DEFAULT, TOP, DEFAULT, DEFAULT, DEFAULT, DEFAULT, DEFAULT, SKIP, SKIP]
