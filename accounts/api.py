@@ -103,7 +103,9 @@ class TeamMembershipApi(APIView):
 
 
 class TeamMemberApi(APIView):
-    @extend_schema(request=TeamMemberSerializer, responses={200: TeamSerializer})
+    # 202: invited (not a member until they accept); 200: already a member.
+    @extend_schema(request=TeamMemberSerializer,
+                   responses={202: TeamInvitationSerializer, 200: TeamSerializer})
     def post(self, request, team_id: int):
         team = selectors.access_team_as_owner(user=request.user, team_id=team_id)
         data = TeamMemberSerializer(data=request.data)

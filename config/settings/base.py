@@ -211,10 +211,12 @@ SPECTACULAR_SETTINGS = {
     # Request bodies documented apart from responses: "not blank" (minLength 1) and
     # write-only fields show where they apply.
     "COMPONENT_SPLIT_REQUEST": True,
-    # /v1's plain views (inference_client/openapi.py), links from creates to what
+    # /v1's plain views (inference_client/openapi.py), the rules the playground's
+    # services check (playground/openapi.py), links from creates to what
     # they created, then every operation's refusals in the one error shape (core/openapi.py).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "inference_client.openapi.add_generation_operations",
+                             "playground.openapi.add_request_rules",
                              "core.openapi.add_links", "core.openapi.add_error_responses"],
 }
 
