@@ -7,10 +7,11 @@ the fixed-cost engine). One client on one kept-alive connection sends requests o
 after another and reads each answer's Server-Timing header (inference_client/
 completion.py), so every phase is measured per request in the same run:
 
-- auth, parse, admit, publish: the gateway before the generation is queued;
-- wait: from the publish to the terminal event reaching the gateway, of which
-  worker is the worker's own time (scheduler queue + engine call); the rest of
-  wait is transport: broker -> task -> scheduler, and event log -> gateway;
+- auth, parse, admit: the gateway before the generation is published;
+- wait: from the publish's start to the terminal event reaching the gateway, of
+  which worker is the worker's own time (scheduler queue + engine call); the rest
+  is the publish (also shown alone) and transport: broker -> task -> scheduler,
+  and event log -> gateway;
 - total: the view, start to response object; the client's round trip minus total
   is HTTP, uvicorn and Django's handler around the view.
 
@@ -70,9 +71,8 @@ def report(name: str, rows: list[dict], call_ms: float) -> dict[str, float]:
     phases = {name: [r[name] for r in rows] for name in
               ["auth", "parse", "admit", "publish", "wait", "worker", "total", "client"]}
     phases.update({
-        "gateway before queueing (auth+parse+admit+publish)":
-            [r["auth"] + r["parse"] + r["admit"] + r["publish"] for r in rows],
-        "transport (wait - worker)": [r["wait"] - r["worker"] for r in rows],
+        "gateway before publishing (auth+parse+admit)": [r["auth"] + r["parse"] + r["admit"] for r in rows],
+        "publish + transport (wait - worker)": [r["wait"] - r["worker"] for r in rows],
         "worker beyond the call (worker - call)": [r["worker"] - call_ms for r in rows],
         "HTTP + handler (client - total)": [r["client"] - r["total"] for r in rows],
         "OVERHEAD (client - call)": [r["client"] - call_ms for r in rows],
@@ -116,7 +116,7 @@ def run(requests: int, call_ms: float, variant: dict[str, str]) -> None:
     if variant:
         (base, var) = medians.values()
         print("\nvariant / baseline, p50:")
-        for phase in ("publish", "transport (wait - worker)", "HTTP + handler (client - total)",
+        for phase in ("publish", "publish + transport (wait - worker)", "HTTP + handler (client - total)",
                       "OVERHEAD (client - call)"):
             print(f"  {phase:<50} {var[phase]:>7.2f} / {base[phase]:>7.2f} ms")
 
