@@ -18,10 +18,10 @@ def worker_env(models: dict) -> dict:
 
 @contextmanager
 def celery_worker(models: dict, queues: list[str], *, concurrency: int = 64, name: str = "w1",
-                  stdout=subprocess.PIPE, stop_signal=signal.SIGTERM):
+                  stdout=subprocess.DEVNULL, stop_signal=signal.SIGTERM):
     """A real worker process (threads pool, prefetch 1) consuming `queues`; its log
-    goes to ``stdout`` (a pipe: read it only once the worker has exited, or pass a
-    file for a worker that logs more than a pipe holds)."""
+    goes to ``stdout``: pass a file to read it (an unread pipe would block the
+    worker once its log outgrew the pipe's buffer)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", ",".join(queues),
          "-P", "threads", "-c", str(concurrency), "--prefetch-multiplier", "1", "-n", f"{name}@%h",
