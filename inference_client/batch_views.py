@@ -39,6 +39,19 @@ def _batch(request, batch_id: str) -> Batch:
                        field="batch_id") from None
 
 
+# The request shapes batches.file_create and batch_create accept (OpenAI's).
+FILE_UPLOAD = {"type": "object", "required": ["file", "purpose"], "properties": {
+    "file": {"type": "string", "format": "binary", "description": "JSONL: one request per line."},
+    "purpose": {"type": "string", "enum": [BatchFile.Purpose.BATCH.value]}}}
+BATCH_CREATE = {"type": "object", "additionalProperties": False, "required": ["input_file_id", "endpoint"],
+                "properties": {
+                    "input_file_id": {"type": "string", "minLength": 1},
+                    "endpoint": {"type": "string", "enum": sorted(batches.ENDPOINTS)},
+                    "completion_window": {"type": "string", "enum": ["24h"], "default": "24h"},
+                    "metadata": {"type": "object", "nullable": True, "maxProperties": 16,
+                                 "additionalProperties": {"type": "string", "maxLength": 512}}}}
+
+
 @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
 class FileListApi(APIView):
     parser_classes = [MultiPartParser]
@@ -48,6 +61,7 @@ class FileListApi(APIView):
         files = BatchFile.objects.filter(user=request.user).order_by("-created_at")[:1000]
         return Response({"object": "list", "data": [batches.file_body(f) for f in files]})
 
+    @extend_schema(request={"multipart/form-data": FILE_UPLOAD}, responses=OpenApiTypes.OBJECT)
     def post(self, request):
         upload = request.FILES.get("file")
         if upload is None:
@@ -91,6 +105,7 @@ class BatchListApi(APIView):
         return Response({"object": "list", "data": [batches.batch_body(b) for b in rows],
                          "has_more": False})
 
+    @extend_schema(request={"application/json": BATCH_CREATE}, responses=OpenApiTypes.OBJECT)
     def post(self, request):
         data = request.data if isinstance(request.data, dict) else {}
         unknown = sorted(set(data) - {"input_file_id", "endpoint", "completion_window", "metadata"})
