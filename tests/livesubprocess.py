@@ -46,9 +46,11 @@ class Server:
 
 
 @contextmanager
-def running_server(args: list[str], env: dict, port: int, timeout: float = 60):
+def running_server(args: list[str], env: dict, port: int, timeout: float = 120):
     # Output goes to a file, not a pipe: nothing drains a pipe while a test runs,
     # and a server whose 64 KiB pipe buffer fills blocks on its next log line.
+    # The deadline is generous: loading SmolLM2 on a loaded 2-core machine took
+    # over 60 s once (a passing start returns as soon as the server answers).
     with tempfile.TemporaryFile("w+") as log:
         proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env={**env, "PYTHONUNBUFFERED": "1"},
                                 stdout=log, stderr=subprocess.STDOUT, text=True)
