@@ -5,7 +5,8 @@ MODEL_CACHE_DIR: where a worker keeps checkpoints, <dir>/<model>/<version>/.
 MODEL_PIECE_SIZE: torrent piece size in bytes for `model_publish` (a power of two,
   at least 16 KiB); 0 picks one by file size (see inference_client.checkpoints.torrents).
 MODEL_WEB_SEED_EXPIRES: lifetime in seconds of the presigned URL a worker gives
-  libtorrent as the web seed; it is renewed at half its life.
+  libtorrent as the web seed, at most PRESIGN_GET_MAX_EXPIRES (60 s); it is renewed
+  at half its life.
 MODEL_FETCH_STALL_S: a fetch that gains no verified byte for this long fails, naming
   what it knows (peers, the web seed's last answer).
 MODEL_ORIGIN_FALLBACK_S: hosts downloading a version split which pieces each asks

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 import httpx
 import libtorrent as lt
 
-from core.blobstore import BlobNotFound, BlobStore
+from core.blobstore import BlobNotFound, BlobStore, capped_get_expiry
 from inference_protocol.checkpoints import (
     Manifest,
     ManifestError,
@@ -83,7 +83,10 @@ class CheckpointFetch:
         self.swarm, self.store, self.cache = swarm, store, cache
         self.model, self.version = model, version
         self.label = f"{model}@{version}"
-        self.web_seed, self.stall_s, self.web_seed_expires = web_seed, stall_s, web_seed_expires
+        # GET URLs are capped (PRESIGN_GET_MAX_EXPIRES, 60 s): renewing at half of an uncapped
+        # 3,600 s left every fetch longer than the cap facing "400 AccessDenied".
+        self.web_seed, self.stall_s = web_seed, stall_s
+        self.web_seed_expires = capped_get_expiry(web_seed_expires)
         self.peers_known = peers_known  # whether any peer may have the bytes (Redis, say)
         # (this host's rank, how many hosts fetch or have this version), fresh=True: read now
         self.members = members

@@ -48,10 +48,12 @@ def hosts():
 
 def test_fetch_shows_progress_and_verifies_every_file(publish, tmp_path, env_for):
     published = publish({"model.bin": 2 * MB, "tokenizer/vocab.json": 50_000})
-    # A person's run: a progress bar (bytes, rate, peers, ETA), then one line.
+    # A person's run: a progress bar (bytes, rate, peers, ETA), then one line. Its web-seed
+    # URL lives 2 s (rclone checks): the download outlives it only if renewals work.
     result = subprocess.run([sys.executable, "manage.py", "model_fetch", "--model", published.model,
                              "--version", "v1", "--cache", str(tmp_path / "c")], cwd=ROOT,
-                            env=env_for(rate=1 * MB), capture_output=True, text=True, timeout=60)
+                            env=env_for(rate=1 * MB, MODEL_WEB_SEED_EXPIRES="2"), capture_output=True,
+                            text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert f"{published.label} is present and verified in {tmp_path / 'c'}" in result.stdout
     assert published.label in result.stderr and "B/s" in result.stderr and "peers" in result.stderr
