@@ -112,6 +112,10 @@ end
 """
 
 
+# Each worker's -c: the messages it holds at once (--worker-concurrency).
+WORKER_CONCURRENCY = 1024
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))]
@@ -158,7 +162,8 @@ class Stack:
 
     def __enter__(self) -> Stack:
         self.workers = [self._spawn(f"worker{i}", [
-            "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{MODEL}", "-P", "threads", "-c", "1024",
+            "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{MODEL}", "-P", "threads",
+            "-c", str(WORKER_CONCURRENCY),
             "--prefetch-multiplier", "1", "-l", "warning", "-n", f"bench-e2e-{i}-{uuid.uuid4().hex[:6]}@%h",
             "--without-mingle", "--without-gossip"]) for i in range(self.devices)]
         self.server = self._spawn("serve", ["manage.py", "serve", "--no-demo", "--port", str(self.port),
@@ -353,6 +358,7 @@ def honour_retry_after(base: str, key: str) -> bool:
 
 
 def main() -> None:
+    global WORKER_CONCURRENCY
     if len(sys.argv) > 1 and sys.argv[1] == "--flood":
         flood(*sys.argv[2:6])
         return
@@ -363,12 +369,15 @@ def main() -> None:
     parser.add_argument("--levels", default="1,50,100,200,400")
     parser.add_argument("--fairness", action="store_true")
     parser.add_argument("--free-keys", type=int, default=20)
+    parser.add_argument("--worker-concurrency", type=int, default=WORKER_CONCURRENCY,
+                        help="each worker's -c (README: size it for the device's whole window)")
     args = parser.parse_args()
+    WORKER_CONCURRENCY = args.worker_concurrency
     duration = 3.0 if args.quick else args.duration
     configs = ["1x1"] if args.quick else [c for c in args.configs.split(",") if c]  # "": fairness only
     levels = [int(x) for x in args.levels.split(",")]
     print(f"wrk on this machine ({os.cpu_count()} cores, shared by wrk and the whole stack), "
-          f"{duration:.0f} s per level")
+          f"{duration:.0f} s per level, workers -c {WORKER_CONCURRENCY}")
     for config in configs:
         serve, devices = (int(x) for x in config.split("x"))
         for routing in ("shared", "soonest") if devices > 1 else ("soonest",):
