@@ -88,9 +88,23 @@ class Origin:
         status = response.status_code
         if status == 200 and "content-range" in response.headers:
             status = 206
+
+        # uvicorn drops what is sent after the client hung up without saying so: without
+        # this, a dropped web seed (libtorrent renews its URL that way) kept streaming
+        # into nothing and held the capped link.
+        hung_up = asyncio.Event()
+
+        async def watch():
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            hung_up.set()
+
+        watcher = asyncio.ensure_future(watch())
         try:
             await send({"type": "http.response.start", "status": status, "headers": response.headers.raw})
             async for chunk in response.aiter_raw(16 * 1024):
+                if hung_up.is_set():
+                    return
                 if self._link is not None:
                     await self._link.send(len(chunk))
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -99,4 +113,5 @@ class Origin:
         except (RuntimeError, OSError):  # the client hung up (libtorrent drops web seeds it is done with)
             pass
         finally:
+            watcher.cancel()
             await response.aclose()
