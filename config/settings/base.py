@@ -140,6 +140,11 @@ else:
     # database shares one cache between threads, which fails a concurrent writer at
     # once ("table is locked") instead of waiting for the lock like SQLite on a file.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    # Transactions take the write lock when they begin: a deferred one that read
+    # first cannot wait to upgrade (SQLite fails it at once, "database is locked",
+    # when another connection writes), so concurrent writers (a chat edit beside
+    # an ack) queue on the busy timeout instead.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(transaction_mode="IMMEDIATE", timeout=20)
 # Connections each event loop holds for the async hot paths (core.adb: chat sends),
 # on top of Django's pool; PostgreSQL only.
 DB_ASYNC_POOL_MAX_SIZE = env_int("DB_ASYNC_POOL_MAX_SIZE", 8)
