@@ -39,14 +39,12 @@ def timings(header: str) -> dict[str, float]:
     return {m.group(1): float(m.group(2)) for m in re.finditer(r"([\w-]+);dur=([\d.]+)", header)}
 
 
-class Server:
-    """One `serve` process on its own port, with one kept-alive client connection."""
+class Client:
+    """One kept-alive connection to a serve process's port."""
 
-    def __init__(self, stack: e2e.Stack):
-        self.port = e2e.free_port()
-        self.proc = stack._spawn(f"serve-{self.port}", ["manage.py", "serve", "--no-demo", "--port",
-                                                        str(self.port), "--workers", "1"])
-        self.conn: http.client.HTTPConnection | None = None
+    def __init__(self, port: int):
+        self.port = port
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
     def up(self) -> bool:
         try:
@@ -55,8 +53,6 @@ class Server:
             return False
 
     def call(self, body: str, headers: dict) -> dict[str, float]:
-        if self.conn is None:
-            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         started = time.perf_counter()
         self.conn.request("POST", "/v1/chat/completions", body, headers)
         response = self.conn.getresponse()
@@ -92,17 +88,19 @@ def run(requests: int, call_ms: float, variant: dict[str, str]) -> None:
     body = json.dumps(e2e.BODY)
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     with e2e.Stack(1, 1, env) as stack:
-        servers = {"baseline": None}
+        servers = {"baseline": Client(stack.port)}
         if variant:
+            # A second serve process with the variant's environment, on the same worker.
             stack.env = {**env, **variant}
-            servers["variant " + " ".join(f"{k}={v}" for k, v in variant.items())] = Server(stack)
+            port = e2e.free_port()
+            stack._spawn(f"serve-{port}", ["manage.py", "serve", "--no-demo", "--port", str(port),
+                                           "--workers", "1"])
+            servers["variant " + " ".join(f"{k}={v}" for k, v in variant.items())] = Client(port)
             deadline = time.monotonic() + 60
-            while not all(s.up() for s in servers.values() if s):
+            while not all(s.up() for s in servers.values()):
                 if time.monotonic() > deadline:
                     raise TimeoutError("the variant server did not start")
                 time.sleep(0.2)
-        servers["baseline"] = Server.__new__(Server)
-        servers["baseline"].port, servers["baseline"].conn = stack.port, None
         rows: dict[str, list] = {name: [] for name in servers}
         for i in range(requests + 20):  # alternating, one request in flight at a time
             for name, server in servers.items():
