@@ -158,19 +158,28 @@ def _on_document(old: config.ConfigSnapshot, new: config.ConfigSnapshot) -> None
         _reconcile(name, new)
 
 
-def _reconcile(name: str, snapshot: config.ConfigSnapshot | None = None) -> None:
-    """Bring ``name``'s scheduler and engine to the document (module docstring)."""
-    snapshot = snapshot or config.current()
+def _wanted(name: str, snapshot: config.ConfigSnapshot):
+    """(what serves ``name`` now, the document's engine spec and scheduler config),
+    or None when nothing serves it; raises when the document cannot serve it."""
     with _lock:
         served = _served.get(name)
     if served is None:
-        return
+        return None
+    return (served, *_split(name, model_spec(name, snapshot)))
+
+
+def _reconcile(name: str, snapshot: config.ConfigSnapshot | None = None) -> None:
+    """Bring ``name``'s scheduler and engine to the document (module docstring)."""
+    snapshot = snapshot or config.current()
     try:
-        engine_spec, scheduler_config = _split(name, model_spec(name, snapshot))
+        wanted = _wanted(name, snapshot)
     except (UnknownModel, EngineLoadError) as exc:
         # The gateway routes nothing here under that document; what runs goes on.
         logger.warning("config document %s: %s; %s keeps its settings", snapshot.number, exc, name)
         return
+    if wanted is None:
+        return
+    served, engine_spec, scheduler_config = wanted
     if scheduler_config != served.scheduler.config:
         try:
             served.scheduler.reconfigure(scheduler_config)
@@ -210,16 +219,13 @@ def _rebuild_loop(name: str) -> None:
 
 def _rebuild(name: str) -> None:
     snapshot = config.current()
-    with _lock:
-        served = _served.get(name)
-    if served is None:
-        return
     try:
-        engine_spec, scheduler_config = _split(name, model_spec(name, snapshot))
+        wanted = _wanted(name, snapshot)
     except (UnknownModel, EngineLoadError):
         return  # _reconcile logged it
-    if engine_spec == served.engine_spec:
+    if wanted is None or wanted[1] == wanted[0].engine_spec:
         return
+    served, engine_spec, scheduler_config = wanted
     started = time.monotonic()
     try:
         engine = _build(name, engine_spec)
