@@ -28,15 +28,15 @@ class AckFlush(bootsteps.StartStopStep):
 
     requires = ("celery.worker.consumer.tasks:Tasks",)
 
+    timer = None
+
     def start(self, c):
-        interval_ms = getattr(settings, "CELERY_ACK_FLUSH_MS", 0)
-        if c.hub is not None and interval_ms > 0:
-            self.timer = c.hub.call_repeatedly(interval_ms / 1000, _no_op)
+        if c.hub is not None and settings.CELERY_ACK_FLUSH_MS > 0:
+            self.timer = c.hub.call_repeatedly(settings.CELERY_ACK_FLUSH_MS / 1000, _no_op)
 
     def stop(self, c):
-        timer = getattr(self, "timer", None)
-        if timer is not None:
-            timer.cancel()
+        if self.timer is not None:
+            self.timer.cancel()
 
 
 def _no_op() -> None:
