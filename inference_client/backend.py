@@ -5,24 +5,41 @@ events come back through the Redis event log."""
 from __future__ import annotations
 
 import functools
+import time
 
 from celery import current_app
 
 from inference_client.publisher import Publisher
 from inference_protocol.backend import Backend
 from inference_protocol.heartbeat import read_heartbeats
-from inference_protocol.queues import GENERATE_TASK, device_queue, queue_for
+from inference_protocol.queues import (
+    DEVICE_QUEUE_REDECLARE_S,
+    GENERATE_TASK,
+    device_queue,
+    queue_for,
+)
 
 
 class CeleryBackend(Backend):
+    def __init__(self, log=None):
+        super().__init__(log)
+        self._declared_at: dict[str, float] = {}  # device queue -> when this process last declared it
+
     def submit(self, request, producer=None, device=None):
         """To the device's own queue when routing chose one, else the model's shared queue."""
-        queue = device_queue(request.model, device) if device else queue_for(request.model)
+        queue, declare = queue_for(request.model), None  # None: Celery's default (kombu's cache)
+        if device:
+            queue, now = device_queue(request.model, device), time.monotonic()
+            last = self._declared_at.get(queue.name)
+            declared = last is not None and now - last < DEVICE_QUEUE_REDECLARE_S
+            declare = [] if declared else None
         # argsrepr: Celery would put a repr of the messages (user text) in the
         # headers, for logs and monitors; the request id is enough there.
         current_app.send_task(GENERATE_TASK, args=[request.to_dict()], queue=queue,
-                              task_id=request.request_id, producer=producer,
+                              task_id=request.request_id, producer=producer, declare=declare,
                               argsrepr=f"<request {request.request_id}>", kwargsrepr="{}")
+        if device and not declared:
+            self._declared_at[queue.name] = now
 
     async def asubmit(self, request, device=None):
         await self._publisher.publish((request, device))

@@ -24,6 +24,13 @@ def model_of_queue(queue: str) -> str | None:
 # dead-lettered to the model's shared queue, which every worker consumes.
 DEVICE_QUEUE_TTL_MS = 3000
 DEVICE_SEPARATOR = "#"
+# A device queue goes away this long after its last use (a consumer, or a
+# declaration); a publisher that declared it less than DEVICE_QUEUE_REDECLARE_S
+# ago knows it is still there and skips the declaration, a round trip to the
+# broker per publish that kombu never caches for an expiring queue (1-2 ms of the
+# gateway's overhead per request in bench/overhead.py).
+DEVICE_QUEUE_EXPIRES_MS = 60_000
+DEVICE_QUEUE_REDECLARE_S = DEVICE_QUEUE_EXPIRES_MS / 1000 / 4
 
 
 def device_queue(model: str, device: str) -> Queue:
@@ -31,5 +38,4 @@ def device_queue(model: str, device: str) -> Queue:
     return Queue(name, routing_key=name,
                  queue_arguments={"x-message-ttl": DEVICE_QUEUE_TTL_MS, "x-dead-letter-exchange": "",
                                   "x-dead-letter-routing-key": queue_for(model),
-                                  # the queue itself goes away a minute after its last consumer
-                                  "x-expires": 60_000})
+                                  "x-expires": DEVICE_QUEUE_EXPIRES_MS})

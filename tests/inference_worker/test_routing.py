@@ -7,6 +7,7 @@ import signal
 import time
 import uuid
 
+import amqp
 import pytest
 
 from core.redis import get_redis
@@ -14,7 +15,7 @@ from inference_client.backend import CeleryBackend
 from inference_client.routing import choose, expected_start
 from inference_protocol.devices import DeviceState, devices_key, parse_states
 from inference_protocol.generation import GenerationRequest
-from inference_protocol.queues import DEVICE_QUEUE_TTL_MS
+from inference_protocol.queues import DEVICE_QUEUE_REDECLARE_S, DEVICE_QUEUE_TTL_MS, device_queue
 from tests.inference_worker.workers import celery_worker, delete_queues
 from tests.polling import wait_for
 
@@ -107,3 +108,34 @@ def test_should_run_a_dead_devices_queued_requests_on_another_worker(model):
         assert {r["result"]["device"] for r in results} != {state.device}
         # Dead-lettered to the shared queue once they outlived the device queue's TTL.
         assert time.monotonic() - started >= DEVICE_QUEUE_TTL_MS / 1000 - 1
+
+
+@pytest.mark.needs_services  # a real RabbitMQ
+def test_should_declare_a_device_queue_once_per_window_not_per_publish(model):
+    """An expiring queue's declaration is never cached by kombu, and cost a broker
+    round trip per request: the backend declares a device queue again only when
+    its last declaration is DEVICE_QUEUE_REDECLARE_S old (the queue outlives a
+    declaration by DEVICE_QUEUE_EXPIRES_MS, so it is still there in between)."""
+    from config.celery import app
+
+    backend, device = CeleryBackend(), f"dev-{uuid.uuid4().hex[:6]}"
+    name = device_queue(model, device).name
+
+    def queued() -> int | None:
+        with app.connection_for_write() as conn:
+            try:
+                return conn.channel().queue_declare(name, passive=True).message_count
+            except amqp.exceptions.NotFound:
+                return None
+
+    try:
+        backend.submit(_request(model), device=device)
+        assert queued() == 1  # declared with the first publish
+        delete_queues([name])
+        backend.submit(_request(model), device=device)
+        assert queued() is None  # within the window: published without a declaration
+        backend._declared_at[name] -= DEVICE_QUEUE_REDECLARE_S
+        backend.submit(_request(model), device=device)
+        assert queued() == 1  # the window over: declared again
+    finally:
+        delete_queues([name])
