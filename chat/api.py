@@ -58,9 +58,7 @@ class UnreadApi(APIView):
 
     @extend_schema(responses={200: None})
     def get(self, request):
-        counts = selectors.unread_counts(user_id=request.user.pk)
-        return Response({"total": sum(counts.values()),
-                         "conversations": {str(k): v for k, v in counts.items()}})
+        return Response(selectors.unread_summary(user_id=request.user.pk))
 
 
 class SearchApi(APIView):

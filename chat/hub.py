@@ -1,12 +1,13 @@
-"""One housekeeping task per server process (per event loop) for all its chat sockets.
+"""One housekeeping task per server process (per event loop) for all its chat sockets
+(the chat page's and the navigation badge's).
 
 Every CHAT_PRESENCE_POLL_SECONDS it
 - renews each socket's membership of its user's group. The channel layer drops a
   membership not renewed within CHANNEL_LAYER_GROUP_EXPIRY, so the channels of a
   server killed -9 (which never ran `disconnect`) leave their groups within that
   time instead of channels_redis' default day, and messages stop going to them;
-- reads the presence of every contact of every socket in one round trip and hands
-  each socket its part (one poll per process, not one per socket).
+- reads the presence of every contact of every chat-page socket in one round trip
+  and hands each socket its part (one poll per process, not one per socket).
 """
 
 from __future__ import annotations
@@ -28,16 +29,16 @@ _hubs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 class Hub:
     def __init__(self):
-        self.sockets: set = set()
+        self.sockets: dict = {}  # socket -> whether it shows presence (has contacts, presence_update)
         self._task: asyncio.Task | None = None
 
-    def join(self, consumer) -> None:
-        self.sockets.add(consumer)
+    def join(self, consumer, *, presence: bool = True) -> None:
+        self.sockets[consumer] = presence
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     def leave(self, consumer) -> None:
-        self.sockets.discard(consumer)
+        self.sockets.pop(consumer, None)
 
     async def _run(self) -> None:
         while self.sockets:
@@ -50,9 +51,10 @@ class Hub:
     async def tick(self) -> None:
         sockets = [s for s in self.sockets if getattr(s, "user", None) is not None]
         await renew_groups([(user_group(s.user.pk), s.channel_name) for s in sockets])
-        contacts = sorted({uid for s in sockets for uid in s.contacts})
+        watching = [s for s in sockets if self.sockets.get(s)]
+        contacts = sorted({uid for s in watching for uid in s.contacts})
         online = await realtime.state().online(contacts)
-        for s in sockets:
+        for s in watching:
             if s in self.sockets:
                 await s.presence_update(online)
 

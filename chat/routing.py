@@ -1,5 +1,8 @@
 from django.urls import path
 
-from .consumers import ChatConsumer
+from .consumers import ChatConsumer, UnreadConsumer
 
-websocket_urlpatterns = [path("ws/chat/", ChatConsumer.as_asgi())]
+websocket_urlpatterns = [
+    path("ws/chat/", ChatConsumer.as_asgi()),
+    path("ws/chat/unread/", UnreadConsumer.as_asgi()),
+]

@@ -157,6 +157,17 @@ def unread_counts(*, user_id: int) -> dict[int, int]:
     return {row["conversation_id"]: row["n"] for row in rows}
 
 
+def unread_summary(*, user_id: int) -> dict:
+    """The navigation badge's numbers: what /api/chat/unread answers and the badge
+    socket pushes ({"total", "conversations": {id as text: count}})."""
+    counts = unread_counts(user_id=user_id)
+    return {"total": sum(counts.values()), "conversations": {str(k): v for k, v in counts.items()}}
+
+
+def username_of(*, user_id: int) -> str | None:
+    return User.objects.filter(pk=user_id).values_list("username", flat=True).first()
+
+
 def unread_in(*, user_id: int, conversation_id: int) -> int:
     return _unread(user_id).filter(conversation_id=conversation_id).count()
 
