@@ -414,7 +414,7 @@ def _request(batch: Batch, line: dict, check) -> tuple[GenerationRequest, object
         seed=params.seed if params.seed is not None else int(request_id[:8], 16) & 0x7FFFFFFF,
         priority="batch", timeout_s=settings.BATCH_LINE_TIMEOUT_S,
         response_format=params.response_format or params.tool_constraint, n=params.n, inputs=params.inputs,
-        logprobs=params.logprobs, raw_prompt=params.raw_prompt), request
+        logprobs=params.logprobs, raw_prompt=params.raw_prompt, stream=False), request
 
 
 class _BrokerAway(Exception):

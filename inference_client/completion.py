@@ -156,4 +156,11 @@ class Completion:
 
     @property
     def ttft_s(self) -> float | None:
-        return None if self.first_token_at is None else self.first_token_at - self.started
+        if self.first_token_at is not None:
+            return self.first_token_at - self.started
+        # A non-streamed generation sends no token events: the worker's own
+        # first-token time, counted back from when its result arrived here.
+        result = self._events[-1].get("result") if self._events else None
+        if self.ended_at is None or not result or result.get("first_token_s") is None:
+            return None
+        return max(0.0, self.ended_at - self.started - (result["latency_s"] - result["first_token_s"]))

@@ -197,7 +197,7 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
     try:
         return await _start(principal, model, messages, params, new, use_redis, snapshot, prompt_ref,
                             lane=lane, timeout_s=timeout_s or settings.INFERENCE_REQUEST_TIMEOUT_S,
-                            record_sink=record_sink)
+                            record_sink=record_sink, stream=stream)
     except BaseException:
         if idempotency_key and use_redis:
             await idempotency_release(scope=principal.scope, key=idempotency_key, request_id=request_id)
@@ -205,7 +205,8 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
 
 
 async def _start(principal, model, messages, params, new: dict, use_redis: bool, snapshot,
-                 prompt_ref: dict | None = None, *, lane: str, timeout_s: float, record_sink) -> Completion:
+                 prompt_ref: dict | None = None, *, lane: str, timeout_s: float, record_sink,
+                 stream: bool) -> Completion:
     request_id = new["request_id"]
     cacheable = (use_redis and settings.PROMPT_CACHE_ENABLED and params.temperature == 0
                  and params.cacheable)
@@ -285,7 +286,7 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
         logprobs=params.logprobs,
         raw_prompt=params.raw_prompt,
         priority="batch" if lane == "batch" else "paid" if principal.tier == "paid" else "free",
-        timeout_s=timeout_s)
+        timeout_s=timeout_s, stream=stream)
     timings = {"admit": (time.perf_counter() - admit_start) * 1000} if use_redis else {}
     publish_start = time.perf_counter()
     try:

@@ -22,6 +22,9 @@ class GenerationRequest:
     raw_prompt: bool = False             # /v1/completions: messages[-1] is raw text
     inputs: list[str] | None = None      # /v1/embeddings: one sequence per input, vectors back
     timeout_s: float | None = None     # the client's patience, measured from queueing
+    # False (a non-streamed response): no token events, only the terminal one,
+    # which carries the text; one event for the gateway to read, not one per step.
+    stream: bool = True
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

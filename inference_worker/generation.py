@@ -112,6 +112,8 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
     offsets = [0] * n
 
     def on_token_for(index: int, seq: Sequence):
+        if not request.stream:
+            return None  # the done event carries the text
         sent = 0
 
         def on_token(delta: str) -> None:
@@ -154,6 +156,9 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
             code, message = "engine_error", f"{type(exc).__name__}: {exc}"
         event = {"type": "error", "code": code, "message": message,
                  "retry_after": getattr(exc, "retry_after", None)}
+        if code == "cancelled":  # what the engine spent on it, and on it after the cancel
+            event["completion_tokens"] = sum(h.completion_tokens for h in group.handles)
+            event["tokens_after_cancel"] = sum(h.tokens_after_cancel for h in group.handles)
     else:
         choices, completion_tokens, input_tokens = [], 0, 0
         for index, (seq, result) in enumerate(zip(seqs, results, strict=True)):
@@ -173,6 +178,8 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
             "prompt_tokens": input_tokens if inputs else prompt_tokens,
             "completion_tokens": completion_tokens,
             "queued_s": first.queued_s, "latency_s": max(r.latency_s for r in results), "device": WORKER_ID,
+            "first_token_s": min((r.first_token_s for r in results if r.first_token_s is not None),
+                                 default=None),
             # What served it: the name this worker's scheduler was loaded and declared
             # ready under (model, or model@version), as its heartbeats say.
             "served": scheduler.name}}

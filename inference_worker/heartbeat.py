@@ -25,7 +25,7 @@ def heartbeat_record(model: str, stats, engine: tuple[int, str | None] | None = 
         "free_slots": stats.free_slots, "max_batch_size": stats.max_batch_size,
         "running": stats.running, "queue_length": stats.queue_length,
         "tokens_per_s": stats.tokens_per_s, "requests_per_s": stats.requests_per_s,
-        "busy_fraction": stats.busy_fraction, "healthy": stats.healthy,
+        "busy_fraction": stats.busy_fraction, "healthy": stats.healthy, "steps": stats.steps,
         "batch_sizes": stats.batch_sizes,
         "config": config.current().number,  # the config document this worker runs on
         "engine_config": engine_config, "engine_error": engine_error,

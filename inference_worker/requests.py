@@ -80,6 +80,7 @@ class GenerationResult:
     completion_tokens: int
     queued_s: float          # submit -> first step
     latency_s: float         # submit -> finished
+    first_token_s: float | None = None  # submit -> the first output (None: there was none)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +138,7 @@ class RequestHandle:
         self.deadline = deadline
         self.submitted_at = submitted_at
         self.started_at: float | None = None
+        self.first_token_at: float | None = None
         self.finished_at: float | None = None
         self._order = order
         self._on_token, self._on_done, self._on_error = on_token, on_done, on_error
@@ -146,6 +148,9 @@ class RequestHandle:
         self._completion_tokens = 0
         self._footprint = footprint
         self._cancel_reason: str | None = None
+        # What the engine made for it in the step that was running when it was
+        # cancelled (that step's output is discarded): the work a cancel cost.
+        self.tokens_after_cancel = 0
         self._result: GenerationResult | None = None
         self._error: RequestFailed | None = None
         self._event = threading.Event()
@@ -158,6 +163,11 @@ class RequestHandle:
     def text(self) -> str:
         """Text produced so far."""
         return "".join(self._chunks)
+
+    @property
+    def completion_tokens(self) -> int:
+        """Tokens made for it so far (a cancelled step's included)."""
+        return self._completion_tokens + self.tokens_after_cancel
 
     @property
     def error(self) -> RequestFailed | None:

@@ -349,6 +349,9 @@ class Scheduler:
                     continue
                 if h._cancel_reason is not None:
                     # Cancelled during the step: its output is discarded.
+                    r = results.get(h.id)
+                    if r is not None:  # the engine made it all the same
+                        h.tokens_after_cancel = len(r.token_ids) or (1 if r.text else 0)
                     self._cancelled += 1
                     self._drop_running(h)
                     events.append((h, self._finish(h, error=RequestFailed(
@@ -364,6 +367,8 @@ class Scheduler:
                 tokens += produced
                 h._completion_tokens += produced
                 h._token_ids.extend(r.token_ids)
+                if produced and h.first_token_at is None:
+                    h.first_token_at = now
                 if r.text:
                     h._chunks.append(r.text)
                     events.append((h, _token_notifier(h, r.text), False))
@@ -398,7 +403,8 @@ class Scheduler:
                 completion_tokens=h._completion_tokens,
                 queued_s=(h.started_at if h.started_at is not None else h.finished_at)
                 - h.submitted_at,
-                latency_s=h.finished_at - h.submitted_at)
+                latency_s=h.finished_at - h.submitted_at,
+                first_token_s=None if h.first_token_at is None else h.first_token_at - h.submitted_at)
 
         def notify() -> None:
             if h._error is not None:

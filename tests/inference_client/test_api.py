@@ -1,11 +1,12 @@
 """/v1 through the whole stack: uvicorn + Celery worker + Redis + PostgreSQL."""
 
-import time
+import json
 
 import httpx
 import openai
 import pytest
 
+from core.redis import get_redis
 from inference_client.models import UsageRecord
 from tests.inference_client.conftest import METRICS_HEADERS, MODEL, chat, make_key
 from tests.polling import wait_for
@@ -49,16 +50,21 @@ def test_should_serve_plain_and_streamed_completions_to_the_openai_sdk(live):
 
 def test_should_record_usage_and_show_it_to_the_key_owner(live):
     key, raw = make_key("free")
-    assert chat(live, raw, "abc").status_code == 200
-    deadline = time.monotonic() + 5
-    while not UsageRecord.objects.filter(api_key=key).exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    reply = chat(live, raw, "abc")
+    assert reply.status_code == 200
+    # Not streamed: the worker wrote the done event alone (it carries the text), one read.
+    request_id = reply.json()["id"].removeprefix("chatcmpl-")
+    (entry,) = get_redis().xrange(f"gen:{request_id}:events")
+    assert json.loads(entry[1][b"e"])["type"] == "done"
+    wait_for(lambda: UsageRecord.objects.filter(api_key=key).exists(), what="the usage record")
     shown = httpx.get(f"{live}/v1/usage", headers={"Authorization": f"Bearer {raw}"}).json()
     assert shown["summary"]["requests"] == 1
     row = shown["data"][0]
     assert (row["model"], row["prompt_tokens"], row["completion_tokens"]) == (MODEL, 3, 3)
     assert row["status"] == "ok"
     assert row["latency_ms"] >= 0 and row["cache_hit"] is None
+    # Its first token's time, from the worker's, counted back from the result's arrival.
+    assert 0 <= row["ttft_ms"] <= row["latency_ms"]
     other = make_key("free")[1]
     assert httpx.get(f"{live}/v1/usage", headers={"Authorization": f"Bearer {other}"}).json()["data"] == []
 
