@@ -179,7 +179,10 @@ async function loadOlder() {
     const data = await api(`conversations/${conv.id}/messages${q}`);
     const box = $("chat-messages");
     const height = box.scrollHeight;
-    box.prepend(...data.results.slice().reverse().map(messageItem));
+    // Live frames (a catch-up right after connect) may have shown some of these while
+    // the page was being fetched: keep those, add only the rest.
+    const missing = data.results.filter((m) => !box.querySelector(`li[data-seq="${m.seq}"]`));
+    box.prepend(...missing.reverse().map(messageItem));
     box.scrollTop += box.scrollHeight - height;  // keep the reader's place
     state.oldest = data.next_before ?? 0;
     conv.peer_read_upto = data.peer_read_upto;
