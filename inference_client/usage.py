@@ -6,8 +6,12 @@ script that settles the request's token charge (admission.settle), so a
 charge is never corrected without its record. Each gateway process runs one
 ``UsageWriter`` task that reads the stream in a consumer group and stores
 records in batches (one INSERT of up to BATCH rows), then acknowledges them:
-a record is in PostgreSQL within milliseconds, and one whose writer died
-before acknowledging is claimed by another writer after CLAIM_IDLE_MS.
+a record is in PostgreSQL within USAGE_FLUSH_INTERVAL_MS, and one whose writer
+died before acknowledging is claimed by another writer after CLAIM_IDLE_MS.
+A batch smaller than BATCH makes the writer wait USAGE_FLUSH_INTERVAL_MS before
+reading again: at low load a write per request (a database call and four Redis
+round trips on the event loop) ran beside the next request and slowed it
+(bench/overhead.py); under load batches fill and the writer never waits.
 Without Redis (the embedded default) the record is inserted directly.
 """
 
@@ -20,6 +24,7 @@ import os
 import socket
 import weakref
 
+from django.conf import settings
 from django.utils import timezone
 
 from accounts.models import ApiKey
@@ -91,17 +96,23 @@ class UsageWriter:
                 raise
 
     async def _drain(self, redis) -> None:
-        claim_from = "0-0"
+        claim_from, claim_at = "0-0", 0.0
+        loop = asyncio.get_running_loop()
         while True:
-            # Records of writers that died before acknowledging, then new ones.
-            claim_from, claimed, _ = await redis.xautoclaim(
-                USAGE_STREAM, GROUP, _CONSUMER, min_idle_time=CLAIM_IDLE_MS, start_id=claim_from,
-                count=BATCH)
-            if claimed:
-                await self._store(redis, claimed)
+            if loop.time() >= claim_at:  # records of writers that died before acknowledging
+                claim_from, claimed, _ = await redis.xautoclaim(
+                    USAGE_STREAM, GROUP, _CONSUMER, min_idle_time=CLAIM_IDLE_MS, start_id=claim_from,
+                    count=BATCH)
+                if claimed:
+                    await self._store(redis, claimed)
+                else:
+                    claim_at = loop.time() + CLAIM_IDLE_MS / 1000 / 4
             reply = await redis.xreadgroup(GROUP, _CONSUMER, {USAGE_STREAM: ">"}, count=BATCH, block=1000)
-            for _, entries in reply or ():
+            entries = [entry for _, batch in reply or () for entry in batch]
+            if entries:
                 await self._store(redis, entries)
+            if 0 < len(entries) < BATCH:
+                await asyncio.sleep(settings.USAGE_FLUSH_INTERVAL_MS / 1000)
 
     @staticmethod
     async def _store(redis, entries) -> None:

@@ -50,3 +50,8 @@ BATCH_LINE_TIMEOUT_S = env_float("BATCH_LINE_TIMEOUT_S", 600.0)
 # enqueued in unfinished batches, by tier; checked when a batch is created.
 BATCH_ENQUEUED_TOKENS = {"free": env_int("BATCH_ENQUEUED_TOKENS_FREE", 2_000_000),
                          "paid": env_int("BATCH_ENQUEUED_TOKENS_PAID", 100_000_000)}
+
+# Usage records (inference_client/usage.py): a gateway's writer stores what its
+# stream holds, then, when that was less than a full batch, waits this long
+# before reading again, so that a write covers many requests, not one each.
+USAGE_FLUSH_INTERVAL_MS = env_int("USAGE_FLUSH_INTERVAL_MS", 200)
