@@ -103,9 +103,16 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
     ``request.n`` choices run as n sequences submitted together (they join the
     same steps); their token events carry ``index`` and an offset each, and the
     done event lists them under ``choices``."""
-    finished, cancelled = log.state(request.request_id)
-    if finished is not None:
-        return finished  # redelivered after it completed: one result, not two
+    # A redelivered task, or a batch line (a resumed batch resubmits the lines it
+    # had in flight), may have finished already: look before generating (one
+    # result, not two). An interactive first delivery has a fresh id, so it
+    # starts at once and looks while the engine runs: a Redis round trip off the
+    # request's path; a result or a cancel mark found then stops it within a step.
+    look_first = attempt > 1 or request.priority == "batch"
+    if look_first:
+        finished, cancelled = log.state(request.request_id)
+        if finished is not None:
+            return finished
     _watch(log)
     inputs = request.inputs
     n = len(inputs) if inputs else max(1, request.n)
@@ -142,6 +149,11 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
         # Together: the n choices join one step, where the engine can share their prompt's prefill.
         items = [(seq, on_token_for(index, seq)) for index, seq in enumerate(seqs)]
         group.handles = submit_together(request.model, items, request.priority, timeout=request.timeout_s)
+        if not look_first:
+            finished, cancelled = log.state(request.request_id)
+            if finished is not None:
+                group.cancel("it has a result already")
+                return finished
         results = _wait(group, log, request.request_id, cancelled)
     except Exception as exc:  # whatever failed, the client gets a terminal event, not a timeout
         group.cancel("the request failed")

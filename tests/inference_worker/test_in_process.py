@@ -7,10 +7,11 @@ from inference_protocol.events import MemoryEventLog
 from inference_protocol.generation import GenerationRequest
 from inference_worker.inprocess import InProcessBackend
 from inference_worker.runtime import get_scheduler
+from tests.polling import wait_for
 
 
-def _request(model, text):
-    return GenerationRequest(request_id=uuid.uuid4().hex, model=model,
+def _request(model, text, priority="free"):
+    return GenerationRequest(request_id=uuid.uuid4().hex, model=model, priority=priority,
                              messages=[{"role": "user", "content": text}], max_tokens=32)
 
 
@@ -28,7 +29,24 @@ def test_should_batch_requests_on_the_in_process_worker(settings):
     assert max(stats.batch_sizes) > 1
 
 
-def test_should_replay_a_finished_request_without_running_it_again(settings):
+def test_should_replay_a_finished_batch_line_without_running_it_again(settings):
+    model = f"inproc-{uuid.uuid4().hex[:6]}"
+    settings.INFERENCE_MODELS = {model: {"engine": "fixed_cost", "call_s": 0.01}}
+    log = MemoryEventLog()
+    backend = InProcessBackend(log)
+    request = _request(model, "once", priority="batch")
+    backend.submit(request)
+    first = backend.result(request.request_id, timeout_s=10)
+    backend.submit(request)  # a resumed batch resubmitting a line it had in flight
+    second = backend.result(request.request_id, timeout_s=10)
+    assert first == second
+    stats = get_scheduler(model).stats()
+    assert (stats.completed, stats.engine_calls) == (1, 1)
+
+
+def test_should_stop_an_interactive_resubmission_that_has_a_result_within_a_step(settings):
+    """An interactive first delivery starts before it looks for a result (the look
+    is off the request's path): one found stops it, and the stored result stands."""
     model = f"inproc-{uuid.uuid4().hex[:6]}"
     settings.INFERENCE_MODELS = {model: {"engine": "fixed_cost", "call_s": 0.01}}
     log = MemoryEventLog()
@@ -36,9 +54,9 @@ def test_should_replay_a_finished_request_without_running_it_again(settings):
     request = _request(model, "once")
     backend.submit(request)
     first = backend.result(request.request_id, timeout_s=10)
-    backend.submit(request)  # a redelivery of the same request id
-    second = backend.result(request.request_id, timeout_s=10)
-    assert first == second
+    backend.submit(request)
+    wait_for(lambda: get_scheduler(model).stats().cancelled == 1, what="the second run stopped")
+    assert backend.result(request.request_id, timeout_s=10) == first
     assert get_scheduler(model).stats().completed == 1
 
 
