@@ -4,7 +4,9 @@ each request where it starts soonest (inference_client/routing.py).
 
 One Redis hash per model, ``devices:<model>``: field = device (worker id),
 value = a DeviceState as JSON. A state carries its own write time; readers
-ignore states older than STALE_S (a dead worker's entry simply goes stale).
+ignore states older than STALE_S (a dead worker's entry goes stale), and live
+workers delete those older than PRUNE_AFTER_S: admission returns the whole hash
+on every request, which grew by a field with every worker restart.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import dataclasses
 import json
 
 STALE_S = 2.0
+# Far beyond STALE_S: the margin covers the clocks of other hosts.
+PRUNE_AFTER_S = 60.0
 
 
 def devices_key(model: str) -> str:
@@ -50,6 +54,16 @@ def publish_state(writer, model: str, state: DeviceState) -> None:
         pipe.expire(key, 3600)
         return 2
     writer.put_latest(f"{model}:{state.device}", add)
+
+
+def prune_states(redis, model: str, now: float) -> list[str]:
+    """Delete the states of ``model``'s devices older than PRUNE_AFTER_S; returns those devices."""
+    key = devices_key(model)
+    dead = [field for field, raw in redis.hgetall(key).items()
+            if now - DeviceState.from_json(raw).at > PRUNE_AFTER_S]
+    if dead:
+        redis.hdel(key, *dead)
+    return [field.decode() for field in dead]
 
 
 def parse_states(flat: list, now: float) -> list[DeviceState]:

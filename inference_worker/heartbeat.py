@@ -10,7 +10,9 @@ import socket
 import threading
 import time
 
+from core.redis import get_redis
 from inference_protocol import config
+from inference_protocol.devices import prune_states
 from inference_protocol.heartbeat import HEARTBEAT_INTERVAL_S, publish
 
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
@@ -64,6 +66,8 @@ class HeartbeatThread(threading.Thread):
             try:
                 if records or node:
                     publish(records, node)
+                for record in records:  # dead workers' device states (inference_protocol.devices)
+                    prune_states(get_redis(), record["model"], time.time())
             except Exception:  # Redis blips must not kill the worker; the TTL covers gaps
                 time.sleep(HEARTBEAT_INTERVAL_S)
             self._stop_event.wait(HEARTBEAT_INTERVAL_S)

@@ -2,6 +2,7 @@
 workers: device states in Redis, device queues on RabbitMQ, and a dead
 device's queued requests moving to the model's shared queue."""
 
+import dataclasses
 import os
 import signal
 import time
@@ -13,7 +14,14 @@ import pytest
 from core.redis import get_redis
 from inference_client.backend import CeleryBackend
 from inference_client.routing import choose, expected_start
-from inference_protocol.devices import DeviceState, devices_key, parse_states
+from inference_protocol.devices import (
+    PRUNE_AFTER_S,
+    STALE_S,
+    DeviceState,
+    devices_key,
+    parse_states,
+    prune_states,
+)
 from inference_protocol.generation import GenerationRequest
 from inference_protocol.queues import DEVICE_QUEUE_REDECLARE_S, DEVICE_QUEUE_TTL_MS, device_queue
 from tests.inference_worker.workers import celery_worker, delete_queues
@@ -139,3 +147,19 @@ def test_should_declare_a_device_queue_once_per_window_not_per_publish(model):
         assert queued() == 1  # the window over: declared again
     finally:
         delete_queues([name])
+
+
+@pytest.mark.needs_services  # Redis
+def test_should_prune_dead_devices_states_and_keep_live_ones(model):
+    """Admission returns a model's whole device hash on every request: the states
+    of dead workers (a field per worker restart) are deleted, not only ignored."""
+    redis, now = get_redis(), time.time()
+    for device, age in (("dead", PRUNE_AFTER_S + 1), ("quiet", STALE_S + 1), ("live", 0.0)):
+        state = dataclasses.replace(_state(device), at=now - age)
+        redis.hset(devices_key(model), device, state.to_json())
+    try:
+        assert prune_states(redis, model, now) == ["dead"]
+        # A quiet device's stale state is ignored by readers but kept: its worker may be alive.
+        assert sorted(f.decode() for f in redis.hkeys(devices_key(model))) == ["live", "quiet"]
+    finally:
+        redis.delete(devices_key(model))
