@@ -45,6 +45,13 @@ class EventLog(abc.ABC):
         """Store the terminal event (done/error) unless one exists; append it to
         the log. Returns False when another attempt already finished."""
 
+    def finish_async(self, request_id: str, event: dict) -> concurrent.futures.Future:
+        """``finish`` for a caller that must not wait (a scheduler callback): a
+        future of its answer."""
+        done = concurrent.futures.Future()
+        done.set_result(self.finish(request_id, event))
+        return done
+
     @abc.abstractmethod
     def final(self, request_id: str) -> dict | None:
         """The terminal event, if the generation has finished."""
@@ -120,6 +127,9 @@ class RedisEventLog(EventLog):
         self.writer.put(add)
 
     def finish(self, request_id, event):
+        return bool(self.finish_async(request_id, event).result())
+
+    def finish_async(self, request_id, event):
         keys, raw = [self._result(request_id), self._stream(request_id)], json.dumps(event)
 
         def add(pipe):
@@ -127,7 +137,7 @@ class RedisEventLog(EventLog):
             return 1
         done = concurrent.futures.Future()
         self.writer.put(add, done)
-        return bool(done.result())
+        return done
 
     @functools.cached_property
     def writer(self) -> PipelineWriter:

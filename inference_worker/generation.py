@@ -135,7 +135,14 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
             offsets[index] += len(delta)
         return on_token
 
-    group, seqs = _Group(), []
+    group, seqs, finishing = _Group(), [], []
+
+    def on_done(result) -> None:
+        # n = 1, on the scheduler thread as the result comes: the terminal write is
+        # queued before this task's thread wakes (a thread hand-off off the path).
+        event = _done_event(request, seqs, [result], scheduler.name)
+        finishing.append((event, log.finish_async(request.request_id, event)))
+
     try:
         scheduler = get_scheduler(request.model)
         embeds = "embeddings" in scheduler.engine.features
@@ -148,7 +155,8 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
                                  messages=messages, params=sampling_params(request, index)))
         # Together: the n choices join one step, where the engine can share their prompt's prefill.
         items = [(seq, on_token_for(index, seq)) for index, seq in enumerate(seqs)]
-        group.handles = submit_together(request.model, items, request.priority, timeout=request.timeout_s)
+        group.handles = submit_together(request.model, items, request.priority, timeout=request.timeout_s,
+                                        on_done=on_done if n == 1 else None)
         if not look_first:
             finished, cancelled = log.state(request.request_id)
             if finished is not None:
@@ -172,34 +180,51 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
             event["completion_tokens"] = sum(h.completion_tokens for h in group.handles)
             event["tokens_after_cancel"] = sum(h.tokens_after_cancel for h in group.handles)
     else:
-        choices, completion_tokens, input_tokens = [], 0, 0
-        for index, (seq, result) in enumerate(zip(seqs, results, strict=True)):
-            prompt_tokens, used = _usage(seq, result)
-            completion_tokens += used
-            input_tokens += prompt_tokens
-            choice = {"index": index, "text": result.text, "finish_reason": result.finish_reason}
-            if request.logprobs is not None:
-                choice["logprobs"] = seq.meta.get("logprobs", [])
-            if inputs:
-                choice["embedding"] = seq.meta.get("embedding")
-            choices.append(choice)
-        first = results[0]
-        event = {"type": "done", "result": {
-            "text": first.text, "finish_reason": first.finish_reason,
-            # n choices share one prompt; embeddings' inputs are each a prompt.
-            "prompt_tokens": input_tokens if inputs else prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "queued_s": first.queued_s, "latency_s": max(r.latency_s for r in results), "device": WORKER_ID,
-            "first_token_s": min((r.first_token_s for r in results if r.first_token_s is not None),
-                                 default=None),
-            # What served it: the name this worker's scheduler was loaded and declared
-            # ready under (model, or model@version), as its heartbeats say.
-            "served": scheduler.name}}
-        if n > 1 or inputs:
-            event["result"]["choices"] = choices
-        if request.logprobs is not None:
-            event["result"]["logprobs"] = choices[0]["logprobs"]
+        # n = 1: the scheduler thread built the done event and queued its write
+        # as the result came (on_done), before this thread woke.
+        event, written = finishing[0] if finishing else (None, None)
+        if written is None:
+            event = _done_event(request, seqs, results, scheduler.name)
+            written = log.finish_async(request.request_id, event)
+        if not written.result():
+            logger.info("request %s finished twice; keeping the first result", request.request_id)
+            return log.final(request.request_id)
+        return event
     if not log.finish(request.request_id, event):
         logger.info("request %s finished twice; keeping the first result", request.request_id)
         return log.final(request.request_id)
+    return event
+
+
+def _done_event(request: GenerationRequest, seqs: list[Sequence], results: list, served: str) -> dict:
+    """The terminal event of a generation whose n sequences finished."""
+    inputs = request.inputs
+    n = len(seqs)
+    choices, completion_tokens, input_tokens = [], 0, 0
+    for index, (seq, result) in enumerate(zip(seqs, results, strict=True)):
+        prompt_tokens, used = _usage(seq, result)
+        completion_tokens += used
+        input_tokens += prompt_tokens
+        choice = {"index": index, "text": result.text, "finish_reason": result.finish_reason}
+        if request.logprobs is not None:
+            choice["logprobs"] = seq.meta.get("logprobs", [])
+        if inputs:
+            choice["embedding"] = seq.meta.get("embedding")
+        choices.append(choice)
+    first = results[0]
+    event = {"type": "done", "result": {
+        "text": first.text, "finish_reason": first.finish_reason,
+        # n choices share one prompt; embeddings' inputs are each a prompt.
+        "prompt_tokens": input_tokens if inputs else prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "queued_s": first.queued_s, "latency_s": max(r.latency_s for r in results), "device": WORKER_ID,
+        "first_token_s": min((r.first_token_s for r in results if r.first_token_s is not None),
+                             default=None),
+        # What served it: the name this worker's scheduler was loaded and declared
+        # ready under (model, or model@version), as its heartbeats say.
+        "served": served}}
+    if n > 1 or inputs:
+        event["result"]["choices"] = choices
+    if request.logprobs is not None:
+        event["result"]["logprobs"] = choices[0]["logprobs"]
     return event
