@@ -1,7 +1,7 @@
 """HTTP API for chat: thin views over services and selectors."""
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -61,10 +61,14 @@ class UnreadApi(APIView):
         return Response(selectors.unread_summary(user_id=request.user.pk))
 
 
+# Words, not only spaces, and no NUL (selectors.message_search and people_find refuse those).
+QUERY = OpenApiParameter("q", {"type": "string", "pattern": "^[^\\x00]*\\S[^\\x00]*$"}, required=True)
+
+
 class SearchApi(APIView):
     """`?q=`: messages in your conversations (selectors.message_search)."""
 
-    @extend_schema(responses={200: None})
+    @extend_schema(parameters=[QUERY], responses={200: None})
     def get(self, request):
         return Response({"results": selectors.message_search(user=request.user,
                                                              query=request.query_params.get("q"))})
@@ -73,7 +77,7 @@ class SearchApi(APIView):
 class PeopleApi(APIView):
     """`?q=`: people to start a chat with (selectors.people_find)."""
 
-    @extend_schema(responses={200: None})
+    @extend_schema(parameters=[QUERY], responses={200: None})
     def get(self, request):
         found = selectors.people_find(user=request.user, query=request.query_params.get("q"))
         return Response({"results": found})

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -41,7 +41,8 @@ def _batch(request, batch_id: str) -> Batch:
 
 # The request shapes batches.file_create and batch_create accept (OpenAI's).
 FILE_UPLOAD = {"type": "object", "required": ["file", "purpose"], "properties": {
-    "file": {"type": "string", "format": "binary", "description": "JSONL: one request per line."},
+    "file": {"type": "string", "format": "binary", "minLength": 1,  # an empty part is no file
+             "description": "JSONL: one request per line."},
     "purpose": {"type": "string", "enum": [BatchFile.Purpose.BATCH.value]}}}
 BATCH_CREATE = {"type": "object", "additionalProperties": False, "required": ["input_file_id", "endpoint"],
                 "properties": {
@@ -76,7 +77,7 @@ class FileDetailApi(APIView):
     def get(self, request, file_id):
         return Response(batches.file_body(_file(request, file_id)))
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})  # OpenAI's: 200 with {"deleted": true}
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})  # OpenAI's: 200, {"deleted": true}
     def delete(self, request, file_id):
         batches.file_delete(_file(request, file_id))
         return Response({"id": file_id, "object": "file", "deleted": True})
@@ -97,8 +98,6 @@ class FileContentApi(APIView):
 
 @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
 class BatchListApi(APIView):
-    parser_classes = [JSONParser]
-
     @extend_schema(operation_id="v1_batches_list", responses=OpenApiTypes.OBJECT)
     def get(self, request):
         rows = Batch.objects.filter(user=request.user).order_by("-created_at")[:100]

@@ -23,7 +23,7 @@ from .serializers import (
     PendingMoveSerializer,
     VersionSerializer,
 )
-from .splits import check_user_key, check_variants, split_pick
+from .splits import MAX_USER_KEY, check_user_key, check_variants, split_pick
 
 LabelWithVersion = inline_serializer("LabelWithVersion", {
     "name": serializers.CharField(), "version": VersionSerializer()})
@@ -47,7 +47,8 @@ class LabelListApi(PromptScopedApi):
 
 
 class LabelDetailApi(PromptScopedApi):
-    @extend_schema(parameters=[OpenApiParameter("user", str, description=(
+    @extend_schema(parameters=[OpenApiParameter("user", {"type": "string", "minLength": 1,
+                                                         "maxLength": MAX_USER_KEY}, description=(
         "A split label: pick the version this user key gets (deterministic); without it, the first"))],
         responses=LabelWithVersion, description="The version a label points at; `split` lists a split "
         "label's variants (weights and versions).")

@@ -17,9 +17,11 @@ from inference_protocol.catalog import model_names
 
 from .evals.evaluators import evaluator_list
 from .sharing.models import GrantRole, LinkMode
+from .splits import MAX_VARIANTS, TOTAL_WEIGHT
 from .webhooks.models import WebhookEvent
 
 UUID = {"type": "string", "format": "uuid"}
+NO_NUL = "^[^\\x00]*$"
 
 
 def _one_of(*fields: str) -> dict:
@@ -32,7 +34,8 @@ def _sampling() -> dict:
         "temperature": {"minimum": 0, "maximum": settings.INFERENCE_TEMPERATURE_MAX},
         "top_p": {"minimum": 0, "exclusiveMinimum": True, "maximum": 1},
         "max_tokens": {"minimum": 1, "maximum": settings.INFERENCE_MAX_TOKENS_LIMIT},
-        "stop": {"maxItems": settings.INFERENCE_MAX_STOP_SEQUENCES},
+        "stop": {"maxItems": settings.INFERENCE_MAX_STOP_SEQUENCES,
+                 "items": {"type": "string", "minLength": 1, "pattern": NO_NUL}},
     }
 
 
@@ -46,13 +49,11 @@ def _takes_no_arguments(evaluator) -> bool:
 
 
 def _evaluators() -> dict:
-    # Each by name alone (those that need arguments are documented in the description).
+    # Each by name alone, once (those that need arguments are documented in the description;
+    # one evaluator twice, as a name and as an object, needs an `as`).
     plain = sorted(e.name for e in evaluator_list() if _takes_no_arguments(e))
     return {"type": "array", "minItems": 1, "maxItems": 20, "uniqueItems": True,
-            "items": {"anyOf": [{"type": "string", "enum": plain},
-                                {"type": "object", "required": ["name"], "additionalProperties": False,
-                                 "properties": {"name": {"type": "string", "enum": plain},
-                                                "args": {"type": "object", "maxProperties": 0}}}]}}
+            "items": {"type": "string", "enum": plain}}
 
 
 def _rules() -> dict[str, dict]:
@@ -60,24 +61,55 @@ def _rules() -> dict[str, dict]:
     row = {"type": "object", "additionalProperties": False, "properties": {
         "expected": {"nullable": True, "anyOf": [{"type": "string"}, {"type": "number"}]},
         "metadata": {"type": "object"}, "key": UUID}}
+    link = {"properties": {"mode": {"enum": list(LinkMode.values)},
+                           "role": {"enum": [GrantRole.VIEWER.value]}}}
     return {
-        "VersionCreateRequest": {"properties": _sampling(), **_one_of("body", "body_upload")},
+        "VersionCreateRequest": {"properties": {
+            **_sampling(), "body": {"nullable": False}, "body_upload": {"nullable": False},
+            # Names are identifiers (templating.NAME): OpenAPI 3.0 has no propertyNames to say it.
+            "variables": {"type": "object", "additionalProperties": {
+                "type": "string", "nullable": True, "minLength": 1, "pattern": NO_NUL}}},
+            **_one_of("body", "body_upload")},
+        "BodyUploadRequest": {"properties": {"upload": {"pattern": NO_NUL}}},
+        # A file (multipart) or its text; JSON carries the text alone.
+        "ImportRequestRequest": _one_of("file", "text"),
+        "LabelGateRequestRequest": {"properties": {"evaluator": {"pattern": "\\S"},
+                                                   "margin": {"minimum": 0, "maximum": 1}}},
+        # require_approval only on a protected label.
+        "LabelProtectRequestRequest": {"anyOf": [
+            {"not": {"required": ["require_approval"]}},
+            {"properties": {"require_approval": {"enum": [False]}}},
+            {"required": ["protected"], "properties": {"protected": {"enum": [True]}}}]},
+        # The shape check_variants takes (distinct versions, weights adding up to
+        # TOTAL_WEIGHT: past what a schema can say).
+        "LabelSplitRequestRequest": {"properties": {"variants": {
+            "type": "array", "minItems": 2, "maxItems": MAX_VARIANTS, "items": {
+                "type": "object", "additionalProperties": False, "required": ["version", "weight"],
+                "properties": {"version": UUID, "weight": {"type": "integer", "minimum": 1,
+                                                           "maximum": TOTAL_WEIGHT}}}}}},
+        "UploadRequestRequest": {"properties": {"size": {"minimum": 1,
+                                                         "maximum": settings.PROMPT_BODY_MAX_BYTES}}},
         "GrantCreateRequest": {"properties": {"role": {"enum": list(GrantRole.values)}},
                                **_one_of("username", "team")},
-        "LinkCreateRequest": {"properties": {"mode": {"enum": list(LinkMode.values)},
-                                             "role": {"enum": [GrantRole.VIEWER.value]}}},
+        "LinkCreateRequest": link,
+        "DatasetLinkCreateRequest": link,
         "EndpointCreateRequest": {"properties": {
-            "url": {"pattern": "^https?://[^/?#\\s]+", "maxLength": 2000},
+            # A host (no user info), then no whitespace or control characters.
+            "url": {"pattern": "^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?([/?#][^\\s\\x00-\\x1f\\x7f]*)?$",
+                    "maxLength": 2000},
             "events": {"type": "array", "minItems": 1, "uniqueItems": True,
                        "items": {"type": "string", "enum": list(WebhookEvent.values)}}}},
         "DatasetCreateRequest": {"properties": {"rows": {"items": row}}},
-        "DatasetVersionCreateRequest": {"properties": {"add": {"items": row}}},
+        # Any other field is refused (unknown_parameter); a name is not only spaces.
+        "DatasetUpdateRequest": {"properties": {"name": {"pattern": "\\S"}}, "additionalProperties": False},
+        "DatasetVersionCreateRequest": {"properties": {"add": {"items": row},
+                                                       "update": {"additionalProperties": row}}},
         "EvalRunCreateRequest": {"properties": {
             "columns": {"type": "array", "minItems": 1, "maxItems": settings.EVAL_RUN_MAX_COLUMNS,
                         "items": {"type": "object", "additionalProperties": False,
                                   "required": ["prompt", "version"],
                                   "properties": {"prompt": UUID, "version": UUID}}},
-            "evaluators": _evaluators()}},
+            "evaluators": _evaluators(), "name": {"pattern": NO_NUL}}},
     }
 
 

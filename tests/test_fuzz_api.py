@@ -98,7 +98,8 @@ def fuzz_data(db, settings):
                                                           "body": "hi"}, format="json"))
     dataset = _created(client.post("/api/datasets/", {"name": "cases"}, format="json"))
     imported = _created(client.post(f"/api/datasets/{dataset['id']}/import", {
-        "file": SimpleUploadedFile("cases.csv", b"q,expected\nabc,cba\n", content_type="text/csv")}))
+        "file": SimpleUploadedFile("cases.csv", b"q,expected\nabc,cba\n", content_type="text/csv")},
+        format="multipart"))
     run = _created(client.post("/api/evals/runs", {
         "dataset": dataset["id"], "evaluators": ["exact"],
         "columns": [{"prompt": prompt_id, "version": str(version.pk)}]}, format="json"))
@@ -108,7 +109,7 @@ def fuzz_data(db, settings):
     line = {"custom_id": "r1", "method": "POST", "url": "/v1/chat/completions",
             "body": {"model": model, "messages": [{"role": "user", "content": "hi"}]}}
     upload = _created(client.post("/v1/files", {"purpose": "batch", "file": SimpleUploadedFile(
-        "in.jsonl", json.dumps(line).encode() + b"\n")}), status=200)
+        "in.jsonl", json.dumps(line).encode() + b"\n")}, format="multipart"), status=200)
     batch = _created(client.post("/v1/batches", {
         "input_file_id": upload["id"], "completion_window": "24h", "endpoint": "/v1/chat/completions"},
         format="json"), status=200)

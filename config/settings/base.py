@@ -198,11 +198,13 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
-    # JSON bodies with bounded nesting (JSON_MAX_DEPTH); forms for the browsable API.
-    "DEFAULT_PARSER_CLASSES": ["core.jsonbody.BoundedJSONParser",
-                               "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON bodies only, with bounded nesting (JSON_MAX_DEPTH): a form cannot carry the
+    # lists, objects, nulls and booleans the API takes, so the schema offers JSON alone.
+    # The views that take a file (dataset import, /v1/files) add multipart themselves.
+    "DEFAULT_PARSER_CLASSES": ["core.jsonbody.BoundedJSONParser"],
+    # The test client speaks as the API's clients do (a file upload says format="multipart").
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    "DEFAULT_SCHEMA_CLASS": "core.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {
@@ -221,7 +223,7 @@ SPECTACULAR_SETTINGS = {
     # they created, then every operation's refusals in the one error shape (core/openapi.py).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "inference_client.openapi.add_generation_operations",
-                             "playground.openapi.add_request_rules",
+                             "playground.openapi.add_request_rules", "core.openapi.require_bodies",
                              "core.openapi.add_links", "core.openapi.add_error_responses"],
 }
 

@@ -12,20 +12,22 @@ from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import ApiError
+from core.jsonbody import BoundedJSONParser
 
 from ..api import Page, paginated
 from ..sharing import selectors as sharing_selectors
 from ..sharing import services as sharing
 from ..sharing.serializers import (
+    DatasetLinkCreateSerializer,
     GrantCreateSerializer,
     GrantSerializer,
     LinkCreatedSerializer,
-    LinkCreateSerializer,
     LinkSerializer,
 )
 from . import datasets as services
@@ -45,10 +47,15 @@ from .serializers import (
     EvaluatorSerializer,
     ImportRequestSerializer,
     ImportResultSerializer,
+    ImportTextRequestSerializer,
     ResultPageSerializer,
+    RowPageSerializer,
 )
 
 PAGE_MAX = 500
+# The ranges _int_param checks, in the schema.
+START = {"type": "integer", "minimum": 0}
+LIMIT = {"type": "integer", "minimum": 1, "maximum": PAGE_MAX}
 
 
 def _version(dataset, version_id) -> DatasetVersion:
@@ -168,10 +175,10 @@ class DatasetVersionDetailApi(APIView):
 class DatasetRowsApi(APIView):
     permission_classes = [AllowAny]  # link holders may read; request_dataset decides every call
 
-    @extend_schema(parameters=[OpenApiParameter("start", int, description="First row index (default 0)"),
-                               OpenApiParameter("limit", int,
+    @extend_schema(parameters=[OpenApiParameter("start", START, description="First row index (default 0)"),
+                               OpenApiParameter("limit", LIMIT,
                                                 description=f"Rows (default 100, max {PAGE_MAX})")],
-                   responses=DatasetRowSerializer(many=True),
+                   responses=RowPageSerializer,
                    description="Rows by index: a page of a large dataset without counting the whole.")
     def get(self, request, dataset_id, version_id):
         _refuse_unknown_params(request, {"start", "limit"})
@@ -190,7 +197,8 @@ class DatasetExportApi(APIView):
 
     @extend_schema(parameters=[OpenApiParameter("as", str, enum=["csv", "jsonl"],
                                                 description="File type (default jsonl)")],
-                   responses={(200, "text/plain"): OpenApiTypes.STR})
+                   responses={(200, "application/jsonl"): OpenApiTypes.STR,
+                              (200, "text/csv"): OpenApiTypes.STR})
     def get(self, request, dataset_id, version_id):
         _refuse_unknown_params(request, {"as"})
         dataset = request_dataset(request, dataset_id=dataset_id, need="read")
@@ -206,8 +214,11 @@ class DatasetExportApi(APIView):
 
 
 class DatasetImportApi(APIView):
+    # A file comes as multipart; its text alone, as JSON.
+    parser_classes = [MultiPartParser, BoundedJSONParser]
+
     @extend_schema(request={"multipart/form-data": ImportRequestSerializer,
-                            "application/json": ImportRequestSerializer},
+                            "application/json": ImportTextRequestSerializer},
                    responses={200: ImportResultSerializer, 201: ImportResultSerializer},
                    description="Import CSV or JSONL rows as a new version (appended to `base`, or replacing "
                                "its rows). Every bad row is reported (line, code, message); with errors "
@@ -332,14 +343,14 @@ class DatasetLinkListApi(APIView):
         return paginated(request, self, sharing_selectors.link_list(dataset=dataset), ("-created_at",),
                          lambda items: LinkSerializer(items, many=True).data)
 
-    @extend_schema(request=LinkCreateSerializer, responses={201: LinkCreatedSerializer},
+    @extend_schema(request=DatasetLinkCreateSerializer, responses={201: LinkCreatedSerializer},
                    description="Owner only. A read-only link to the dataset's versions, rows and export: "
                                "open url (its newest rows), or send the token as X-Share-Token to the "
                                "dataset's API (public: anyone; login: signed-in users). Runs are for "
                                "accounts. The token is in this response only.")
     def post(self, request, dataset_id):
         dataset = request_dataset(request, dataset_id=dataset_id, need="own")
-        data = LinkCreateSerializer(data=request.data)
+        data = DatasetLinkCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
         link, token = sharing.link_create(dataset=dataset, actor=request.user, mode=v["mode"], name=v["name"],
@@ -440,8 +451,8 @@ def _cell(result: EvalResult) -> dict:
 
 class EvalResultsApi(APIView):
     @extend_schema(parameters=[
-        OpenApiParameter("start", int, description="First row index (default 0)"),
-        OpenApiParameter("limit", int, description=f"Rows per page (default 100, max {PAGE_MAX})"),
+        OpenApiParameter("start", START, description="First row index (default 0)"),
+        OpenApiParameter("limit", LIMIT, description=f"Rows per page (default 100, max {PAGE_MAX})"),
         OpenApiParameter("filter", str, enum=["failed", "disagree"],
                          description="failed: rows where some cell did not pass; disagree: rows where the "
                                      "columns do not all pass or all fail")],

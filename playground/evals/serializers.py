@@ -69,6 +69,14 @@ class ImportRequestSerializer(serializers.Serializer):
     message = serializers.CharField(required=False, allow_blank=True, default="")
 
 
+class ImportTextRequestSerializer(ImportRequestSerializer):
+    """The JSON form: the rows as text, in a format it names (there is no file name to say it)."""
+
+    file = None
+    text = serializers.CharField(trim_whitespace=False, help_text="The file's text.")
+    format = serializers.ChoiceField(choices=["csv", "jsonl"])
+
+
 class RowErrorSerializer(serializers.Serializer):
     line = serializers.IntegerField()
     code = serializers.CharField()
@@ -138,6 +146,12 @@ class ResultRowSerializer(serializers.Serializer):
     variables = serializers.JSONField()
     expected = serializers.CharField(allow_null=True)
     cells = serializers.ListField(child=serializers.JSONField())
+
+
+class RowPageSerializer(serializers.Serializer):
+    rows = DatasetRowSerializer(many=True)
+    next = serializers.IntegerField(allow_null=True, help_text="`start` of the next page (null: the end).")
+    row_count = serializers.IntegerField()
 
 
 class ResultPageSerializer(serializers.Serializer):

@@ -3,6 +3,7 @@
 from django.utils import timezone
 from rest_framework import serializers
 
+from core.errors import ApiError
 from playground.serializers import PromptSerializer
 
 from .models import AuditEvent, Grant, ShareLink
@@ -16,6 +17,19 @@ class LinkCreateSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
     role = serializers.CharField(required=False, allow_null=True, default=None,
                                  help_text="Links are view-only; only 'viewer' is accepted.")
+
+
+class DatasetLinkCreateSerializer(LinkCreateSerializer):
+    """A dataset's link reaches all its versions: it is never pinned to one (a
+    `version` is refused, not ignored)."""
+
+    version = None
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and data.get("version") is not None:
+            raise ApiError("A dataset link reaches all its versions; it takes no version.",
+                           code="unsupported_parameter", field="version")
+        return {**super().to_internal_value(data), "version": None}
 
 
 class LinkSerializer(serializers.ModelSerializer):

@@ -29,7 +29,8 @@ def _client(user=None):
 def _dataset(client, name="reverse", csv=CSV):
     dataset = client.post("/api/datasets/", {"name": name}, format="json").json()
     upload = SimpleUploadedFile("cases.csv", csv.encode(), content_type="text/csv")
-    response = client.post(f"/api/datasets/{dataset['id']}/import", {"file": upload, "skip_invalid": True})
+    response = client.post(f"/api/datasets/{dataset['id']}/import", {"file": upload, "skip_invalid": True},
+                           format="multipart")
     assert response.status_code == 201, response.json()
     return dataset, response.json()["version"]
 
@@ -128,7 +129,7 @@ def test_should_refuse_bad_dataset_input(user):
         response = client.post(url, body, format="json")
         assert (response.status_code, response.json()["error"]["code"]) == (400, code), body
     upload = SimpleUploadedFile("x.csv", b"q\n\xff\xfe\n")
-    assert client.post(url, {"file": upload}).json()["error"]["code"] == "file_not_utf8"
+    assert client.post(url, {"file": upload}, format="multipart").json()["error"]["code"] == "file_not_utf8"
     response = client.post(
         "/api/evals/runs", {"dataset": dataset["id"], "evaluators": ["exact"], "columns": [{}]}, format="json"
     )

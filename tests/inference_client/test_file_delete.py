@@ -23,7 +23,7 @@ def _client_with_batch(user, settings):
     line = {"custom_id": "r1", "method": "POST", "url": "/v1/chat/completions",
             "body": {"model": model, "messages": [{"role": "user", "content": "hi"}]}}
     f = client.post("/v1/files", {"purpose": "batch", "file": SimpleUploadedFile(
-        "in.jsonl", json.dumps(line).encode() + b"\n")}).json()
+        "in.jsonl", json.dumps(line).encode() + b"\n")}, format="multipart").json()
     batch = client.post("/v1/batches", {"input_file_id": f["id"], "endpoint": "/v1/chat/completions",
                                         "completion_window": "24h"}, format="json").json()
     return client, f["id"], batch["id"]

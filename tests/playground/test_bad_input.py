@@ -26,7 +26,7 @@ def root(prompt):
     ({"top_p": 0}, "top_p", "out_of_range"),
     ({"max_tokens": 0}, "max_tokens", "out_of_range"),
     ({"stop": ["a", "b", "c", "d", "e"]}, "stop", "invalid_request"),
-    ({"variables": {"1bad": None}}, "variables", "invalid_request"),
+    ({"variables": {"1bad": None}}, "variables", "invalid_variable_name"),
     ({"response_schema": [1, 2]}, "response_schema", "invalid_request"),
     ({"temperature": "warm"}, "temperature", "invalid_request"),
 ])

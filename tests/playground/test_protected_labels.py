@@ -104,7 +104,7 @@ def test_should_reject_a_request_the_label_has_moved_past_and_show_pending_moves
     page = clients["bob"].get(f"/prompts/{prompt.pk}/history/").content.decode()
     assert f'data-pending="{first["id"]}" data-status="pending"' in page and "Approve" in page
     approved = clients["bob"].post(f"/prompts/{prompt.pk}/history/pending/{first['id']}/approve",
-                                   {"label": "production"})
+                                   {"label": "production"}, format="multipart")  # the page's form
     assert approved.status_code == 302 and clients["owner"].get(base).json()["version"]["id"] == str(v2.pk)
     stale = clients["bob"].post(f"{base}/pending/{second['id']}/approve", {}, format="json")
     assert (stale.status_code, stale.json()["error"]["code"]) == (409, "label_conflict")

@@ -141,6 +141,7 @@ def test_should_show_the_delivery_log_with_a_redeliver_button_on_the_page(auth_c
     assert again.status == "pending" and again.attempts == 0
     api = auth_client.get(f"/api/webhooks/{endpoint['id']}/deliveries").json()["results"]
     assert {d["id"] for d in api} == {str(delivery.pk), str(again.pk)}
-    refused = auth_client.post("/settings/webhooks/new", {"url": "http://127.0.0.1/x", "events": ALL})
+    refused = auth_client.post("/settings/webhooks/new", {"url": "http://127.0.0.1/x", "events": ALL},
+                               format="multipart")  # the page's form
     assert refused.status_code == 302
     assert "inside the network" in auth_client.get("/settings/webhooks/").content.decode()
