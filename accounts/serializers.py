@@ -1,11 +1,28 @@
+from django.contrib.auth.password_validation import MinimumLengthValidator, get_default_password_validators
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import ApiKey, Team, TeamInvitation, Tier
 
 
+def _password_min_length() -> int:
+    lengths = [v.min_length for v in get_default_password_validators()
+               if isinstance(v, MinimumLengthValidator)]
+    return max(lengths, default=1)
+
+
+# What user_create's password validators check that a schema can say: the length, not
+# only digits (a common password, or one like the username, is refused all the same).
+@extend_schema_field({"type": "string", "minLength": _password_min_length(), "pattern": "\\D"})
+class PasswordField(serializers.CharField):
+    def __init__(self, **kwargs):
+        # A blank one is too short, as the validators say (and the schema's minLength stays).
+        super().__init__(allow_blank=True, **kwargs)
+
+
 class SignupSerializer(serializers.Serializer):
-    username = serializers.CharField(max_length=150)
-    password = serializers.CharField(write_only=True)
+    username = serializers.RegexField(r"\S", max_length=150)  # not only spaces
+    password = PasswordField(write_only=True)
     email = serializers.EmailField(required=False, allow_blank=True)
 
 

@@ -172,7 +172,8 @@ def fuzz_data(db, settings):
         "refs": {"username": friend.username, "user_pk": friend.pk, "team": team["id"],
                  "prompt": prompt_id, "version": str(version.pk), "label": "production",
                  "ours": str(ours.pk), "theirs": str(theirs.pk),
-                 "dataset": dataset["id"], "dataset_version": dataset_version, "file": upload["id"]},
+                 "dataset": dataset["id"], "dataset_version": dataset_version, "file": upload["id"],
+                 "run": run["id"]},
     }
 
 
@@ -259,10 +260,10 @@ _REFERENCES = [
     (r"^/v1/batches$", {"input_file_id": "file"}),
     (r"^/api/prompts/[^/]+/(diff|merge)", {"from": "version", "to": "ours",
                                            "ours": "ours", "theirs": "theirs"}),
-    (r"^/api/(prompts|datasets|evals|accounts|webhooks)", {
+    (r"^/api/(prompts|datasets|evals|accounts/teams|webhooks)", {
         "username": "username", "team": "team", "prompt": "prompt", "version": "version",
         "parent": "version", "expected": "version", "against": "version",
-        "label": "label", "dataset": "dataset"}),
+        "label": "label", "dataset": "dataset", "require_eval": "run"}),
 ]
 
 
@@ -341,7 +342,8 @@ def _call_each(operation, data, app, examples: int, calls: list[Call]) -> None:
 STATE_DEPENDENT = {
     "invalid_variable_name": "a variable name is an identifier: OpenAPI 3.0 has no propertyNames to say it",
     "upload_invalid": "a body upload names a handle the presign call issued (signed, for a stored object)",
-    "username_taken": "a signup with a username that exists (the schema's examples name the fixture's)",
+    "username_taken": "a signup with a username that exists",
+    "weak_password": "a common password, or one like the username (Django's password validators)",
     "parent_required": "a prompt's first version has no parent, every later one names the one it edits",
     "base_required": "a dataset's first version has no base, every later one names the one it edits",
     "invalid_split": "a split names distinct versions of the prompt",
