@@ -6,12 +6,13 @@ script that settles the request's token charge (admission.settle), so a
 charge is never corrected without its record. Each gateway process runs one
 ``UsageWriter`` task that reads the stream in a consumer group and stores
 records in batches (one INSERT of up to BATCH rows), then acknowledges them:
-a record is in PostgreSQL within USAGE_FLUSH_INTERVAL_MS, and one whose writer
+a record is in PostgreSQL about USAGE_FLUSH_INTERVAL_MS later, and one whose writer
 died before acknowledging is claimed by another writer after CLAIM_IDLE_MS.
-A batch smaller than BATCH makes the writer wait USAGE_FLUSH_INTERVAL_MS before
-reading again: at low load a write per request (a database call and four Redis
-round trips on the event loop) ran beside the next request and slowed it
-(bench/overhead.py); under load batches fill and the writer never waits.
+The writer stores what it read once BATCH records wait or the first of them
+was read USAGE_FLUSH_INTERVAL_MS ago: at low load a write per request (a
+database call and four Redis round trips on the event loop) ran as each
+request ended, beside the next one, and slowed it (bench/overhead.py); under
+load batches fill and nothing waits.
 Without Redis (the embedded default) the record is inserted directly.
 """
 
@@ -98,6 +99,8 @@ class UsageWriter:
     async def _drain(self, redis) -> None:
         claim_from, claim_at = "0-0", 0.0
         loop = asyncio.get_running_loop()
+        pending, first_read_at = [], 0.0  # read, not yet stored
+        interval = settings.USAGE_FLUSH_INTERVAL_MS / 1000
         while True:
             if loop.time() >= claim_at:  # records of writers that died before acknowledging
                 claim_from, claimed, _ = await redis.xautoclaim(
@@ -107,12 +110,17 @@ class UsageWriter:
                     await self._store(redis, claimed)
                 else:
                     claim_at = loop.time() + CLAIM_IDLE_MS / 1000 / 4
-            reply = await redis.xreadgroup(GROUP, _CONSUMER, {USAGE_STREAM: ">"}, count=BATCH, block=1000)
-            entries = [entry for _, batch in reply or () for entry in batch]
-            if entries:
-                await self._store(redis, entries)
-            if 0 < len(entries) < BATCH:
-                await asyncio.sleep(settings.USAGE_FLUSH_INTERVAL_MS / 1000)
+            due_ms = int((first_read_at + interval - loop.time()) * 1000) if pending else 1000
+            if due_ms > 0:
+                reply = await redis.xreadgroup(GROUP, _CONSUMER, {USAGE_STREAM: ">"},
+                                               count=BATCH - len(pending), block=due_ms)
+                entries = [entry for _, batch in reply or () for entry in batch]
+                if entries and not pending:
+                    first_read_at = loop.time()
+                pending += entries
+            if pending and (len(pending) >= BATCH or loop.time() >= first_read_at + interval):
+                await self._store(redis, pending)
+                pending = []
 
     @staticmethod
     async def _store(redis, entries) -> None:

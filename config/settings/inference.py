@@ -51,7 +51,7 @@ BATCH_LINE_TIMEOUT_S = env_float("BATCH_LINE_TIMEOUT_S", 600.0)
 BATCH_ENQUEUED_TOKENS = {"free": env_int("BATCH_ENQUEUED_TOKENS_FREE", 2_000_000),
                          "paid": env_int("BATCH_ENQUEUED_TOKENS_PAID", 100_000_000)}
 
-# Usage records (inference_client/usage.py): a gateway's writer stores what its
-# stream holds, then, when that was less than a full batch, waits this long
-# before reading again, so that a write covers many requests, not one each.
-USAGE_FLUSH_INTERVAL_MS = env_int("USAGE_FLUSH_INTERVAL_MS", 200)
+# Usage records (inference_client/usage.py): a gateway's writer stores the records
+# it read once a full batch waits or the first was read this long ago, so that
+# at low load a write covers many requests, not one each.
+USAGE_FLUSH_INTERVAL_MS = env_int("USAGE_FLUSH_INTERVAL_MS", 1000)
