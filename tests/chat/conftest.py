@@ -21,6 +21,18 @@ def carol(transactional_db):
 
 
 @pytest.fixture(autouse=True)
+def _channel_layer_per_test():
+    """Each test (each its own event loop) gets a channel layer of its own, as a server
+    process would. channels_redis keeps per-instance receive locks that bind to the loop
+    that first waits on them; one still held when a test's loop closed (a message cleanup
+    task cut off mid-way) failed the next tests' receives with "bound to a different
+    event loop" (channels issue 876)."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+
+
+@pytest.fixture(autouse=True)
 async def _close_async_db_pool():
     """Consumers in this loop may open core.adb's pool: close it with the loop,
     so no connection outlives its test (and the test database can be dropped)."""
