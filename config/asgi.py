@@ -16,7 +16,7 @@ from django.conf import settings  # noqa: E402
 from accounts.websocket import ApiKeyWebsocketMiddleware  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
 from core.asgi import ApiHandler, PrefixRouter  # noqa: E402
-from core.startup import check_secret_key  # noqa: E402
+from core.startup import check_secret_key, tune_gc  # noqa: E402
 from inference_protocol.config import start_watcher  # noqa: E402
 
 check_secret_key()
@@ -35,3 +35,4 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+tune_gc()

@@ -141,3 +141,15 @@ def test_should_not_create_the_demo_user_outside_the_embedded_default(tmp_path):
         assert missing.status_code == 404 and "URLconf" not in missing.text
         output = server.output()
     assert "promptyard-demo" not in output
+
+
+@pytest.mark.any_profile
+def test_a_serving_process_freezes_its_start_up_heap(tmp_path):
+    """The ASGI app, once built, leaves start-up's objects out of every collection and
+    collects the youngest generation every GC_GEN0_THRESHOLD allocations (core/startup.py)."""
+    env = _production_env(tmp_path, SECRET_KEY="k" * 50, GC_GEN0_THRESHOLD="12345")
+    shown = subprocess.run([sys.executable, "-c", "import gc, config.asgi; "
+                            "print(gc.get_freeze_count(), gc.get_threshold()[0])"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    frozen, threshold = map(int, shown.stdout.split())
+    assert frozen > 50_000 and threshold == 12345, shown.stderr
