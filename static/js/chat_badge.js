@@ -63,7 +63,11 @@ function connect() {
   const sock = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/chat/unread/`);
   let last = Date.now(), keepalive = null;
   ws = sock;
+  // A handshake that hangs (a server going down or not up yet) fires no close for
+  // minutes: give up on it so the backoff goes on.
+  const opening = setTimeout(() => { sock.onclose = null; sock.close(); lost(); }, EVERY / 3);
   const lost = () => {
+    clearTimeout(opening);
     clearInterval(keepalive);
     ws = null;
     startPolling();
@@ -72,6 +76,7 @@ function connect() {
     backoff = Math.min(backoff * 2, EVERY);
   };
   sock.onopen = () => {
+    clearTimeout(opening);
     stopPolling();
     keepalive = setInterval(() => {
       // A connection that went silent never closes by itself: after 2.5 keepalives

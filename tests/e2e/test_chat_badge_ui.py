@@ -78,7 +78,8 @@ def test_should_count_a_message_live_on_another_page_notify_while_hidden_and_cle
         live_url, new_page, console_errors):
     alice, bob = new_page(), new_page()
     bob.context.grant_permissions(["notifications"], origin=live_url)
-    bob.context.add_init_script(NOTIFICATION_PROBE)
+    for page in (alice, bob):
+        page.context.add_init_script(NOTIFICATION_PROBE)
     bob_name = sign_up(bob, live_url)
     alice_name = sign_up(alice, live_url)
     sockets = BadgeSockets(bob)
@@ -109,6 +110,17 @@ def test_should_count_a_message_live_on_another_page_notify_while_hidden_and_cle
     expect(reader.locator("#chat-messages li", has_text="Hello?")).to_be_visible()
     expect(badge).to_be_hidden(timeout=LIVE_MS)
     assert bob.evaluate("window.__notes") == [{"title": alice_name, "body": "New message · 2 unread"}]
+
+    # Alice never allowed notifications: her hidden tab counts the reply, quietly.
+    alice_sockets = BadgeSockets(alice)
+    alice.goto(f"{live_url}/prompts/")
+    assert alice_sockets.wait_live() == [{"type": "unread", "total": 0}]  # so the reply is a growth
+    assert alice.evaluate("Notification.permission") != "granted"
+    alice.evaluate("window.__hidden = true")
+    reader.fill("#chat-body", "Here now")
+    reader.keyboard.press("Enter")
+    expect(alice.locator("#nav-chat-unread")).to_have_text("1", timeout=LIVE_MS)
+    assert alice.evaluate("window.__notes") == []
     assert console_errors == []
 
 
@@ -171,6 +183,6 @@ def test_should_reconnect_the_badge_after_the_server_restarts(new_page, tmp_path
     # Stopped (its sockets dropped, reconnects refused), then a new process on the same port.
     with running_server(args, env, port):
         # Backoff tops out at 30 s (with jitter), so a new socket is up within about that.
-        assert sockets.wait_live(after=before, timeout=60) == [{"type": "unread", "total": 1}]
+        assert sockets.wait_live(after=before, timeout=60)[0] == {"type": "unread", "total": 1}
         _send_api(alice, bob_id, "after the restart")
         expect(bob.locator("#nav-chat-unread")).to_have_text("2", timeout=LIVE_MS)
