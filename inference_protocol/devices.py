@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
+# Workers publish a state as their queues change and again every heartbeat
+# (HEARTBEAT_INTERVAL_S, 1 s by default: it must stay below this).
 STALE_S = 2.0
 # Far beyond STALE_S: the margin covers the clocks of other hosts.
 PRUNE_AFTER_S = 60.0

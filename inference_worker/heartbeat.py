@@ -59,13 +59,20 @@ class HeartbeatThread(threading.Thread):
         from inference_worker.runtime import loaded_schedulers
 
         while not self._stop_event.is_set():
-            for scheduler in loaded_schedulers().values():
+            schedulers = list(loaded_schedulers().values())
+            for scheduler in schedulers:
                 scheduler.check_health()  # may be a network call: here, not under a lock
             records = [r for r in local_records() if r["healthy"]]
             node = node_record()
             try:
                 if records or node:
                     publish(records, node)
+                for scheduler in schedulers:
+                    # The device state again (routing), though nothing changed: readers
+                    # drop a state older than STALE_S, and an idle device's state only
+                    # changes when a request comes, which routing then never sent it.
+                    if scheduler.on_change is not None and scheduler.healthy:
+                        scheduler.on_change(scheduler)
                 for record in records:  # dead workers' device states (inference_protocol.devices)
                     prune_states(get_redis(), record["model"], time.time())
             except Exception:  # Redis blips must not kill the worker; the TTL covers gaps

@@ -163,3 +163,18 @@ def test_should_prune_dead_devices_states_and_keep_live_ones(model):
         assert sorted(f.decode() for f in redis.hkeys(devices_key(model))) == ["live", "quiet"]
     finally:
         redis.delete(devices_key(model))
+
+
+@pytest.mark.slow
+@pytest.mark.needs_services  # a real worker, device states in Redis
+def test_an_idle_devices_state_stays_fresh(model):
+    """Readers drop a state older than STALE_S; an idle device's state changes only
+    when a request comes, which routing never sends to a device it cannot see (a
+    second device starved beside a busy first one: bench/e2e.py 1x2 at 0.47 of the
+    limit). The heartbeat publishes it again, unchanged."""
+    spec = {model: {"engine": "fixed_cost", "max_inputs": 1, "call_s": 0.01}}
+    with celery_worker(spec, [f"gpu.{model}"], name="idle"):
+        (first,) = wait_for(lambda: _states(model), what="a device state")
+        # No request is sent: only the heartbeat can renew it.
+        wait_for(lambda: any(s.at > first.at + STALE_S for s in _states(model)), timeout=15,
+                 what="the idle device's state renewed past STALE_S")
