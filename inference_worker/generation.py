@@ -179,6 +179,7 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
         if code == "cancelled":  # what the engine spent on it, and on it after the cancel
             event["completion_tokens"] = sum(h.completion_tokens for h in group.handles)
             event["tokens_after_cancel"] = sum(h.tokens_after_cancel for h in group.handles)
+        written = log.finish_async(request.request_id, event)
     else:
         # n = 1: the scheduler thread built the done event and queued its write
         # as the result came (on_done), before this thread woke.
@@ -186,11 +187,7 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
         if written is None:
             event = _done_event(request, seqs, results, scheduler.name)
             written = log.finish_async(request.request_id, event)
-        if not written.result():
-            logger.info("request %s finished twice; keeping the first result", request.request_id)
-            return log.final(request.request_id)
-        return event
-    if not log.finish(request.request_id, event):
+    if not written.result():
         logger.info("request %s finished twice; keeping the first result", request.request_id)
         return log.final(request.request_id)
     return event
