@@ -39,6 +39,9 @@ class CeleryBackend(Backend):
                               task_id=request.request_id, producer=producer, declare=declare,
                               argsrepr=f"<request {request.request_id}>", kwargsrepr="{}")
         if device and not declared:
+            # Past the window an entry is of no use: drop those (a device id per worker start).
+            self._declared_at = {name: at for name, at in self._declared_at.items()
+                                 if now - at < DEVICE_QUEUE_REDECLARE_S}
             self._declared_at[queue.name] = now
 
     async def asubmit(self, request, device=None):

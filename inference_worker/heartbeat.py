@@ -12,7 +12,7 @@ import time
 
 from core.redis import get_redis
 from inference_protocol import config
-from inference_protocol.devices import prune_states
+from inference_protocol.devices import PRUNE_AFTER_S, prune_states
 from inference_protocol.heartbeat import HEARTBEAT_INTERVAL_S, publish
 
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
@@ -54,6 +54,7 @@ class HeartbeatThread(threading.Thread):
     def __init__(self):
         super().__init__(name="heartbeat", daemon=True)
         self._stop_event = threading.Event()
+        self._pruned_at = 0.0  # dead states are gone within PRUNE_AFTER_S: no need to look every beat
 
     def run(self):
         from inference_worker.runtime import loaded_schedulers
@@ -73,8 +74,10 @@ class HeartbeatThread(threading.Thread):
                     # changes when a request comes, which routing then never sent it.
                     if scheduler.on_change is not None and scheduler.healthy:
                         scheduler.on_change(scheduler)
-                for record in records:  # dead workers' device states (inference_protocol.devices)
-                    prune_states(get_redis(), record["model"], time.time())
+                if time.monotonic() - self._pruned_at >= PRUNE_AFTER_S / 4:
+                    self._pruned_at = time.monotonic()
+                    for record in records:  # dead workers' device states (inference_protocol.devices)
+                        prune_states(get_redis(), record["model"], time.time())
             except Exception:  # Redis blips must not kill the worker; the TTL covers gaps
                 time.sleep(HEARTBEAT_INTERVAL_S)
             self._stop_event.wait(HEARTBEAT_INTERVAL_S)
