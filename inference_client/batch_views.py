@@ -107,7 +107,7 @@ class BatchListApi(APIView):
     @extend_schema(request={"application/json": BATCH_CREATE}, responses=OpenApiTypes.OBJECT)
     def post(self, request):
         data = request.data if isinstance(request.data, dict) else {}
-        unknown = sorted(set(data) - {"input_file_id", "endpoint", "completion_window", "metadata"})
+        unknown = sorted(set(data) - set(BATCH_CREATE["properties"]))
         if unknown:
             raise ApiError(f"Unrecognized request argument supplied: {unknown[0]}",
                            code="unknown_parameter", field=unknown[0])
