@@ -133,7 +133,10 @@ class RedisEventLog(EventLog):
         keys, raw = [self._result(request_id), self._stream(request_id)], json.dumps(event)
 
         def add(pipe):
-            self._finish_script(keys=keys, args=[raw, EVENT_TTL_S], client=pipe)
+            # EVAL, not a registered script: redis-py checks a pipeline's scripts
+            # with SCRIPT EXISTS first, a second round trip before the terminal
+            # event leaves (Redis caches the compiled script by its body's hash).
+            pipe.eval(_FINISH, len(keys), *keys, raw, EVENT_TTL_S)
             return 1
         done = concurrent.futures.Future()
         self.writer.put(add, done)
@@ -142,10 +145,6 @@ class RedisEventLog(EventLog):
     @functools.cached_property
     def writer(self) -> PipelineWriter:
         return PipelineWriter(self.redis, name="event-writer")
-
-    @functools.cached_property
-    def _finish_script(self):
-        return self.redis.register_script(_FINISH)
 
     def state(self, request_id):
         pipe = self.redis.pipeline(transaction=False)
