@@ -97,6 +97,8 @@ class Completion:
                                        "with the same Idempotency-Key to get the result."}
             self._push(terminal)
             if on_end is not None:
+                # The waiting view first: it answers the client before the bookkeeping runs.
+                await asyncio.sleep(0)
                 try:
                     await on_end(self, terminal)
                 except Exception:
