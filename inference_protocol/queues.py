@@ -25,10 +25,10 @@ def model_of_queue(queue: str) -> str | None:
 DEVICE_QUEUE_TTL_MS = 3000
 DEVICE_SEPARATOR = "#"
 # A device queue goes away this long after its last use (a consumer, or a
-# declaration); a publisher that declared it less than DEVICE_QUEUE_REDECLARE_S
-# ago knows it is still there and skips the declaration, a round trip to the
-# broker per publish that kombu never caches for an expiring queue (1-2 ms of the
-# gateway's overhead per request in bench/overhead.py).
+# declaration); a publisher that declared a queue less than DEVICE_QUEUE_REDECLARE_S
+# ago knows it is still there and skips the declaration: for a device queue a
+# round trip to the broker per publish that kombu never caches for an expiring
+# queue (1-2 ms of the gateway's overhead per request in bench/overhead.py).
 DEVICE_QUEUE_EXPIRES_MS = 60_000
 DEVICE_QUEUE_REDECLARE_S = DEVICE_QUEUE_EXPIRES_MS / 1000 / 4
 
