@@ -8,7 +8,9 @@ import functools
 import time
 
 from celery import current_app
+from kombu import Queue
 from kombu.entity import PERSISTENT_DELIVERY_MODE
+from kombu.exceptions import LimitExceeded
 
 from inference_client.publisher import Publisher
 from inference_protocol.backend import Backend
@@ -20,13 +22,17 @@ from inference_protocol.queues import (
     queue_for,
 )
 
+# An inline publish is a write to an open socket; one the broker does not take
+# within this long (it stopped reading: a memory alarm) fails, and the thread retries it.
+INLINE_PUBLISH_TIMEOUT_S = 0.25
+
 
 class CeleryBackend(Backend):
     def __init__(self, log=None):
         super().__init__(log)
-        self._declared_at: dict[str, float] = {}  # device queue -> when this process last declared it
+        self._declared_at: dict[str, float] = {}  # queue -> when this process last declared it
 
-    def submit(self, request, producer=None, device=None):
+    def submit(self, request, producer=None, device=None, timeout=None, retry=True):
         """To the device's own queue when routing chose one, else the model's shared queue.
 
         The message is Celery's own (protocol 2, from ``app.amqp.as_task_v2``),
@@ -34,10 +40,7 @@ class CeleryBackend(Backend):
         option merging and signals were 40% of a publish's CPU, on the path of
         every request (bench/overhead.py), for a task whose queue is already known."""
         app = current_app
-        queue = device_queue(request.model, device) if device else app.amqp.queues[queue_for(request.model)]
-        now = time.monotonic()
-        last = self._declared_at.get(queue.name)
-        declared = last is not None and now - last < DEVICE_QUEUE_REDECLARE_S
+        queue, declared = self._queue(request, device)
         # argsrepr: Celery would put a repr of the messages (user text) in the
         # headers, for logs and monitors; the request id is enough there.
         message = app.amqp.as_task_v2(request.request_id, GENERATE_TASK, args=[request.to_dict()],
@@ -47,20 +50,52 @@ class CeleryBackend(Backend):
             producer.publish(message.body, exchange=queue.exchange, routing_key=queue.routing_key,
                              headers=message.headers, serializer=app.conf.task_serializer,
                              delivery_mode=PERSISTENT_DELIVERY_MODE, declare=[] if declared else [queue],
-                             retry=True, retry_policy=app.conf.task_publish_retry_policy,
+                             timeout=timeout, retry=retry, retry_policy=app.conf.task_publish_retry_policy,
                              **message.properties)
         if not declared:
+            now = time.monotonic()
             # Past the window an entry is of no use: drop those (a device id per worker start).
             self._declared_at = {name: at for name, at in self._declared_at.items()
                                  if now - at < DEVICE_QUEUE_REDECLARE_S}
             self._declared_at[queue.name] = now
+
+    def _queue(self, request, device) -> tuple[Queue, bool]:
+        """The queue to publish to, and whether this process declared it within the window."""
+        if device:
+            queue = device_queue(request.model, device)
+        else:
+            queue = current_app.amqp.queues[queue_for(request.model)]
+        last = self._declared_at.get(queue.name)
+        return queue, last is not None and time.monotonic() - last < DEVICE_QUEUE_REDECLARE_S
 
     async def asubmit(self, request, device=None):
         await self._publisher.publish((request, device))
 
     @functools.cached_property
     def _publisher(self) -> Publisher:
-        return Publisher(self._publish_batch)
+        return Publisher(self._publish_batch, self._publish_now)
+
+    def _publish_now(self, item) -> bool:
+        """Publish on the caller's thread (the event loop) if it is a plain write to
+        an open socket: a declared queue (a declaration waits for the broker's
+        answer), a connected producer (connecting waits too), the write bounded by
+        INLINE_PUBLISH_TIMEOUT_S, no retry. False: nothing was sent, the thread
+        should publish it."""
+        request, device = item
+        if not self._queue(request, device)[1]:
+            return False
+        try:
+            producer = current_app.producer_pool.acquire(block=False)
+        except LimitExceeded:  # every producer is out (other threads sending tasks)
+            return False
+        try:
+            if not producer.connection.connected:
+                return False
+            self.submit(request, producer=producer, device=device, timeout=INLINE_PUBLISH_TIMEOUT_S,
+                        retry=False)
+        finally:
+            producer.release()
+        return True
 
     def _publish_batch(self, items: list) -> list[Exception | None]:
         errors: list[Exception | None] = []
