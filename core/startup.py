@@ -61,12 +61,14 @@ def check_secret_key() -> None:
 
 
 def tune_gc() -> None:
-    """For a serving process, once its app is built: what start-up made (Django,
-    the apps, URL conf: about 150,000 objects) leaves the collector's reach, and
-    the youngest generation is collected every GC_GEN0_THRESHOLD allocations
-    (Python's 700 collected it ~20 times a second under chat load, and a full
-    collection of the whole heap paused the event loop 80-130 ms: a chat
-    message's p99, bench/chat.py open loop with gc.callbacks timings)."""
+    """For a serving process once its app is built, and a GPU worker once its
+    models are loaded: what start-up made (Django, the apps, URL conf: about
+    150,000 objects; Celery and the engines in a worker) leaves the collector's
+    reach, and the youngest generation is collected every GC_GEN0_THRESHOLD
+    allocations (Python's 700 collected it ~20 times a second under chat load,
+    and a full collection of the whole heap paused the event loop 80-130 ms, a
+    chat message's p99, and a worker's scheduler and event writer ~150 ms, a
+    /v1 request's p99: bench/chat.py, bench/overhead.py, with gc.callbacks timings)."""
     gc.collect()
     gc.freeze()
     _, older, oldest = gc.get_threshold()

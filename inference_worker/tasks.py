@@ -16,6 +16,7 @@ import time
 from celery import shared_task
 from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
 
+from core.startup import tune_gc
 from inference_protocol import config
 from inference_protocol.devices import DeviceState, publish_state
 from inference_protocol.events import RedisEventLog
@@ -64,6 +65,7 @@ def load_models(sender, **kwargs):
                 sender.cancel_task_queue(name)  # leave its tasks to workers that can
                 continue
             _serve_device_queue(sender, model, scheduler)
+    tune_gc()  # start-up and the loaded models out of the collector's reach, as in a serve process
 
 
 def _serve_device_queue(consumer, model: str, scheduler) -> None:

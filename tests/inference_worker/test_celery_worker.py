@@ -28,7 +28,8 @@ def fleet(tmp_path_factory):
     """One worker for the tests that need no worker of their own (a worker's start
     is most of such a test's time): model role -> its model name."""
     run = uuid.uuid4().hex[:8]
-    names = {role: f"{role}-{run}" for role in ("batching", "small-context", "crashing", "broken", "smol")}
+    names = {role: f"{role}-{run}" for role in ("batching", "small-context", "crashing", "broken", "smol",
+                                                "heap")}
     spec = {names["batching"]: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.3},
             names["small-context"]: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.05,
                                      "context_window": 64},
@@ -36,7 +37,8 @@ def fleet(tmp_path_factory):
                                 "call_s": 0.01},
             names["broken"]: {"engine": "transformers",
                               "model_dir": str(tmp_path_factory.mktemp("missing") / "none")},
-            names["smol"]: {"engine": "llamacpp"}}
+            names["smol"]: {"engine": "llamacpp"},
+            names["heap"]: {"engine": "tests.inference_worker.heap_engine:HeapEngine", "call_s": 0.01}}
     log = tmp_path_factory.mktemp("fleet") / "worker.log"
     queues = [f"gpu.{name}" for name in names.values()]
     try:
@@ -75,6 +77,18 @@ def test_should_batch_concurrent_requests_and_stream_results_back(fleet):
     # A client that reconnects later reads the same stored result.
     again = backend.result(requests[3].request_id, timeout_s=5)
     assert again["result"]["text"] == "hello 3"[::-1]
+
+
+def test_a_worker_freezes_its_start_up_heap_once_its_models_are_loaded(fleet):
+    """As a serve process does (core/startup.tune_gc): a full collection of a worker's
+    heap (Celery, Django, the engines) paused its scheduler and event writer ~150 ms
+    (bench/overhead.py p99, with gc.callbacks timings)."""
+    backend, model = CeleryBackend(), fleet["heap"]
+    _wait_live(model)
+    request = _request(model, "heap")
+    backend.submit(request)
+    frozen, threshold = map(int, backend.result(request.request_id, timeout_s=30)["result"]["text"].split())
+    assert frozen > 50_000 and threshold == 10_000
 
 
 def test_should_fail_only_the_bad_request_with_a_clear_error(fleet):
