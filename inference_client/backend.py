@@ -32,15 +32,16 @@ class CeleryBackend(Backend):
         super().__init__(log)
         self._declared_at: dict[str, float] = {}  # queue -> when this process last declared it
 
-    def submit(self, request, producer=None, device=None, timeout=None, retry=True):
+    def submit(self, request, producer=None, device=None, timeout=None, retry=True, route=None):
         """To the device's own queue when routing chose one, else the model's shared queue.
 
         The message is Celery's own (protocol 2, from ``app.amqp.as_task_v2``),
         published with kombu straight to the queue: ``send_task``'s routing,
         option merging and signals were 40% of a publish's CPU, on the path of
-        every request (bench/overhead.py), for a task whose queue is already known."""
+        every request (bench/overhead.py), for a task whose queue is already known.
+        ``route``: what ``_queue`` answered for it, if the caller asked already."""
         app = current_app
-        queue, declared = self._queue(request, device)
+        queue, declared = route or self._queue(request, device)
         # argsrepr: Celery would put a repr of the messages (user text) in the
         # headers, for logs and monitors; the request id is enough there.
         message = app.amqp.as_task_v2(request.request_id, GENERATE_TASK, args=[request.to_dict()],
@@ -82,7 +83,8 @@ class CeleryBackend(Backend):
         INLINE_PUBLISH_TIMEOUT_S, no retry. False: nothing was sent, the thread
         should publish it."""
         request, device = item
-        if not self._queue(request, device)[1]:
+        route = self._queue(request, device)
+        if not route[1]:
             return False
         try:
             producer = current_app.producer_pool.acquire(block=False)
@@ -91,8 +93,9 @@ class CeleryBackend(Backend):
         try:
             if not producer.connection.connected:
                 return False
+            # The same route: the window can't lapse in between and make this declare.
             self.submit(request, producer=producer, device=device, timeout=INLINE_PUBLISH_TIMEOUT_S,
-                        retry=False)
+                        retry=False, route=route)
         finally:
             producer.release()
         return True
