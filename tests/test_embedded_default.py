@@ -22,7 +22,7 @@ def _login(base: str, username: str, password: str) -> httpx.Client:
 
 def test_should_serve_healthz_and_login_on_the_embedded_default(tmp_path):
     port = free_port()
-    env = embedded_env(tmp_path, METRICS_TOKEN="scrape-token")
+    env = embedded_env(tmp_path, METRICS_TOKEN="scrape-token", ACCESS_LOG="true")
     with running_server(["manage.py", "serve", "--port", str(port)], env, port) as server:
         base = server.base
         health = httpx.get(base + "/healthz", headers={"Authorization": "Bearer scrape-token"}, timeout=10)
@@ -39,6 +39,7 @@ def test_should_serve_healthz_and_login_on_the_embedded_default(tmp_path):
         assert "Signed in as <strong>demo</strong>" in page.text
         output = server.output()
     assert f"Promptyard is running at http://127.0.0.1:{port}/" in output
+    assert '"GET /healthz HTTP/1.1" 200' in output  # ACCESS_LOG: uvicorn's line per request
     assert (tmp_path / "db.sqlite3").exists()
     # The embedded default's key is its own, random, and kept for the next start.
     assert len((tmp_path / "secret_key").read_text()) >= 50
@@ -141,6 +142,7 @@ def test_should_not_create_the_demo_user_outside_the_embedded_default(tmp_path):
         assert missing.status_code == 404 and "URLconf" not in missing.text
         output = server.output()
     assert "promptyard-demo" not in output
+    assert "GET /login/" not in output  # no access log unless ACCESS_LOG is set
 
 
 @pytest.mark.any_profile

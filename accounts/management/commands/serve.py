@@ -56,8 +56,8 @@ class Command(BaseCommand):
             metrics_dir.mkdir(parents=True)
             os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
         serving.send(sender=self.__class__)
-        uvicorn.run("config.asgi:application", host=host, port=port, log_level="info",
-                    lifespan="off", workers=workers,
+        uvicorn.run("config.asgi:application", host=host, port=port, log_level=settings.LOG_LEVEL.lower(),
+                    access_log=settings.ACCESS_LOG, lifespan="off", workers=workers,
                     # The client address is the app's to work out, from TRUSTED_PROXIES
                     # only (core/clientip.py): uvicorn would trust X-Forwarded-For from 127.0.0.1.
                     proxy_headers=False,
