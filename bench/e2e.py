@@ -153,20 +153,25 @@ class Stack:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+    def spawn(self, name: str, args: list[str], env: dict | None = None) -> subprocess.Popen:
+        """A process of the stack (stopped with it); ``env``: its own, else the stack's."""
         log = open(Path(self.logs.name) / f"{name}.log", "w")  # noqa: SIM115 (closed with the dir)
-        proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env={**self.env, "PYTHONUNBUFFERED": "1"},
+        proc = subprocess.Popen([sys.executable, *args], cwd=ROOT,
+                                env={**(env or self.env), "PYTHONUNBUFFERED": "1"},
                                 stdout=log, stderr=subprocess.STDOUT)
         self.procs.append(proc)
         return proc
 
-    def __enter__(self) -> Stack:
-        self.workers = [self._spawn(f"worker{i}", [
-            "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{MODEL}", "-P", "threads",
+    def spawn_worker(self, name: str, model: str = MODEL, env: dict | None = None) -> subprocess.Popen:
+        return self.spawn(name, [
+            "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{model}", "-P", "threads",
             "-c", str(WORKER_CONCURRENCY),
-            "--prefetch-multiplier", "1", "-l", "warning", "-n", f"bench-e2e-{i}-{uuid.uuid4().hex[:6]}@%h",
-            "--without-mingle", "--without-gossip"]) for i in range(self.devices)]
-        self.server = self._spawn("serve", ["manage.py", "serve", "--no-demo", "--port", str(self.port),
+            "--prefetch-multiplier", "1", "-l", "warning", "-n", f"bench-{name}-{uuid.uuid4().hex[:6]}@%h",
+            "--without-mingle", "--without-gossip"], env)
+
+    def __enter__(self) -> Stack:
+        self.workers = [self.spawn_worker(f"worker{i}") for i in range(self.devices)]
+        self.server = self.spawn("serve", ["manage.py", "serve", "--no-demo", "--port", str(self.port),
                                             "--workers", str(self.serve)])
         deadline = time.monotonic() + 90
         while len(live_workers(MODEL)) < self.devices or not self._up():

@@ -1,6 +1,7 @@
 """Where the gateway's overhead at one connection goes (run by hand; prints, asserts nothing).
 
     .venv/bin/python bench/overhead.py [--requests 300] [--call-ms 200]
+        [--variant VAR=value,...] [--worker-variant VAR=value,...]
 
 Same services and stack as bench/e2e.py (one `serve` process, one Celery worker on
 the fixed-cost engine). One client on one kept-alive connection sends requests one
@@ -16,6 +17,12 @@ completion.py), so every phase is measured per request in the same run:
   is HTTP, uvicorn and Django's handler around the view.
 
 The overhead is the round trip minus the engine's call.
+
+This VM's latency drifts (the same code measured 7 ms and 15 ms an hour apart),
+so compare variants only within one run: ``--variant`` adds a second serve
+process with other environment variables on the same worker, ``--worker-variant``
+a second worker (on a model of its own, behind the same serve process); requests
+alternate between them and the baseline.
 """
 
 from __future__ import annotations
@@ -81,42 +88,57 @@ def report(name: str, rows: list[dict], call_ms: float) -> dict[str, float]:
     return {phase: statistics.median(values) for phase, values in phases.items()}
 
 
-def run(requests: int, call_ms: float, variant: dict[str, str]) -> None:
+# The model the worker variant serves: its own queue, the same engine.
+VARIANT_MODEL = f"{e2e.MODEL}-variant"
+
+
+def run(requests: int, call_ms: float, variant: dict[str, str], worker_variant: dict[str, str]) -> None:
     engine = {**e2e.ENGINE, "call_s": call_ms / 1000}
-    env = dict(os.environ, **e2e.STACK_ENV, INFERENCE_MODELS=json.dumps({e2e.MODEL: engine}))
+    models = {e2e.MODEL: engine, **({VARIANT_MODEL: engine} if worker_variant else {})}
+    env = dict(os.environ, **e2e.STACK_ENV, INFERENCE_MODELS=json.dumps(models))
     key = e2e.make_keys("paid", 1)[0]
-    body = json.dumps(e2e.BODY)
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     with e2e.Stack(1, 1, env) as stack:
-        servers = {"baseline": Client(stack.port)}
+        # name -> (a connection of its own, the model it asks for)
+        servers = {"baseline": (Client(stack.port), e2e.MODEL)}
         if variant:
             # A second serve process with the variant's environment, on the same worker.
-            stack.env = {**env, **variant}
             port = e2e.free_port()
-            stack._spawn(f"serve-{port}", ["manage.py", "serve", "--no-demo", "--port", str(port),
-                                           "--workers", "1"])
-            servers["variant " + " ".join(f"{k}={v}" for k, v in variant.items())] = Client(port)
-            deadline = time.monotonic() + 60
-            while not all(s.up() for s in servers.values()):
-                if time.monotonic() > deadline:
-                    raise TimeoutError("the variant server did not start")
-                time.sleep(0.2)
+            stack.spawn(f"serve-{port}", ["manage.py", "serve", "--no-demo", "--port", str(port),
+                                          "--workers", "1"], {**env, **variant})
+            servers["variant " + _named(variant)] = (Client(port), e2e.MODEL)
+        if worker_variant:
+            # A second worker with the variant's environment, serving a model of its own
+            # behind the same serve process.
+            stack.spawn_worker("worker-variant", VARIANT_MODEL, {**env, **worker_variant})
+            servers["worker variant " + _named(worker_variant)] = (Client(stack.port), VARIANT_MODEL)
+        deadline = time.monotonic() + 60
+        while not all(client.up() for client, _ in servers.values()) or \
+                (worker_variant and not e2e.live_workers(VARIANT_MODEL)):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the variant did not start")
+            time.sleep(0.2)
         rows: dict[str, list] = {name: [] for name in servers}
         for i in range(requests + 20):  # alternating, one request in flight at a time
-            for name, server in servers.items():
-                row = server.call(body, headers)
+            for name, (client, model) in servers.items():
+                row = client.call(json.dumps({**e2e.BODY, "model": model}), headers)
                 if i >= 20:  # the first ones warm pools and connections
                     rows[name].append(row)
     load = os.getloadavg()
-    print(f"\n{requests} sequential requests per server, one connection each, alternating; "
+    print(f"\n{requests} sequential requests per variant, one connection each, alternating; "
           f"{call_ms:.0f} ms call; load average {load[0]:.2f} {load[1]:.2f}")
     medians = {name: report(name, r, call_ms) for name, r in rows.items()}
-    if variant:
-        (base, var) = medians.values()
-        print("\nvariant / baseline, p50:")
-        for phase in ("publish", "publish + transport (wait - worker)", "HTTP + handler (client - total)",
+    base = medians.pop("baseline")
+    for name, var in medians.items():
+        print(f"\n{name} / baseline, p50:")
+        for phase in ("publish", "publish + transport (wait - worker)",
+                      "worker beyond the call (worker - call)", "HTTP + handler (client - total)",
                       "OVERHEAD (client - call)"):
             print(f"  {phase:<50} {var[phase]:>7.2f} / {base[phase]:>7.2f} ms")
+
+
+def _named(env: dict[str, str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in env.items())
 
 
 def main() -> None:
@@ -126,8 +148,14 @@ def main() -> None:
     parser.add_argument("--call-ms", type=float, default=200.0)
     parser.add_argument("--variant", default="", help="VAR=value,...: a second serve process with "
                         "these environment variables, measured against the first in the same run")
+    parser.add_argument("--worker-variant", default="", help="VAR=value,...: a second worker with "
+                        "these environment variables (on a model of its own), measured the same way")
     args = parser.parse_args()
-    run(args.requests, args.call_ms, dict(kv.split("=", 1) for kv in args.variant.split(",") if kv))
+    run(args.requests, args.call_ms, _env(args.variant), _env(args.worker_variant))
+
+
+def _env(pairs: str) -> dict[str, str]:
+    return dict(kv.split("=", 1) for kv in pairs.split(",") if kv)
 
 
 if __name__ == "__main__":
