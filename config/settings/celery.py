@@ -7,7 +7,7 @@ With neither set, inference runs on an in-process worker thread (embedded
 default) and Celery is not used.
 """
 
-from core.env import env_int, env_str
+from core.env import env_bool, env_str
 
 from .base import REDIS_URL, VAR_DIR
 from .webhooks import WEBHOOK_QUEUE, WEBHOOK_SWEEP_INTERVAL_S
@@ -32,9 +32,9 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2,
                                     "interval_max": 0.5}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# The longest a finished task's late ack waits to reach the broker (config/celery.py
-# AckFlush); 0 leaves Celery's own (up to the event loop's 1 s idle poll).
-CELERY_ACK_FLUSH_MS = env_int("CELERY_ACK_FLUSH_MS", 5)
+# A finished task's late ack reaches the broker at once (config/celery.py AckWake);
+# false leaves Celery's own (up to the event loop's 1 s idle poll; bench/acks.py).
+CELERY_ACK_WAKE = env_bool("CELERY_ACK_WAKE", True)
 
 # Periodic tasks, published by `celery -A config beat` (one process; README).
 # The webhook sweep runs on the webhooks workers; a sweep left in the queue past
