@@ -14,6 +14,7 @@ class _Link:
         self.writers = (client_writer, server_writer)
         self.stalled = asyncio.Event()
         self.cut_next = False
+        self.cut_done = False
         self.closed = False
 
     def abort(self) -> None:
@@ -28,6 +29,12 @@ class FaultProxy:
         self.links: dict[int, _Link] = {}
         self.cuts = self.stalls = 0
         self.cuts_done = 0  # cuts that happened (a cut is armed, then hits the next chunk)
+        self._armed: list[_Link] = []
+
+    def cuts_missed(self) -> int:
+        """Armed cuts whose connection closed before a chunk went through it (the
+        client gave up on it first): they never happen."""
+        return sum(1 for link in self._armed if link.closed and not link.cut_done)
 
     async def __aenter__(self):
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
@@ -41,8 +48,8 @@ class FaultProxy:
 
     def stall(self, client_port: int) -> bool:
         link = self.links.get(client_port)
-        if link is None or link.closed or link.stalled.is_set():
-            return False
+        if link is None or link.closed or link.stalled.is_set() or link.cut_next:
+            return False  # a stalled link forwards nothing: a cut armed on it would never happen
         link.stalled.set()
         self.stalls += 1
         return True
@@ -52,6 +59,7 @@ class FaultProxy:
         if link is None or link.closed or link.stalled.is_set() or link.cut_next:
             return False
         link.cut_next = True
+        self._armed.append(link)
         self.cuts += 1
         return True
 
@@ -87,6 +95,7 @@ class FaultProxy:
                     writer.write(data[: random.randrange(len(data))])  # part of a frame
                     await writer.drain()
                     self.cuts_done += 1
+                    link.cut_done = True
                     link.abort()
                     return
                 writer.write(data)
