@@ -99,19 +99,19 @@ def run(requests: int, call_ms: float, variant: dict[str, str], worker_variant: 
     key = e2e.make_keys("paid", 1)[0]
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     with e2e.Stack(1, 1, env) as stack:
-        # name -> (a connection of its own, the model it asks for)
-        servers = {"baseline": (Client(stack.port), e2e.MODEL)}
+        # name -> (a connection of its own, the body it sends: the model it asks for)
+        servers = {"baseline": (Client(stack.port), _body(e2e.MODEL))}
         if variant:
             # A second serve process with the variant's environment, on the same worker.
             port = e2e.free_port()
             stack.spawn(f"serve-{port}", ["manage.py", "serve", "--no-demo", "--port", str(port),
                                           "--workers", "1"], {**env, **variant})
-            servers["variant " + _named(variant)] = (Client(port), e2e.MODEL)
+            servers["variant " + _named(variant)] = (Client(port), _body(e2e.MODEL))
         if worker_variant:
             # A second worker with the variant's environment, serving a model of its own
             # behind the same serve process.
             stack.spawn_worker("worker-variant", VARIANT_MODEL, {**env, **worker_variant})
-            servers["worker variant " + _named(worker_variant)] = (Client(stack.port), VARIANT_MODEL)
+            servers["worker variant " + _named(worker_variant)] = (Client(stack.port), _body(VARIANT_MODEL))
         deadline = time.monotonic() + 60
         while not all(client.up() for client, _ in servers.values()) or \
                 (worker_variant and not e2e.live_workers(VARIANT_MODEL)):
@@ -120,8 +120,8 @@ def run(requests: int, call_ms: float, variant: dict[str, str], worker_variant: 
             time.sleep(0.2)
         rows: dict[str, list] = {name: [] for name in servers}
         for i in range(requests + 20):  # alternating, one request in flight at a time
-            for name, (client, model) in servers.items():
-                row = client.call(json.dumps({**e2e.BODY, "model": model}), headers)
+            for name, (client, body) in servers.items():
+                row = client.call(body, headers)
                 if i >= 20:  # the first ones warm pools and connections
                     rows[name].append(row)
     load = os.getloadavg()
@@ -135,6 +135,10 @@ def run(requests: int, call_ms: float, variant: dict[str, str], worker_variant: 
                       "worker beyond the call (worker - call)", "HTTP + handler (client - total)",
                       "OVERHEAD (client - call)"):
             print(f"  {phase:<50} {var[phase]:>7.2f} / {base[phase]:>7.2f} ms")
+
+
+def _body(model: str) -> str:
+    return json.dumps({**e2e.BODY, "model": model})
 
 
 def _named(env: dict[str, str]) -> str:

@@ -28,8 +28,12 @@ class FaultProxy:
         self.target_port, self.latency = target_port, latency
         self.links: dict[int, _Link] = {}
         self.cuts = self.stalls = 0
-        self.cuts_done = 0  # cuts that happened (a cut is armed, then hits the next chunk)
         self._armed: list[_Link] = []
+
+    @property
+    def cuts_done(self) -> int:
+        """Cuts that happened (a cut is armed, then hits the link's next chunk)."""
+        return sum(1 for link in self._armed if link.cut_done)
 
     def cuts_missed(self) -> int:
         """Armed cuts whose connection closed before a chunk went through it (the
@@ -94,7 +98,6 @@ class FaultProxy:
                 if link.cut_next:
                     writer.write(data[: random.randrange(len(data))])  # part of a frame
                     await writer.drain()
-                    self.cuts_done += 1
                     link.cut_done = True
                     link.abort()
                     return
