@@ -153,21 +153,24 @@ class Stack:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
 
-    def spawn(self, name: str, args: list[str], env: dict | None = None) -> subprocess.Popen:
-        """A process of the stack (stopped with it); ``env``: its own, else the stack's."""
+    def spawn(self, name: str, args: list[str], env: dict | None = None,
+              checkout: Path = ROOT) -> subprocess.Popen:
+        """A process of the stack (stopped with it); ``env``: its own, else the stack's;
+        ``checkout``: the checkout whose code it runs (another git worktree, to compare a change)."""
         log = open(Path(self.logs.name) / f"{name}.log", "w")  # noqa: SIM115 (closed with the dir)
-        proc = subprocess.Popen([sys.executable, *args], cwd=ROOT,
+        proc = subprocess.Popen([sys.executable, *args], cwd=checkout,
                                 env={**(env or self.env), "PYTHONUNBUFFERED": "1"},
                                 stdout=log, stderr=subprocess.STDOUT)
         self.procs.append(proc)
         return proc
 
-    def spawn_worker(self, name: str, model: str = MODEL, env: dict | None = None) -> subprocess.Popen:
+    def spawn_worker(self, name: str, model: str = MODEL, env: dict | None = None,
+                     checkout: Path = ROOT) -> subprocess.Popen:
         return self.spawn(name, [
             "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{model}", "-P", "threads",
             "-c", str(WORKER_CONCURRENCY),
             "--prefetch-multiplier", "1", "-l", "warning", "-n", f"bench-{name}-{uuid.uuid4().hex[:6]}@%h",
-            "--without-mingle", "--without-gossip"], env)
+            "--without-mingle", "--without-gossip"], env, checkout)
 
     def __enter__(self) -> Stack:
         self.workers = [self.spawn_worker(f"worker{i}") for i in range(self.devices)]

@@ -1,7 +1,7 @@
 """Where the gateway's overhead at one connection goes (run by hand; prints, asserts nothing).
 
     .venv/bin/python bench/overhead.py [--requests 300] [--call-ms 200]
-        [--variant VAR=value,...] [--worker-variant VAR=value,...]
+        [--variant VAR=value,...] [--worker-variant VAR=value,...] [--checkout PATH]
 
 Same services and stack as bench/e2e.py (one `serve` process, one Celery worker on
 the fixed-cost engine). One client on one kept-alive connection sends requests one
@@ -22,7 +22,10 @@ This VM's latency drifts (the same code measured 7 ms and 15 ms an hour apart),
 so compare variants only within one run: ``--variant`` adds a second serve
 process with other environment variables on the same worker, ``--worker-variant``
 a second worker (on a model of its own, behind the same serve process); requests
-alternate between them and the baseline.
+alternate between them and the baseline. ``--checkout PATH`` (another git worktree)
+runs the variant's processes on that checkout's code, so that a change is
+measured against main in one run (``--variant`` or ``--worker-variant`` then
+choose which process runs it; they may be empty: ``--worker-variant ''``).
 """
 
 from __future__ import annotations
@@ -92,29 +95,32 @@ def report(name: str, rows: list[dict], call_ms: float) -> dict[str, float]:
 VARIANT_MODEL = f"{e2e.MODEL}-variant"
 
 
-def run(requests: int, call_ms: float, variant: dict[str, str], worker_variant: dict[str, str]) -> None:
+def run(requests: int, call_ms: float, variant: dict[str, str] | None, worker_variant: dict[str, str] | None,
+        checkout: Path = e2e.ROOT) -> None:
     engine = {**e2e.ENGINE, "call_s": call_ms / 1000}
-    models = {e2e.MODEL: engine, **({VARIANT_MODEL: engine} if worker_variant else {})}
+    models = {e2e.MODEL: engine, **({VARIANT_MODEL: engine} if worker_variant is not None else {})}
     env = dict(os.environ, **e2e.STACK_ENV, INFERENCE_MODELS=json.dumps(models))
     key = e2e.make_keys("paid", 1)[0]
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     with e2e.Stack(1, 1, env) as stack:
         # name -> (a connection of its own, the body it sends: the model it asks for)
         servers = {"baseline": (Client(stack.port), _body(e2e.MODEL))}
-        if variant:
+        code = "" if checkout == e2e.ROOT else f" (code of {checkout})"
+        if variant is not None:
             # A second serve process with the variant's environment, on the same worker.
             port = e2e.free_port()
             stack.spawn(f"serve-{port}", ["manage.py", "serve", "--no-demo", "--port", str(port),
-                                          "--workers", "1"], {**env, **variant})
-            servers["variant " + _named(variant)] = (Client(port), _body(e2e.MODEL))
-        if worker_variant:
+                                          "--workers", "1"], {**env, **variant}, checkout)
+            servers["variant " + _named(variant) + code] = (Client(port), _body(e2e.MODEL))
+        if worker_variant is not None:
             # A second worker with the variant's environment, serving a model of its own
             # behind the same serve process.
-            stack.spawn_worker("worker-variant", VARIANT_MODEL, {**env, **worker_variant})
-            servers["worker variant " + _named(worker_variant)] = (Client(stack.port), _body(VARIANT_MODEL))
+            stack.spawn_worker("worker-variant", VARIANT_MODEL, {**env, **worker_variant}, checkout)
+            servers["worker variant " + _named(worker_variant) + code] = (Client(stack.port),
+                                                                           _body(VARIANT_MODEL))
         deadline = time.monotonic() + 60
         while not all(client.up() for client, _ in servers.values()) or \
-                (worker_variant and not e2e.live_workers(VARIANT_MODEL)):
+                (worker_variant is not None and not e2e.live_workers(VARIANT_MODEL)):
             if time.monotonic() > deadline:
                 raise TimeoutError("the variant did not start")
             time.sleep(0.2)
@@ -150,16 +156,20 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--call-ms", type=float, default=200.0)
-    parser.add_argument("--variant", default="", help="VAR=value,...: a second serve process with "
+    parser.add_argument("--variant", default=None, help="VAR=value,...: a second serve process with "
                         "these environment variables, measured against the first in the same run")
-    parser.add_argument("--worker-variant", default="", help="VAR=value,...: a second worker with "
+    parser.add_argument("--worker-variant", default=None, help="VAR=value,...: a second worker with "
                         "these environment variables (on a model of its own), measured the same way")
+    parser.add_argument("--checkout", type=Path, default=e2e.ROOT, help="a git worktree whose code "
+                        "the variant's processes run (the baseline runs this checkout's)")
     args = parser.parse_args()
-    run(args.requests, args.call_ms, _env(args.variant), _env(args.worker_variant))
+    if args.checkout.resolve() != e2e.ROOT and args.variant is None and args.worker_variant is None:
+        parser.error("--checkout needs --variant or --worker-variant (possibly empty) to say which process")
+    run(args.requests, args.call_ms, _env(args.variant), _env(args.worker_variant), args.checkout.resolve())
 
 
-def _env(pairs: str) -> dict[str, str]:
-    return dict(kv.split("=", 1) for kv in pairs.split(",") if kv)
+def _env(pairs: str | None) -> dict[str, str] | None:
+    return None if pairs is None else dict(kv.split("=", 1) for kv in pairs.split(",") if kv)
 
 
 if __name__ == "__main__":
