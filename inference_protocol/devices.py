@@ -54,7 +54,6 @@ def publish_state(writer, model: str, state: DeviceState) -> None:
     def add(pipe):
         pipe.hset(key, state.device, raw)
         pipe.expire(key, 3600)
-        return 2
     writer.put_latest(f"{model}:{state.device}", add)
 
 

@@ -112,10 +112,11 @@ class RedisEventLog(EventLog):
     def _result(request_id: str) -> str:
         return f"gen:{request_id}:result"
 
-    # Appends and finishes go through one writer thread per log (one per
-    # worker process), many per round trip: a step of a batch of 50 is one
-    # round trip, not 100, and the scheduler thread never waits on Redis.
-    # Its FIFO keeps each generation's events in order.
+    # Appends and finishes go through one writer per log (one per worker
+    # process), many per round trip: a step of a batch of 50 is one round
+    # trip, not 100, and the scheduler thread never waits on Redis (it sends
+    # a step's events itself, core.redis.PipelineWriter.held). Its FIFO keeps
+    # each generation's events in order.
 
     def append(self, request_id, event):
         stream, raw = self._stream(request_id), json.dumps(event)
@@ -123,7 +124,6 @@ class RedisEventLog(EventLog):
         def add(pipe):
             pipe.xadd(stream, {"e": raw})
             pipe.expire(stream, EVENT_TTL_S)
-            return 2
         self.writer.put(add)
 
     def finish(self, request_id, event):
@@ -137,7 +137,6 @@ class RedisEventLog(EventLog):
             # with SCRIPT EXISTS first, a second round trip before the terminal
             # event leaves (Redis caches the compiled script by its body's hash).
             pipe.eval(_FINISH, len(keys), *keys, raw, EVENT_TTL_S)
-            return 1
         done = concurrent.futures.Future()
         self.writer.put(add, done)
         return done

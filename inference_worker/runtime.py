@@ -229,7 +229,8 @@ def _rebuild(name: str) -> None:
     started = time.monotonic()
     try:
         engine = _build(name, engine_spec)
-        successor = Scheduler(engine, scheduler_config, name=name, on_change=served.scheduler.on_change)
+        successor = Scheduler(engine, scheduler_config, name=name, on_change=served.scheduler.on_change,
+                              deliver=served.scheduler.deliver)
     except (EngineLoadError, ValueError) as exc:
         served.engine_error, served.failed_spec = f"config document {snapshot.number}: {exc}", engine_spec
         logger.error("config document %s: cannot rebuild %s's engine (%s); the running engine "

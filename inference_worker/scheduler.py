@@ -34,6 +34,7 @@ tests and the benchmark drive ``run_once`` on a virtual clock, with no sleeps.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import logging
 import threading
@@ -64,12 +65,17 @@ log = logging.getLogger(__name__)
 class Scheduler:
     def __init__(self, engine: Engine, config: SchedulerConfig | None = None, *,
                  clock: Any = None, name: str | None = None,
-                 on_change: Callable[[Scheduler], None] | None = None):
+                 on_change: Callable[[Scheduler], None] | None = None,
+                 deliver: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext):
         """``on_change(scheduler)`` is called (outside the lock) whenever the
         queue or the device's busy time changes: the worker publishes the
-        device state for routing from it."""
+        device state for routing from it. ``deliver()``: the context in which
+        the requests' callbacks of one step run (the worker sends the step's
+        events at its end, core.redis.PipelineWriter.held); the threads
+        waiting on those requests wake after it."""
         self.engine = engine
         self.on_change = on_change
+        self.deliver = deliver
         self.config = config or SchedulerConfig()
         self.clock = clock or RealClock()
         self.name = name or engine.model_name or type(engine).__name__
@@ -221,7 +227,7 @@ class Scheduler:
                 self._dirty = True
                 self._lock.notify_all()
                 return True
-        notify()
+        self._release_and_notify([(handle, notify, False)])
         return True
 
     # ---- the loop ---------------------------------------------------------
@@ -411,18 +417,22 @@ class Scheduler:
                 _safe(h._on_error, h._error.code, str(h._error))
             else:
                 _safe(h._on_done, h._result)
-            h._event.set()
         return notify
 
     def _release_and_notify(self, events: list[tuple[RequestHandle, Callable[[], None], bool]]
                             ) -> None:
-        for h, notify, release in events:
-            if release:
-                try:
-                    self.engine.release(h.id)
-                except Exception:
-                    log.exception("%s: engine.release(%s) failed", self.name, h.id)
-            notify()
+        if not events:
+            return
+        with self.deliver():
+            for h, notify, release in events:
+                if release:
+                    try:
+                        self.engine.release(h.id)
+                    except Exception:
+                        log.exception("%s: engine.release(%s) failed", self.name, h.id)
+                notify()
+        for h in {h.id: h for h, _, _ in events if h._state == DONE}.values():
+            h._event.set()  # after the callbacks: a waiter finds its result delivered
 
     # ---- running as a thread ------------------------------------------------
 

@@ -83,6 +83,7 @@ def _serve_device_queue(consumer, model: str, scheduler) -> None:
             waiting=state["waiting"], running=state["running"], max_batch_size=state["max_batch_size"],
             step_s=state["step_s"], fixed_batch=state["fixed_batch"], hold_s=state["hold_s"]))
     scheduler.on_change = on_change
+    scheduler.deliver = writer.held  # a step's events leave from the scheduler's thread
     on_change(scheduler)
 
 

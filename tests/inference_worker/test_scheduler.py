@@ -246,6 +246,33 @@ def test_deadline_already_passed_fails_at_submit():
     assert exc.value.code == "deadline_exceeded"
 
 
+def test_a_steps_callbacks_run_inside_deliver_and_their_waiters_wake_after_it():
+    # The worker sends a step's events at the end of deliver() (core.redis.PipelineWriter.held):
+    # a task thread waiting on a request must wake only once its result has been sent.
+    clock = VirtualClock()
+    seen: list[tuple[str, ...]] = []
+
+    class Deliver:
+        def __enter__(self):
+            seen.append(("enter",))
+
+        def __exit__(self, *exc):
+            seen.append(("exit", *(str(h.done()) for h in handles)))
+
+    sched = Scheduler(fixed(clock), clock=clock, deliver=Deliver)
+    handles = [sched.submit(seq(sid), on_done=lambda r: seen.append(("done", r.request_id)))
+               for sid in ("a", "b")]
+    run_until_idle(sched, clock)
+    assert seen == [("enter",), ("done", "a"), ("done", "b"), ("exit", "False", "False")]
+    assert [h.result(0).text for h in handles] == ["a", "b"]
+    # A cancel outside a step delivers the same way.
+    seen.clear()
+    handles = [sched.submit(seq("c"), on_error=lambda code, message: seen.append(("error", code)))]
+    assert handles[0].cancel("client went away")
+    assert seen == [("enter",), ("error", "cancelled"), ("exit", "False")]
+    assert handles[0].done()
+
+
 def test_cancel_waiting_request_never_runs():
     clock = VirtualClock()
     engine = fixed(clock, n=1)
