@@ -84,6 +84,10 @@ class PipelineWriter:
     commands itself, one write, and only then wakes the writer thread to read
     the replies. Waking a thread costs about 0.4 ms on a small VM (bench/
     overhead.py), and a terminal event should not wait for it before it leaves.
+    That thread sends only while Redis has answered all that was sent before:
+    then the socket's buffer is empty and the connection up, so the write
+    cannot block on a full buffer or a connect; otherwise the writer thread
+    sends (and reconnects), as for any put.
     """
 
     def __init__(self, client: redis.Redis, name: str):
@@ -95,6 +99,7 @@ class PipelineWriter:
         self._send_lock = threading.Lock()
         self._sent: collections.deque = collections.deque()  # (commands, [(done, last index)])
         self._connection = None
+        self._answered = False  # the last reply was read: nothing in flight has failed
         self._held = threading.local()
         self._wake = threading.Event()
         threading.Thread(target=self._run, name=name, daemon=True).start()
@@ -119,12 +124,13 @@ class PipelineWriter:
             self._held.depth = depth
             if depth == 0 and (self._queue or self._latest):
                 # If the writer thread is sending, it sends these too once it is done.
-                if self._send_lock.acquire(blocking=False):
+                if self._answered and not self._sent and self._send_lock.acquire(blocking=False):
                     try:
-                        self._send_pending()
+                        if self._answered and not self._sent:
+                            self._send_pending()
                     finally:
                         self._send_lock.release()
-                self._wake.set()  # to read the replies
+                self._wake.set()  # to read the replies, or to send
 
     def _wake_unless_held(self) -> None:
         if not getattr(self._held, "depth", 0):
@@ -163,6 +169,7 @@ class PipelineWriter:
                 self._connection.pack_commands([args for args, _ in commands]), check_health=False)
         except Exception as exc:  # Redis away: waiters get the error, the rest is dropped
             logger.warning("%d queued Redis writes failed: %r", len(ops), exc)
+            self._answered = False
             if self._connection is not None:
                 self._connection.disconnect()  # the next send connects again
             for done, _ in waiters:
@@ -185,6 +192,7 @@ class PipelineWriter:
                 self._fail_sent(exc)
                 return
             self._sent.popleft()
+            self._answered = True
             for done, index in waiters:
                 if isinstance(replies[index], redis.ResponseError):
                     done.set_exception(replies[index])
@@ -193,6 +201,7 @@ class PipelineWriter:
 
     def _fail_sent(self, exc: Exception) -> None:
         with self._send_lock:  # no send in between: the next one connects again
+            self._answered = False
             self._connection.disconnect()
             failed = list(self._sent)
             self._sent.clear()

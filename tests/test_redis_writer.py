@@ -62,14 +62,18 @@ def test_puts_from_many_threads_land_in_put_order_each_with_its_reply(client):
 def test_a_held_block_is_sent_in_one_write_by_its_own_thread_at_its_end(client):
     writer = PipelineWriter(client, name="test-writer")
     stream = f"t:{uuid.uuid4().hex}"
+    connected = Future()
+    writer.put(xadd(stream, "first"), connected)  # the writer thread connects
+    connected.result(timeout=10)
     first, second = Future(), Future()
+    RecordingConnection.sends = []
     with writer.held():
         writer.put(xadd(stream, "a"), first)
         writer.put(xadd(stream, "b"), second)
         assert not RecordingConnection.sends  # nothing leaves before the block ends
     # At the end of the block this thread wrote both, without waiting for the writer thread.
     assert RecordingConnection.sends[-1][0] == threading.current_thread().name
-    assert [f.result(timeout=10) for f in (first, second)] == [e for e, _ in client.xrange(stream)]
+    assert [f.result(timeout=10) for f in (first, second)] == [e for e, _ in client.xrange(stream)][1:]
 
     outside = Future()
     writer.put(xadd(stream, "c"), outside)
@@ -104,7 +108,11 @@ def test_a_killed_connection_fails_the_write_in_flight_and_the_next_put_reconnec
     writer.put(xadd(stream, "lost"), lost)
     with pytest.raises(redis.ConnectionError):
         lost.result(timeout=10)
+    # Not from a held block's thread (a scheduler must not wait on a connect): the
+    # writer thread sends it, reconnecting.
     after = Future()
-    writer.put(xadd(stream, "after"), after)
-    assert after.result(timeout=10) == client.xrange(stream)[-1][0]
-    assert client.xrange(stream)[-1][1] == {b"v": b"after"}
+    with writer.held():
+        writer.put(xadd(stream, "after"), after)
+    after_id = after.result(timeout=10)
+    assert RecordingConnection.sends[-1][0] == "test-writer"
+    assert client.xrange(stream)[-1] == (after_id, {b"v": b"after"})
