@@ -67,6 +67,11 @@ def script(source: str, client: aioredis.Redis | None = None):
     return registered
 
 
+# A held block's thread sends a batch itself only up to this size: a write that
+# fits in the socket's buffer returns at once, whatever Redis is doing meanwhile.
+INLINE_SEND_MAX_BYTES = 64 * 1024
+
+
 class PipelineWriter:
     """Writes for threads that must not wait on Redis (a device's scheduler) and
     for many small writers, as many commands per send as are pending, on a
@@ -84,10 +89,10 @@ class PipelineWriter:
     commands itself, one write, and only then wakes the writer thread to read
     the replies. Waking a thread costs about 0.4 ms on a small VM (bench/
     overhead.py), and a terminal event should not wait for it before it leaves.
-    That thread sends only while Redis has answered all that was sent before:
-    then the socket's buffer is empty and the connection up, so the write
-    cannot block on a full buffer or a connect; otherwise the writer thread
-    sends (and reconnects), as for any put.
+    That thread never waits on Redis: it sends only while Redis has answered all
+    that was sent before, on a connection the server has not closed, a batch of
+    at most INLINE_SEND_MAX_BYTES (so the write fits in the socket's buffer);
+    otherwise the writer thread sends it (reconnecting), as for any put.
     """
 
     def __init__(self, client: redis.Redis, name: str):
@@ -97,8 +102,9 @@ class PipelineWriter:
         self._lock = threading.Lock()  # guards _latest
         # One sender at a time, so that replies come back in the order of _sent.
         self._send_lock = threading.Lock()
+        self._connection = client.connection_pool.make_connection()  # connects on its first send
         self._sent: collections.deque = collections.deque()  # (commands, [(done, last index)])
-        self._connection = None
+        self._handed_over = None  # a held thread's batch too large to send itself, for the writer
         self._answered = False  # the last reply was read: nothing in flight has failed
         self._held = threading.local()
         self._wake = threading.Event()
@@ -127,7 +133,7 @@ class PipelineWriter:
                 if self._answered and not self._sent and self._send_lock.acquire(blocking=False):
                     try:
                         if self._answered and not self._sent:
-                            self._send_pending()
+                            self._send_pending(inline=True)
                     finally:
                         self._send_lock.release()
                 self._wake.set()  # to read the replies, or to send
@@ -140,12 +146,27 @@ class PipelineWriter:
         while True:
             self._wake.wait()
             self._wake.clear()
-            with self._send_lock:
-                self._send_pending()
-            self._read_replies()
+            try:
+                with self._send_lock:
+                    self._send_pending(inline=False)
+                self._read_replies()
+            except Exception:  # a bug: the writes in hand failed; the thread must go on
+                logger.exception("the Redis writer failed")
 
-    def _send_pending(self) -> None:
-        """Send every pending command (the caller holds _send_lock)."""
+    def _send_pending(self, *, inline: bool) -> None:
+        """Send every pending command (the caller holds _send_lock). ``inline``: a
+        held block's thread, which leaves a closed connection or a large batch to
+        the writer thread."""
+        if self._handed_over is not None:
+            if inline:
+                return
+            batch, self._handed_over = self._handed_over, None
+            self._send(*batch)
+        if not self._sent and self._closed_by_server():
+            self._connection.disconnect()  # the next send connects again
+            self._answered = False
+            if inline:
+                return
         ops = []
         while self._queue:
             ops.append(self._queue.popleft())
@@ -156,22 +177,45 @@ class PipelineWriter:
             return
         pipe = self.client.pipeline(transaction=False)
         waiters = []
-        for add, done in ops:
-            add(pipe)
-            if done is not None:
-                waiters.append((done, len(pipe.command_stack) - 1))
-        commands = list(pipe.command_stack)
         try:
-            if self._connection is None:
-                self._connection = self.client.connection_pool.get_connection("PIPELINE-WRITER")
+            for add, done in ops:
+                before = len(pipe.command_stack)
+                add(pipe)
+                if done is not None:
+                    if len(pipe.command_stack) == before:
+                        raise ValueError(f"{add!r} queued no command for its reply")
+                    waiters.append((done, len(pipe.command_stack) - 1))
+            commands = list(pipe.command_stack)
+            packed = self._connection.pack_commands([args for args, _ in commands])
+        except Exception as exc:  # a bug in an add, or a value Redis cannot take: this batch fails
+            logger.exception("%d Redis writes could not be encoded", len(ops))
+            for _, done in ops:
+                if done is not None and not done.done():
+                    done.set_exception(exc)
+            return
+        if inline and sum(len(part) for part in packed) > INLINE_SEND_MAX_BYTES:
+            self._handed_over = (packed, commands, waiters)
+            return
+        self._send(packed, commands, waiters)
+
+    def _closed_by_server(self) -> bool:
+        """Whether the idle connection has something to read: the server closed it
+        (a restart, a kill, an idle timeout) or sent what nobody asked for."""
+        if self._connection._sock is None:  # not connected: the send connects
+            return False
+        try:
+            return self._connection.can_read(timeout=0)
+        except (redis.ConnectionError, redis.TimeoutError, OSError):
+            return True
+
+    def _send(self, packed: list, commands: list, waiters: list) -> None:
+        try:
             # No health check: its PING's reply would be read here, out of turn.
-            self._connection.send_packed_command(
-                self._connection.pack_commands([args for args, _ in commands]), check_health=False)
+            self._connection.send_packed_command(packed, check_health=False)
         except Exception as exc:  # Redis away: waiters get the error, the rest is dropped
-            logger.warning("%d queued Redis writes failed: %r", len(ops), exc)
+            logger.warning("%d queued Redis writes failed: %r", len(commands), exc)
             self._answered = False
-            if self._connection is not None:
-                self._connection.disconnect()  # the next send connects again
+            self._connection.disconnect()  # the next send connects again
             for done, _ in waiters:
                 done.set_exception(exc)
             return

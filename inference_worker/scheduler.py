@@ -423,16 +423,18 @@ class Scheduler:
                             ) -> None:
         if not events:
             return
-        with self.deliver():
-            for h, notify, release in events:
-                if release:
-                    try:
-                        self.engine.release(h.id)
-                    except Exception:
-                        log.exception("%s: engine.release(%s) failed", self.name, h.id)
-                notify()
-        for h in {h.id: h for h, _, _ in events if h._state == DONE}.values():
-            h._event.set()  # after the callbacks: a waiter finds its result delivered
+        try:
+            with self.deliver():
+                for h, notify, release in events:
+                    if release:
+                        try:
+                            self.engine.release(h.id)
+                        except Exception:
+                            log.exception("%s: engine.release(%s) failed", self.name, h.id)
+                    notify()
+        finally:
+            for h in {h.id: h for h, _, _ in events if h._state == DONE}.values():
+                h._event.set()  # after the callbacks: a waiter finds its result delivered
 
     # ---- running as a thread ------------------------------------------------
 
