@@ -46,6 +46,16 @@ def xadd(stream: str, value: str):
     return lambda pipe: pipe.xadd(stream, {"v": value})
 
 
+def connected(client, first: str) -> tuple[PipelineWriter, str]:
+    """A writer whose thread has connected, by writing ``first`` to a fresh stream (returned)."""
+    writer = PipelineWriter(client, name="test-writer")
+    stream = f"t:{uuid.uuid4().hex}"
+    done = Future()
+    writer.put(xadd(stream, first), done)
+    done.result(timeout=10)
+    return writer, stream
+
+
 def test_puts_from_many_threads_land_in_put_order_each_with_its_reply(client, reader):
     writer = PipelineWriter(client, name="test-writer")
     streams = [f"t:{uuid.uuid4().hex}" for _ in range(4)]
@@ -70,11 +80,7 @@ def test_puts_from_many_threads_land_in_put_order_each_with_its_reply(client, re
 
 
 def test_a_held_block_is_sent_in_one_write_by_its_own_thread_at_its_end(client, reader):
-    writer = PipelineWriter(client, name="test-writer")
-    stream = f"t:{uuid.uuid4().hex}"
-    connected = Future()
-    writer.put(xadd(stream, "first"), connected)  # the writer thread connects
-    connected.result(timeout=10)
+    writer, stream = connected(client, "first")
     first, second = Future(), Future()
     RecordingConnection.sends = []
     with writer.held():
@@ -115,11 +121,7 @@ def _kill(client) -> None:
 
 
 def test_after_the_server_closes_the_connection_the_next_writes_reconnect_and_land(client, reader):
-    writer = PipelineWriter(client, name="test-writer")
-    stream = f"t:{uuid.uuid4().hex}"
-    before = Future()
-    writer.put(xadd(stream, "before"), before)
-    before.result(timeout=10)
+    writer, stream = connected(client, "before")
 
     _kill(client)
     plain = Future()
@@ -140,11 +142,7 @@ def test_after_the_server_closes_the_connection_the_next_writes_reconnect_and_la
 
 
 def test_a_large_held_batch_goes_through_the_writer_thread_in_order(client, reader):
-    writer = PipelineWriter(client, name="test-writer")
-    stream = f"t:{uuid.uuid4().hex}"
-    warm = Future()
-    writer.put(xadd(stream, "warm"), warm)
-    warm.result(timeout=10)
+    writer, stream = connected(client, "warm")
     RecordingConnection.sends = []
     big, small = Future(), Future()
     with writer.held():
