@@ -27,8 +27,13 @@ class FaultProxy:
     def __init__(self, target_port: int, *, latency: float = 0.01):
         self.target_port, self.latency = target_port, latency
         self.links: dict[int, _Link] = {}
-        self.cuts = self.stalls = 0
-        self._armed: list[_Link] = []
+        self.stalls = 0
+        self._armed: list[_Link] = []  # the links a cut was armed on, in order
+
+    @property
+    def cuts(self) -> int:
+        """Cuts armed."""
+        return len(self._armed)
 
     @property
     def cuts_done(self) -> int:
@@ -64,7 +69,6 @@ class FaultProxy:
             return False
         link.cut_next = True
         self._armed.append(link)
-        self.cuts += 1
         return True
 
     async def _accept(self, client_reader, client_writer):
