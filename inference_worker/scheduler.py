@@ -92,6 +92,7 @@ class Scheduler:
         self._ids: set[str] = set()                   # waiting or running
         self._order = itertools.count()
         self._dirty = False          # work arrived or changed since run_once looked
+        self._stepping = False       # the scheduler thread is inside an engine step
         self._stopping = False
         self._drain = False
         self._thread: threading.Thread | None = None
@@ -201,7 +202,12 @@ class Scheduler:
                 handles.append(handle)
             self._dirty = True
             self._lock.notify_all()
-        self._changed()
+            # Outside a step, the loop acts on this at once and publishes the state
+            # itself (the step it starts, or a hold): one publication on the request's
+            # path, not two. Inside a step it cannot, and the queued request must show.
+            publish = self._stepping
+        if publish:
+            self._changed()
         return handles
 
     def _footprint(self, seq: Sequence) -> int:
@@ -240,14 +246,18 @@ class Scheduler:
         deadline), or None when there is nothing to do until a submit."""
         with self._lock:
             self._dirty = False
+            self._stepping = False  # already, unless the last step raised before _apply
             gone = self._reap_locked(self.clock.now())
         self._release_and_notify(gone)
 
         with self._lock:
             now = self.clock.now()
             hold = self._hold_locked(now)
-            if hold is not None:
-                return hold
+        if hold is not None:
+            self._changed()  # the submits that woke this thread left the state to it
+            return hold
+        with self._lock:
+            now = self.clock.now()
             new = self._admit_locked(now)
             batch = list(self._running.values())
             if not batch:
@@ -256,6 +266,7 @@ class Scheduler:
             running = [h.seq for h in batch if h.id not in new_ids]
             started = self.clock.now()
             self._busy_until = started + (self._window.step_s or 0.0)
+            self._stepping = True
         self._changed()
         results, errors = self._stepper.step(running, [h.seq for h in new])
         return self._apply(batch, results, errors, started)
@@ -346,6 +357,7 @@ class Scheduler:
         with self._lock:
             now = self.clock.now()
             self._busy_until = now
+            self._stepping = False
             self._steps += 1
             self._last_batch = len(batch)
             self._batched += len(batch)
