@@ -76,12 +76,15 @@ def _serve_device_queue(consumer, model: str, scheduler) -> None:
                             queue_arguments=queue.queue_arguments)
     writer = _log().writer
 
-    def on_change(sched) -> None:
+    def state_of(sched) -> DeviceState:
         state, at = sched.device_state(), time.time()
-        publish_state(writer, model, DeviceState(
+        return DeviceState(
             device=WORKER_ID, at=at, busy_until=at + state["busy_until"] - state["now"],
             waiting=state["waiting"], running=state["running"], max_batch_size=state["max_batch_size"],
-            step_s=state["step_s"], fixed_batch=state["fixed_batch"], hold_s=state["hold_s"]))
+            step_s=state["step_s"], fixed_batch=state["fixed_batch"], hold_s=state["hold_s"])
+
+    def on_change(sched) -> None:
+        publish_state(writer, model, WORKER_ID, functools.partial(state_of, sched))
     scheduler.on_change = on_change
     scheduler.deliver = writer.held  # a step's events leave from the scheduler's thread
     on_change(scheduler)

@@ -7,11 +7,12 @@ import os
 import signal
 import time
 import uuid
+from concurrent.futures import Future
 
 import amqp
 import pytest
 
-from core.redis import get_redis
+from core.redis import PipelineWriter, get_redis
 from inference_client.backend import CeleryBackend
 from inference_client.routing import choose, expected_start
 from inference_protocol.devices import (
@@ -21,6 +22,7 @@ from inference_protocol.devices import (
     devices_key,
     parse_states,
     prune_states,
+    publish_state,
 )
 from inference_protocol.generation import GenerationRequest
 from inference_protocol.queues import DEVICE_QUEUE_REDECLARE_S, DEVICE_QUEUE_TTL_MS, device_queue
@@ -163,6 +165,39 @@ def test_should_prune_dead_devices_states_and_keep_live_ones(model):
         assert sorted(f.decode() for f in redis.hkeys(devices_key(model))) == ["live", "quiet"]
     finally:
         redis.delete(devices_key(model))
+
+
+@pytest.mark.needs_services  # Redis
+def test_a_device_state_is_made_as_its_write_leaves_and_one_that_fails_spares_the_rest(model):
+    """A scheduler starting a step only queues its state (publish_state): the state is
+    made when the write is sent, the newest pending one per device, and a state that
+    cannot be made must not fail the writes sent beside it (a step's terminal events)."""
+    writer, made = PipelineWriter(get_redis(), name="test-state-writer"), []
+
+    def state_of(label):
+        def make():
+            made.append(label)
+            return _state("a", running=len(made))
+        return make
+
+    def broken():
+        raise RuntimeError("no state")
+
+    done, key = Future(), f"{model}:beside"
+    with writer.held():  # as a scheduler's step: sent at the block's end
+        publish_state(writer, model, "a", state_of("first"))
+        publish_state(writer, model, "a", state_of("newest"))
+        publish_state(writer, model, "b", broken)
+        writer.put(lambda pipe: pipe.set(key, "1", ex=60), done)
+        assert made == []
+    try:
+        assert done.result(timeout=10) is True
+        assert made == ["newest"]
+        stored = get_redis().hgetall(devices_key(model))
+        assert sorted(stored) == [b"a"]
+        assert DeviceState.from_json(stored[b"a"]).running == 1
+    finally:
+        get_redis().delete(devices_key(model), key)
 
 
 @pytest.mark.slow
