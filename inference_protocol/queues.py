@@ -1,5 +1,7 @@
 """Celery names shared by the gateway (which publishes) and the workers (which consume)."""
 
+import functools
+
 from kombu import Queue
 
 QUEUE_PREFIX = "gpu."
@@ -33,6 +35,7 @@ DEVICE_QUEUE_EXPIRES_MS = 60_000
 DEVICE_QUEUE_REDECLARE_S = DEVICE_QUEUE_EXPIRES_MS / 1000 / 4
 
 
+@functools.lru_cache(maxsize=256)  # per request on the gateway's path; a new id per worker start
 def device_queue(model: str, device: str) -> Queue:
     name = f"{queue_for(model)}{DEVICE_SEPARATOR}{device}"
     return Queue(name, routing_key=name,
