@@ -9,10 +9,11 @@ records in batches (one INSERT of up to BATCH rows), then acknowledges them:
 a record is in PostgreSQL about USAGE_FLUSH_INTERVAL_MS later, and one whose writer
 died before acknowledging is claimed by another writer after CLAIM_IDLE_MS.
 The writer stores what it read once BATCH records wait or the first of them
-was read USAGE_FLUSH_INTERVAL_MS ago: at low load a write per request (a
-database call and four Redis round trips on the event loop) ran as each
-request ended, beside the next one, and slowed it (bench/overhead.py); under
-load batches fill and nothing waits.
+was read USAGE_FLUSH_INTERVAL_MS ago, reading the rest of a partial batch in
+one read when it is due: at low load a write per request (a database call and
+four Redis round trips on the event loop) ran as each request ended, beside
+the next one, and slowed it (bench/overhead.py), and so did a read per record;
+under load batches fill and nothing waits.
 Without Redis (the embedded default) the record is inserted directly.
 """
 
@@ -110,14 +111,20 @@ class UsageWriter:
                     await self._store(redis, claimed)
                 else:
                     claim_at = loop.time() + CLAIM_IDLE_MS / 1000 / 4
-            due_ms = int((first_read_at + interval - loop.time()) * 1000) if pending else 1000
-            if due_ms > 0:
-                reply = await redis.xreadgroup(GROUP, _CONSUMER, {USAGE_STREAM: ">"},
-                                               count=BATCH - len(pending), block=due_ms)
-                entries = [entry for _, batch in reply or () for entry in batch]
-                if entries and not pending:
-                    first_read_at = loop.time()
-                pending += entries
+            if pending:
+                # The rest of a partial batch in one read once it is due, not a read as
+                # each record comes: that woke this loop once per request, beside the
+                # next one (bench/e2e.py at one connection). A full read stores at once.
+                await asyncio.sleep(max(0.0, first_read_at + interval - loop.time()))
+                block = None
+            else:
+                block = 1000  # the first record, or around again for the claims
+            reply = await redis.xreadgroup(GROUP, _CONSUMER, {USAGE_STREAM: ">"},
+                                           count=BATCH - len(pending), block=block)
+            entries = [entry for _, batch in reply or () for entry in batch]
+            if entries and not pending:
+                first_read_at = loop.time()
+            pending += entries
             if pending and (len(pending) >= BATCH or loop.time() >= first_read_at + interval):
                 await self._store(redis, pending)
                 pending = []
