@@ -1,7 +1,7 @@
 """completion_create: the one path from a validated request to a running
 completion, shared by /v1/chat/completions and (later) saved-prompt runs.
 
-Order (DESIGN, "Inference"): idempotency key -> prompt cache -> admission
+Order (docs/architecture.md, "The path of a /v1 request"): idempotency key -> prompt cache -> admission
 (buckets, capacity, backpressure; nothing is queued when refused) -> submit.
 """
 

@@ -53,7 +53,7 @@ class SchedulerConfig:
     max_batch_size: int | None = None
     max_batch_tokens: int | None = None
     # Fixed-batch engines only. 0 (default): an idle device is never kept
-    # waiting while work waits (DESIGN, "Inference"). > 0: an idle device may
+    # waiting while work waits (docs/architecture.md, "The scheduler"). > 0: an idle device may
     # hold a partial batch until it is full or its oldest request has waited
     # this long, whichever first; a request that already waited through a busy
     # call is never held further. It never applies while the device is busy.

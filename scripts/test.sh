@@ -40,6 +40,8 @@ export S3_BUCKET=${S3_BUCKET:-promptyard-test}
 
 .venv/bin/ruff check .
 .venv/bin/lint-imports --no-cache
+# The documentation site (docs/): a broken link or a page missing from the nav fails the build.
+.venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 
 # Pass 1: the whole suite against the services. Pass 2: the embedded default that
 # scripts/run.sh starts (no service variables: SQLite, in-memory channel layer,
