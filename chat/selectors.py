@@ -40,11 +40,6 @@ def block_exists_between(*, user_a_id: int, user_b_id: int) -> bool:
     ).exists()
 
 
-def conversation_for_pair(*, user_a_id: int, user_b_id: int) -> Conversation | None:
-    low, high = sorted((user_a_id, user_b_id))
-    return Conversation.objects.filter(user_low_id=low, user_high_id=high).first()
-
-
 def access_conversation(*, user, conversation_id) -> Conversation:
     """The conversation if `user` is in it; a stranger gets 404, as for any id."""
     number = parse_uint(conversation_id)

@@ -1,6 +1,6 @@
 """The per-device scheduler: one thread owns the engine and runs one step at a time.
 
-Callers (a Celery task thread, the embedded in-process server, ``batchstring``)
+Callers (a Celery task thread, the embedded in-process server)
 ``submit`` a sequence and get a ``RequestHandle``: tokens stream through its
 callbacks and ``handle.result(timeout)`` blocks for the final result. The
 scheduler thread decides what runs in each step:
