@@ -46,6 +46,19 @@ def _check_parent(*, prompt: Prompt, parent_id, version_id) -> PromptVersion | N
     return parent
 
 
+VERSION_FIELDS = ("body_sha256", "model_name", "temperature", "max_tokens", "top_p", "stop", "system",
+                  "variables", "response_schema", "tools")
+
+
+def _check_changed(parent: PromptVersion, **fields) -> None:
+    """A child identical to its parent in every field a run uses is refused: it
+    would be a version that changes nothing (a merge records two parents, so it may)."""
+    if all(getattr(parent, name) == fields[name] for name in VERSION_FIELDS):
+        raise ApiError(f"Nothing changed from version {parent.number}: edit the prompt, its model or "
+                       "its parameters before saving.", code="version_unchanged", status_code=409,
+                       field="body")
+
+
 def version_create(
     *, prompt: Prompt, author, parent_id=None, body: str | None = None, body_upload: dict | None = None,
     model_name: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
@@ -77,11 +90,18 @@ def version_create(
 
     if body is not None:
         data = check_utf8(body, field="body", max_bytes=settings.PROMPT_BODY_MAX_BYTES)
+        if not body.strip():
+            raise ApiError("The body is empty: write the message template the version runs.",
+                           code="body_empty", field="body")
         sha, blob, text = hashlib.sha256(data).hexdigest(), None, body
     else:
         blob = upload_verify(user=author, prompt=prompt, handle=body_upload.get("upload", ""),
                              sha256=body_upload.get("sha256", ""))
         data, text, sha = b"", "", blob.sha256
+    if parent is not None and merge_parent is None:
+        _check_changed(parent, body_sha256=sha, model_name=model_name, temperature=temperature,
+                       max_tokens=max_tokens, top_p=top_p, stop=stop, system=system, variables=variables,
+                       response_schema=response_schema, tools=tools)
     # Payloads go to the store before the transaction: an object without a
     # row is harmless (content-addressed), a row without an object is not.
     fields = storage_fields(data=data, text=text, parent=parent, blob=blob)

@@ -89,6 +89,28 @@ def test_cycle_attempt_and_missing_parent_are_400_on_parent(auth_client, prompt,
     assert _counts() == before
 
 
+@pytest.mark.parametrize("body", ["", "   ", "\n\t \r\n"])
+def test_empty_or_whitespace_body_is_400_on_body(auth_client, prompt, root, body):
+    before = _counts()
+    response = create_version(auth_client, prompt, parent=str(root.pk), body=body)
+    assert response.status_code == 400, response.json()
+    assert (response.json()["error"]["field"], response.json()["error"]["code"]) == ("body", "body_empty")
+    assert _counts() == before
+
+
+def test_a_version_identical_to_its_parent_is_refused_and_any_change_is_not(auth_client, prompt, root):
+    same = {"parent": str(root.pk), "body": "root\n", "model": root.model_name}
+    before = _counts()
+    response = create_version(auth_client, prompt, **same)
+    assert response.status_code == 409, response.json()
+    assert response.json()["error"]["code"] == "version_unchanged"
+    assert f"version {root.number}" in response.json()["error"]["message"]
+    assert _counts() == before
+    for change in ({"temperature": 0.3}, {"system": "Be brief."}, {"body": "root\nmore\n"},
+                   {"max_tokens": 17}):
+        assert create_version(auth_client, prompt, **{**same, **change}).status_code == 201, change
+
+
 def test_missing_body_is_400(auth_client, prompt, root):
     response = create_version(auth_client, prompt, parent=str(root.pk))
     assert response.status_code == 400 and response.json()["error"]["field"] == "body"
