@@ -22,12 +22,12 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from core.blobstore import get_blob_store
+from core.blobstore import LocalBlobStore, get_blob_store
 from inference_client.models import BatchFile
 from playground.evals.datasets import dataset_create
 from playground.evals.models import DatasetRow, DatasetVersion
 from tests.factories import ApiKeyFactory, UserFactory
-from tests.livesubprocess import free_port, running_server
+from tests.livesubprocess import embedded_env, free_port, running_server
 
 pytestmark = pytest.mark.needs_services  # the test database and the object store, shared with the server
 
@@ -301,3 +301,21 @@ def test_a_chat_body_of_exactly_the_limit_is_read_and_one_byte_more_is_refused(s
     assert at_limit.finished and at_limit.status == 404 and at_limit.error()["code"] == "model_not_found"
     over = post(server, "/v1/chat/completions", repeat(request, b" ", limit + 1), headers)
     assert over.status == 413 and over.error()["limit"] == "INFERENCE_MAX_BODY_BYTES"
+
+
+def test_a_local_blob_put_is_written_as_it_comes_not_held_in_memory(tmp_path, settings):
+    """The embedded store's upload PUT (core/blob_views.py): a 40 MiB body (under
+    PROMPT_BODY_MAX_BYTES) is stored whole while the server's peak RSS grows by less
+    than RSS_GROWTH_MAX (holding it, and joining it, took twice the body)."""
+    port = free_port()
+    env = embedded_env(tmp_path, SECRET_KEY=settings.SECRET_KEY, LOG_LEVEL="WARNING",
+                       INFERENCE_MODELS=json.dumps({MODEL: {"engine": "fixed_cost"}}))
+    data = os.urandom(40 * MiB)
+    key = f"uploads/{uuid.uuid4().hex}"
+    token = LocalBlobStore(root=tmp_path / "blobs").sign(key, "PUT", len(data), expires=120)
+    with running_server(["manage.py", "serve", "--no-demo", "--port", str(port)], env, port) as live:
+        with PeakRss(live.proc.pid) as rss:
+            put = httpx.put(f"{live.base}/api/prompts/blobs/local/{token}", content=data, timeout=120)
+    assert put.status_code == 200, put.text
+    assert (tmp_path / "blobs" / key).read_bytes() == data
+    assert rss.growth < RSS_GROWTH_MAX, f"peak RSS grew {rss.growth / MiB:.1f} MiB"
