@@ -16,6 +16,7 @@ from django.conf import settings  # noqa: E402
 from accounts.websocket import ApiKeyWebsocketMiddleware  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
 from core.asgi import ApiHandler, PrefixRouter  # noqa: E402
+from core.bodylimit import BodyLimitMiddleware  # noqa: E402
 from core.startup import check_secret_key, tune_gc  # noqa: E402
 from inference_protocol.config import start_watcher  # noqa: E402
 
@@ -29,7 +30,9 @@ api_app = ApiHandler(settings.API_MIDDLEWARE,
 
 application = ProtocolTypeRouter(
     {
-        "http": PrefixRouter({"/v1/": api_app}, default=django_asgi_app),
+        # Every request body is bounded before the app reads it (core/bodylimit.py).
+        "http": BodyLimitMiddleware(PrefixRouter({"/v1/": api_app}, default=django_asgi_app),
+                                    settings.REQUEST_BODY_LIMITS),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(ApiKeyWebsocketMiddleware(URLRouter(websocket_urlpatterns)))
         ),

@@ -40,17 +40,23 @@ def blob_local(request, token):
                                  headers={"Cache-Control": "no-store"})
 
 
+class _WrongSize(Exception):
+    pass
+
+
 def _put(request, store, key, size):
     declared = request.headers.get("Content-Length")
     if declared is not None and declared != str(size):
         return json_error("size_mismatch", f"This URL accepts exactly {size} bytes.", 400)
-    # Read the stream, not request.body: it is bounded by the signed size,
-    # not by DATA_UPLOAD_MAX_MEMORY_SIZE.
-    chunks, received = [], 0
-    while received <= size and (chunk := request.read(min(1 << 20, size + 1 - received))):
-        chunks.append(chunk)
-        received += len(chunk)
-    if received != size:
+    # Read the stream, not request.body: it is bounded by the signed size, not by
+    # DATA_UPLOAD_MAX_MEMORY_SIZE; written as it comes, one read in memory at a time,
+    # and a body of another size leaves nothing stored.
+    try:
+        with store.writer(key) as writer:
+            while writer.bytes <= size and (chunk := request.read(min(1 << 20, size + 1 - writer.bytes))):
+                writer.write(chunk)
+            if writer.bytes != size:
+                raise _WrongSize
+    except _WrongSize:
         return json_error("size_mismatch", f"This URL accepts exactly {size} bytes.", 400)
-    store.put(key, b"".join(chunks))
     return HttpResponse(status=200)

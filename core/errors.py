@@ -41,8 +41,8 @@ class ApiError(exceptions.APIException):
 
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-          404: "not_found_error", 409: "conflict_error", 422: "invalid_request_error",
-          429: "rate_limit_error"}
+          404: "not_found_error", 409: "conflict_error", 413: "invalid_request_error",
+          422: "invalid_request_error", 429: "rate_limit_error"}
 
 
 def error_body(code: str, message: str, status_code: int, field: str | None = None, **extra) -> dict:

@@ -231,6 +231,20 @@ SPECTACULAR_SETTINGS = {
 # with code json_too_deep. Real bodies (messages, JSON schemas) stay far below it.
 JSON_MAX_DEPTH = env_int("JSON_MAX_DEPTH", 64)
 
+# Largest request body (bytes) of any HTTP route without a limit of its own below;
+# a bigger one is a 413 (request_too_large) sent while the client is still sending,
+# before the app reads it (core/bodylimit.py, chunked bodies included).
+REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 2 * 1024 * 1024)
+# The routes that take larger bodies: path pattern (whole path) -> the setting that
+# bounds their request body. The first match wins; each setting has its own module.
+REQUEST_BODY_LIMITS = [
+    (r"/v1/(chat/completions|completions|embeddings)", "INFERENCE_MAX_BODY_BYTES"),
+    (r"/v1/files", "BATCH_REQUEST_MAX_BYTES"),
+    (r"/api/datasets/[^/]+/(import|versions)", "EVAL_DATASET_REQUEST_MAX_BYTES"),
+    (r"/api/prompts/[^/]+/versions", "PROMPT_VERSION_REQUEST_MAX_BYTES"),
+    (r"/api/prompts/blobs/local/[^/]+", "PROMPT_BODY_MAX_BYTES"),  # the embedded store's upload PUT
+]
+
 # API keys: how often last_used_at may be written (seconds); avoids a write per request.
 API_KEY_LAST_USED_RESOLUTION = 60
 

@@ -10,6 +10,10 @@ EVAL_DATASET_MAX_ROWS = env_int("EVAL_DATASET_MAX_ROWS", 100_000)
 EVAL_ROW_VALUE_MAX_BYTES = env_int("EVAL_ROW_VALUE_MAX_BYTES", 256 * 1024)
 # Largest upload accepted by the import endpoint (bytes).
 EVAL_IMPORT_MAX_BYTES = env_int("EVAL_IMPORT_MAX_BYTES", 64 * 1024 * 1024)
+# Largest request body of a dataset import or new dataset version: the file
+# (multipart), or its rows as JSON, where escaping (\n, \") may double the text.
+EVAL_DATASET_REQUEST_MAX_BYTES = env_int("EVAL_DATASET_REQUEST_MAX_BYTES",
+                                         2 * EVAL_IMPORT_MAX_BYTES + 1024 * 1024)
 # Uploads larger than this import in the background (202 and a status URL with
 # progress); smaller ones in the request.
 EVAL_IMPORT_BACKGROUND_BYTES = env_int("EVAL_IMPORT_BACKGROUND_BYTES", 2 * 1024 * 1024)

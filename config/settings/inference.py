@@ -37,6 +37,8 @@ INFERENCE_MAX_EMBEDDING_INPUTS = env_int("INFERENCE_MAX_EMBEDDING_INPUTS", 2048)
 # The Batch API (/v1/files, /v1/batches; inference_client/batches.py).
 BATCH_MAX_LINES = env_int("BATCH_MAX_LINES", 50_000)
 BATCH_MAX_FILE_BYTES = env_int("BATCH_MAX_FILE_BYTES", 200 * 1024 * 1024)
+# Largest /v1/files request body: the file plus its multipart framing and fields.
+BATCH_REQUEST_MAX_BYTES = env_int("BATCH_REQUEST_MAX_BYTES", BATCH_MAX_FILE_BYTES + 1024 * 1024)
 # Lines of one batch in flight at once (each a generation at batch priority).
 BATCH_WINDOW = env_int("BATCH_WINDOW", 64)
 # A driver holds a batch by a lease it renews after every window; a crashed one's

@@ -14,6 +14,11 @@ PROMPT_INLINE_MAX_BYTES = env_int("PROMPT_INLINE_MAX_BYTES", 64 * 1024)
 
 # Largest body a version may have (bytes, UTF-8); larger is a 400 on `body`.
 PROMPT_BODY_MAX_BYTES = env_int("PROMPT_BODY_MAX_BYTES", 50 * 1024 * 1024)
+# Largest request body creating a version: the body inline as JSON, where escaping
+# (\n, \", \uXXXX for a 3-byte character) may double it, and the other fields.
+# Larger: presign an upload (body_upload).
+PROMPT_VERSION_REQUEST_MAX_BYTES = env_int("PROMPT_VERSION_REQUEST_MAX_BYTES",
+                                           2 * PROMPT_BODY_MAX_BYTES + 1024 * 1024)
 
 # Largest system text (bytes, UTF-8). System text is always stored inline.
 PROMPT_SYSTEM_MAX_BYTES = env_int("PROMPT_SYSTEM_MAX_BYTES", 64 * 1024)
