@@ -94,8 +94,10 @@ def _rules() -> dict[str, dict]:
         "LinkCreateRequest": link,
         "DatasetLinkCreateRequest": link,
         "EndpointCreateRequest": {"properties": {
-            # A host (no user info), then no whitespace or control characters.
-            "url": {"pattern": "^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?([/?#][^\\s\\x00-\\x1f\\x7f]*)?$",
+            # https (http too with WEBHOOK_ALLOW_HTTP), a host (no user info), then no
+            # whitespace or control characters.
+            "url": {"pattern": ("^https?://" if settings.WEBHOOK_ALLOW_HTTP else "^https://")
+                    + "[A-Za-z0-9.-]+(:[0-9]{1,5})?([/?#][^\\s\\x00-\\x1f\\x7f]*)?$",
                     "maxLength": 2000},
             "events": {"type": "array", "minItems": 1, "uniqueItems": True,
                        "items": {"type": "string", "enum": list(WebhookEvent.values)}}}},

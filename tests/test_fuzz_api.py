@@ -128,7 +128,7 @@ def fuzz_data(db, settings):
     run = _created(client.post("/api/evals/runs", {
         "dataset": dataset["id"], "evaluators": ["exact"],
         "columns": [{"prompt": prompt_id, "version": str(version.pk)}]}, format="json"))
-    endpoint = _created(client.post("/api/webhooks", {"url": "http://93.184.216.34/hook",
+    endpoint = _created(client.post("/api/webhooks", {"url": "https://93.184.216.34/hook",
                                                       "events": ["label.moved"]}, format="json"))
     model = client.get("/v1/models").json()["data"][0]["id"]
     line = {"custom_id": "r1", "method": "POST", "url": "/v1/chat/completions",

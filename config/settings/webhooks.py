@@ -3,7 +3,7 @@
 Every value can be set by an environment variable of the same name.
 """
 
-from core.env import env_float, env_int, env_str
+from core.env import env_bool, env_float, env_int, env_str
 
 # The Celery queue deliveries go to. Production runs a worker on it besides the
 # GPU workers, and one beat process for the sweep below (README):
@@ -19,6 +19,14 @@ WEBHOOK_BACKOFF_BASE_S = env_float("WEBHOOK_BACKOFF_BASE_S", 10.0)
 WEBHOOK_BACKOFF_MAX_S = env_float("WEBHOOK_BACKOFF_MAX_S", 3600.0)
 # Seconds to connect and to wait for the receiver's answer, per attempt.
 WEBHOOK_TIMEOUT_S = env_float("WEBHOOK_TIMEOUT_S", 10.0)
+# Seconds one attempt may take in all (connect, TLS, send, answer): a receiver that
+# trickles its answer a byte at a time is cut off here, not only by WEBHOOK_TIMEOUT_S per read.
+WEBHOOK_ATTEMPT_TIMEOUT_S = env_float("WEBHOOK_ATTEMPT_TIMEOUT_S", 20.0)
+# Bytes of the receiver's answer read at most (status line and headers; the body is
+# never read): a longer answer ends the attempt as failed.
+WEBHOOK_MAX_RESPONSE_BYTES = env_int("WEBHOOK_MAX_RESPONSE_BYTES", 64 * 1024)
+# Endpoints are https only; plain http is for development (a local receiver).
+WEBHOOK_ALLOW_HTTP = env_bool("WEBHOOK_ALLOW_HTTP", False)
 # Server-side request forgery: endpoints that resolve to a loopback, link-local,
 # private or otherwise non-global address are refused (at registration and at
 # every attempt) unless the address is in one of these networks (comma-separated

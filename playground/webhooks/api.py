@@ -34,7 +34,7 @@ class EndpointWithSecretSerializer(EndpointSerializer):
 
 class EndpointCreateSerializer(serializers.Serializer):
     url = serializers.CharField(trim_whitespace=False, allow_blank=True,
-                                help_text="http(s) URL on a public address")
+                                help_text="https URL on a public address")
     events = serializers.JSONField(help_text="A list of: version.created, label.moved, share.created, "
                                              "share.revoked")
     prompt = serializers.UUIDField(required=False, allow_null=True, default=None,

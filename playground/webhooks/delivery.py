@@ -1,10 +1,12 @@
 """Sending one delivery attempt, and scheduling the next.
 
 `attempt_delivery` is what the Celery task (playground.webhooks.tasks) runs:
-one POST; a 2xx ends the delivery as succeeded; anything else (an error
-status, a redirect, a timeout, a refused connection, an address now inside
-the network) schedules the next attempt after an exponential backoff, and the
-last one ends it as failed. Nothing is dropped without a row saying so.
+one POST, signed with a fresh timestamp, to the addresses the URL check
+passed (playground.webhooks.sending); a 2xx ends the delivery as succeeded;
+anything else (an error status, a redirect, a timeout, an answer too long,
+a refused connection, an address now inside the network) schedules the next
+attempt after an exponential backoff, and the last one ends it as failed.
+Nothing is dropped without a row saying so.
 
 A pending row's `next_attempt_at` is when its next attempt is due, and an
 attempt runs only when it is: queuing one delivery twice (a sweep, a message
@@ -18,9 +20,9 @@ from __future__ import annotations
 import datetime
 import logging
 import threading
+import time
 from urllib.parse import urlsplit
 
-import httpx
 from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.db.models import F
@@ -28,9 +30,10 @@ from django.utils import timezone
 
 from core.errors import ApiError
 
+from . import sending
 from .models import DeliveryStatus, WebhookDelivery
-from .signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
-from .urlcheck import check_host
+from .signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from .urlcheck import check_host, check_scheme, default_port
 
 log = logging.getLogger(__name__)
 
@@ -82,30 +85,33 @@ def _run_in_thread(delivery_id: str, tries: int = 0) -> None:
         close_old_connections()
 
 
-def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
+def _post(delivery: WebhookDelivery, *, timestamp: int, signature: str) -> tuple[int | None, str]:
     url = delivery.endpoint.url
     parts = urlsplit(url)
     try:
-        check_host(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+        check_scheme(parts.scheme)
+        addresses = check_host(parts.hostname, parts.port or default_port(parts.scheme))
     except ApiError as exc:
         return None, str(exc.detail)
     headers = {"Content-Type": "application/json", "User-Agent": "Promptyard-Webhooks/1",
-               SIGNATURE_HEADER: delivery.signature, TIMESTAMP_HEADER: str(delivery.timestamp),
+               SIGNATURE_HEADER: signature, TIMESTAMP_HEADER: str(timestamp),
                DELIVERY_HEADER: str(delivery.pk), EVENT_HEADER: delivery.event}
     try:
-        response = httpx.post(url, content=bytes(delivery.body), headers=headers,
-                              timeout=settings.WEBHOOK_TIMEOUT_S, follow_redirects=False)
-    except httpx.HTTPError as exc:
+        status = sending.post(url, addresses=addresses, headers=headers, body=bytes(delivery.body),
+                              timeout_s=settings.WEBHOOK_TIMEOUT_S,
+                              total_s=settings.WEBHOOK_ATTEMPT_TIMEOUT_S,
+                              max_response_bytes=settings.WEBHOOK_MAX_RESPONSE_BYTES)
+    except sending.SEND_ERRORS as exc:
         return None, f"{type(exc).__name__}: {exc}"[:500]
-    if 200 <= response.status_code < 300:
-        return response.status_code, ""
-    return response.status_code, f"HTTP {response.status_code}"
+    if 200 <= status < 300:
+        return status, ""
+    return status, f"HTTP {status}"
 
 
 def attempt_lease_s() -> float:
-    """How long an attempt may run before the sweep counts it as lost (connect,
-    send and answer each have WEBHOOK_TIMEOUT_S)."""
-    return 3 * settings.WEBHOOK_TIMEOUT_S
+    """How long an attempt may run before the sweep counts it as lost: its total
+    deadline, and WEBHOOK_TIMEOUT_S more for resolving the host and writing the row."""
+    return settings.WEBHOOK_ATTEMPT_TIMEOUT_S + settings.WEBHOOK_TIMEOUT_S
 
 
 def attempt_delivery(delivery_id) -> str:
@@ -123,9 +129,12 @@ def attempt_delivery(delivery_id) -> str:
     if not claimed or delivery is None:
         # A duplicate message, an attempt not due yet, a finished or deleted delivery.
         return delivery.status if delivery else "missing"
-    code, error = _post(delivery)
+    # Signed now, with the endpoint's secret now: every attempt carries a fresh timestamp.
+    timestamp = int(time.time())
+    signature = sign(secret=delivery.endpoint.secret, timestamp=timestamp, body=bytes(delivery.body))
+    code, error = _post(delivery, timestamp=timestamp, signature=signature)
     now = timezone.now()
-    update = {"response_code": code, "last_error": error}
+    update = {"response_code": code, "last_error": error, "timestamp": timestamp, "signature": signature}
     if not error:
         update.update(status=DeliveryStatus.SUCCEEDED, finished_at=now, next_attempt_at=None)
     elif delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS:

@@ -1,9 +1,9 @@
 """Webhook endpoints and the delivery log.
 
 A delivery is written in the same transaction as the change it reports, with
-its body and signature fixed then: retries send the same bytes and the same
-signature (a secret rotated meanwhile signs only later events), and a change
-that rolled back sends nothing.
+its body fixed then: retries send the same bytes, each signed when it is sent
+(a fresh timestamp, the endpoint's secret then), and a change that rolled back
+sends nothing.
 """
 
 import secrets
@@ -54,7 +54,9 @@ class WebhookDelivery(models.Model):
     event = models.CharField(max_length=40)
     event_id = models.UUIDField()  # the same for every endpoint and every redelivery of one event
     body = models.BinaryField()  # exactly the bytes signed and sent
-    timestamp = models.BigIntegerField()  # unix seconds, signed with the body
+    # The last attempt's signed unix seconds and signature (before the first: the
+    # creation time, and no signature).
+    timestamp = models.BigIntegerField()
     signature = models.CharField(max_length=100)
     status = models.CharField(max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
     attempts = models.PositiveIntegerField(default=0)

@@ -17,7 +17,6 @@ from core.errors import ApiError
 
 from .delivery import schedule
 from .models import DeliveryStatus, WebhookDelivery, WebhookEndpoint, WebhookEvent, new_secret
-from .signing import sign
 from .urlcheck import check_webhook_url
 
 
@@ -47,9 +46,9 @@ def endpoint_create(*, owner, url, events, prompt=None, description: str = "") -
 
 
 def endpoint_secret_rotate(*, endpoint: WebhookEndpoint) -> WebhookEndpoint:
-    """A new secret for events from now on; deliveries already written keep the
-    signature they were given (receivers should accept both secrets while those
-    drain: at most the retry schedule)."""
+    """A new secret for every attempt from now on (each is signed when it is sent),
+    retries of earlier events included; receivers accept both secrets while they
+    switch over (promptyard.webhooks.verify takes several)."""
     endpoint.secret = new_secret()
     endpoint.secret_rotated_at = timezone.now()
     endpoint.save(update_fields=["secret", "secret_rotated_at"])
@@ -62,11 +61,10 @@ def endpoint_delete(*, endpoint: WebhookEndpoint) -> None:
 
 def _delivery(*, endpoint: WebhookEndpoint, event: str, event_id, body: bytes,
               redelivery_of=None) -> WebhookDelivery:
-    timestamp = int(time.time())
+    # Not signed yet: each attempt signs the body with its own timestamp.
     return WebhookDelivery.objects.create(
-        endpoint=endpoint, event=event, event_id=event_id, body=body, timestamp=timestamp,
-        signature=sign(secret=endpoint.secret, timestamp=timestamp, body=body), redelivery_of=redelivery_of,
-        next_attempt_at=timezone.now())
+        endpoint=endpoint, event=event, event_id=event_id, body=body, timestamp=int(time.time()),
+        signature="", redelivery_of=redelivery_of, next_attempt_at=timezone.now())
 
 
 def _schedule_on_commit(ids: list) -> None:
@@ -92,8 +90,7 @@ def webhook_emit(*, prompt, event: str, data: dict) -> list[WebhookDelivery]:
 
 
 def delivery_redeliver(*, delivery: WebhookDelivery) -> WebhookDelivery:
-    """A new delivery of the same event (same body and event id), signed now
-    with the endpoint's current secret."""
+    """A new delivery of the same event (same body and event id)."""
     with transaction.atomic():
         again = _delivery(endpoint=delivery.endpoint, event=delivery.event, event_id=delivery.event_id,
                           body=bytes(delivery.body), redelivery_of=delivery)

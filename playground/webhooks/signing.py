@@ -1,6 +1,7 @@
 """Signatures of deliveries: HMAC-SHA256 with the endpoint's secret over
 `<timestamp>.<body>`, sent as `Promptyard-Signature: v1=<hex>` beside
-`Promptyard-Timestamp: <unix seconds>` (README: the verification snippet)."""
+`Promptyard-Timestamp: <unix seconds>`, made at each attempt; receivers verify
+with the SDK's promptyard.webhooks.verify (README: the verification snippet)."""
 
 from __future__ import annotations
 

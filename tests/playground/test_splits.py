@@ -86,7 +86,7 @@ def test_should_pick_one_version_per_user_the_same_way_in_the_sdk(auth_client, p
 
 def test_should_tell_webhooks_about_a_split(auth_client, prompt, versions):
     v1, v2, _ = versions
-    auth_client.post("/api/webhooks", {"url": "http://93.184.216.34/h", "events": ["label.moved"]},
+    auth_client.post("/api/webhooks", {"url": "https://93.184.216.34/h", "events": ["label.moved"]},
                      format="json")
     variants = [{"version": str(v1.pk), "weight": 50}, {"version": str(v2.pk), "weight": 50}]
     services.label_split(prompt=prompt, name="beta", variants=variants, expected_version_id=None,

@@ -12,10 +12,9 @@ from playground import services
 from playground.sharing.models import Grant, GrantRole
 from playground.webhooks.models import WebhookDelivery
 from tests.factories import PromptFactory, UserFactory
-from tests.playground.webhook_receiver import readme_verifier
 
 pytestmark = pytest.mark.django_db
-PUBLIC = "http://93.184.216.34/hooks"  # an IP literal: no DNS needed to accept it
+PUBLIC = "https://93.184.216.34/hooks"  # an IP literal: no DNS needed to accept it
 ALL = ["version.created", "label.moved", "share.created", "share.revoked"]
 
 
@@ -31,16 +30,17 @@ def _create(client, **body):
 def test_should_refuse_urls_that_do_not_parse_or_point_inside_the_network(auth_client):
     cases = {
         "ftp://93.184.216.34/x": "invalid_webhook_url", "not a url": "invalid_webhook_url",
-        "http://": "invalid_webhook_url", "": "invalid_webhook_url",
-        "http://93.184.216.34:99999/": "invalid_webhook_url",
-        "http://user:pw@93.184.216.34/": "invalid_webhook_url",
-        "http://93.184.216.34/a b": "invalid_webhook_url",
-        "http://127.0.0.1:8000/h": "webhook_url_forbidden", "http://localhost/h": "webhook_url_forbidden",
-        "http://10.1.2.3/h": "webhook_url_forbidden", "http://192.168.0.10/h": "webhook_url_forbidden",
-        "http://169.254.169.254/latest/meta-data": "webhook_url_forbidden",
-        "http://[::1]/h": "webhook_url_forbidden", "http://[::ffff:127.0.0.1]/h": "webhook_url_forbidden",
-        "http://0.0.0.0/h": "webhook_url_forbidden", "http://100.64.0.1/h": "webhook_url_forbidden",
-        "http://no-such-host.invalid/h": "webhook_host_unresolvable",
+        "https://": "invalid_webhook_url", "": "invalid_webhook_url",
+        "https://93.184.216.34:99999/": "invalid_webhook_url",
+        "https://user:pw@93.184.216.34/": "invalid_webhook_url",
+        "https://93.184.216.34/a b": "invalid_webhook_url",
+        "http://93.184.216.34/h": "invalid_webhook_url",  # plain http: WEBHOOK_ALLOW_HTTP only
+        "https://127.0.0.1:8000/h": "webhook_url_forbidden", "https://localhost/h": "webhook_url_forbidden",
+        "https://10.1.2.3/h": "webhook_url_forbidden", "https://192.168.0.10/h": "webhook_url_forbidden",
+        "https://169.254.169.254/latest/meta-data": "webhook_url_forbidden",
+        "https://[::1]/h": "webhook_url_forbidden", "https://[::ffff:127.0.0.1]/h": "webhook_url_forbidden",
+        "https://0.0.0.0/h": "webhook_url_forbidden", "https://100.64.0.1/h": "webhook_url_forbidden",
+        "https://no-such-host.invalid/h": "webhook_host_unresolvable",
         "x" * 2001: "invalid_webhook_url",
     }
     for url, code in cases.items():
@@ -54,9 +54,9 @@ def test_should_refuse_urls_that_do_not_parse_or_point_inside_the_network(auth_c
 
 
 def test_should_let_the_allow_list_admit_a_private_network(auth_client, settings):
-    assert _create(auth_client, url="http://10.1.2.3/h").status_code == 400
+    assert _create(auth_client, url="https://10.1.2.3/h").status_code == 400
     settings.WEBHOOK_ALLOWED_NETWORKS = ["10.0.0.0/8"]
-    assert _create(auth_client, url="http://10.1.2.3/h").status_code == 201
+    assert _create(auth_client, url="https://10.1.2.3/h").status_code == 201
 
 
 def test_should_keep_endpoints_to_their_owner(auth_client, api_client, user):
@@ -77,8 +77,7 @@ def test_should_keep_endpoints_to_their_owner(auth_client, api_client, user):
     assert auth_client.get(f"/api/webhooks/{endpoint}").status_code == 200
 
 
-def test_should_write_one_signed_delivery_per_subscribed_endpoint_of_the_owner(auth_client, user):
-    verify = readme_verifier()
+def test_should_write_one_delivery_per_subscribed_endpoint_of_the_owner(auth_client, user):
     prompt, elsewhere = PromptFactory(owner=user), PromptFactory(owner=user)
     everything = _create(auth_client).json()
     versions_only = _create(auth_client, events=["version.created"], prompt=str(prompt.pk)).json()
@@ -96,12 +95,8 @@ def test_should_write_one_signed_delivery_per_subscribed_endpoint_of_the_owner(a
         (versions_only["id"], "version.created", str(prompt.pk)),
         (everything["id"], "label.moved", str(prompt.pk)),
         (everything["id"], "version.created", str(elsewhere.pk))])
-    secrets = {everything["id"]: everything["secret"], versions_only["id"]: versions_only["secret"]}
-    for row in rows:
-        headers = {"Promptyard-Timestamp": str(row.timestamp), "Promptyard-Signature": row.signature}
-        assert verify(secrets[str(row.endpoint_id)], headers, bytes(row.body))
-        assert not verify("whsec_wrong", headers, bytes(row.body))
-        assert row.status == "pending" and row.attempts == 0
+    for row in rows:  # each attempt signs when it sends (test_webhooks_live.py)
+        assert (row.status, row.attempts, row.signature) == ("pending", 0, "")
     moved = json.loads(bytes(next(r for r in rows if r.event == "label.moved").body))
     assert moved["data"] == {"label": "production", "kind": "move", "from_version": None,
                              "to_version": str(v1.pk), "actor": user.username}
@@ -109,18 +104,10 @@ def test_should_write_one_signed_delivery_per_subscribed_endpoint_of_the_owner(a
                   json.loads(bytes(r.body))["prompt"]["id"] == str(prompt.pk)]
     assert len({r.event_id for r in same_event}) == 1  # one event, two endpoints
 
-    # Rotation: pending deliveries keep their signature; later events use the new secret.
-    pending = WebhookDelivery.objects.filter(endpoint_id=everything["id"]).first()
-    old_signature = pending.signature
     rotated = auth_client.post(f"/api/webhooks/{everything['id']}/rotate-secret").json()
-    assert rotated["secret"] != everything["secret"]
-    pending.refresh_from_db()
-    assert pending.signature == old_signature
+    assert rotated["secret"].startswith("whsec_") and rotated["secret"] != everything["secret"]
     link = auth_client.post(f"/api/prompts/{prompt.pk}/links", {"mode": "public"}, format="json")
-    assert link.status_code == 201
-    share = WebhookDelivery.objects.get(event="share.created")
-    assert verify(rotated["secret"], {"Promptyard-Timestamp": str(share.timestamp),
-                                      "Promptyard-Signature": share.signature}, bytes(share.body))
+    assert link.status_code == 201 and WebhookDelivery.objects.filter(event="share.created").count() == 1
 
 
 def test_should_show_the_delivery_log_with_a_redeliver_button_on_the_page(auth_client, user):
@@ -141,7 +128,7 @@ def test_should_show_the_delivery_log_with_a_redeliver_button_on_the_page(auth_c
     assert again.status == "pending" and again.attempts == 0
     api = auth_client.get(f"/api/webhooks/{endpoint['id']}/deliveries").json()["results"]
     assert {d["id"] for d in api} == {str(delivery.pk), str(again.pk)}
-    refused = auth_client.post("/settings/webhooks/new", {"url": "http://127.0.0.1/x", "events": ALL},
+    refused = auth_client.post("/settings/webhooks/new", {"url": "https://127.0.0.1/x", "events": ALL},
                                format="multipart")  # the page's form
     assert refused.status_code == 302
     assert "inside the network" in auth_client.get("/settings/webhooks/").content.decode()

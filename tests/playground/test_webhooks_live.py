@@ -31,6 +31,7 @@ from tests.tcpproxy import TcpProxy
 QUEUE = f"webhooks-test-{os.getpid()}"
 # A sweep every 0.3 s takes what is 1 s overdue (production: 30 s and 60 s).
 WEBHOOK_SETTINGS = {"WEBHOOK_QUEUE": QUEUE, "WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
+                    "WEBHOOK_ALLOW_HTTP": "true",
                     "WEBHOOK_MAX_ATTEMPTS": "3", "WEBHOOK_BACKOFF_BASE_S": "0.2", "WEBHOOK_TIMEOUT_S": "2",
                     "WEBHOOK_SWEEP_INTERVAL_S": "0.3", "WEBHOOK_SWEEP_GRACE_S": "1"}
 
@@ -96,6 +97,7 @@ def broker(django_db_setup, django_db_blocker, tmp_path_factory):
 def live(broker, transactional_db, settings):
     settings.WEBHOOK_QUEUE = QUEUE
     settings.WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    settings.WEBHOOK_ALLOW_HTTP = True  # the receiver is a plain-http local server
     settings.WEBHOOK_MAX_ATTEMPTS = 3
     settings.WEBHOOK_BACKOFF_BASE_S = 0.2
     settings.WEBHOOK_TIMEOUT_S = 2.0
@@ -117,7 +119,7 @@ def _finished(delivery_id):
     return check
 
 
-def test_should_deliver_signed_events_retry_with_backoff_and_keep_the_old_signature_after_rotation(live):
+def test_should_deliver_signed_events_retry_with_backoff_and_sign_each_attempt_when_sent(live):
     from playground.webhooks.services import endpoint_create, endpoint_secret_rotate
 
     verify = readme_verifier()
@@ -129,19 +131,24 @@ def test_should_deliver_signed_events_retry_with_backoff_and_keep_the_old_signat
     live.script(500, 502, 200)
     v1 = services.version_create(prompt=prompt, author=user, body="Hi {{name}}")
     first = WebhookDelivery.objects.get()
-    endpoint_secret_rotate(endpoint=endpoint)  # while the delivery is pending
+    endpoint_secret_rotate(endpoint=endpoint)  # while the delivery is pending: retries take the new secret
 
     done = wait_for(_finished(first.pk), timeout=30, what="the first delivery to end")
     assert (done.status, done.attempts, done.response_code, done.last_error) == ("succeeded", 3, 200, "")
     assert len(live.received) == 3
     gaps = [b["at"] - a["at"] for a, b in zip(live.received, live.received[1:], strict=False)]
     assert gaps[0] >= 0.15 and gaps[1] >= 0.35, gaps  # 0.2 s, then 0.4 s
-    for got in live.received:
+    for i, got in enumerate(live.received):
         assert got["body"] == bytes(first.body) and got["path"] == "/hook"
         assert got["headers"]["Promptyard-Event"] == "version.created"
         assert got["headers"]["Promptyard-Delivery"] == str(first.pk)
-        assert verify(old_secret, got["headers"], got["body"])  # signed before the rotation
-        assert not verify(endpoint.secret, got["headers"], got["body"])
+        assert abs(int(got["headers"]["Promptyard-Timestamp"]) - got["wall"]) <= 2  # signed when sent
+        # The first attempt may have gone out before the rotation; the retries came after it.
+        assert verify(endpoint.secret, got["headers"], got["body"]) or (
+            i == 0 and verify(old_secret, got["headers"], got["body"]))
+        assert not verify("whsec_wrong", got["headers"], got["body"])
+    assert (done.timestamp, done.signature) == (int(live.received[-1]["headers"]["Promptyard-Timestamp"]),
+                                                live.received[-1]["headers"]["Promptyard-Signature"])
     event = json.loads(live.received[0]["body"])
     assert event["type"] == "version.created" and event["data"]["version"]["id"] == str(v1.pk)
 

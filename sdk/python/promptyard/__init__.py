@@ -5,6 +5,9 @@
     version = py.get_prompt(prompt_id, label="production")
     version.render({"name": "Ada"})["messages"]
     version.run({"name": "Ada"})
+
+    from promptyard.webhooks import verify      # a webhook receiver's check
+    event = verify(body, headers, secret)
 """
 
 from .cache import BoundedStalenessCache
@@ -20,8 +23,9 @@ from .errors import (
     ServerUnavailable,
 )
 from .splits import split_pick
+from .webhooks import WebhookVerificationError
 
 __all__ = ["ApiError", "AsyncPromptyard", "AuthenticationError", "BoundedStalenessCache", "LabelNotFound",
            "NotFound", "PromptNotFound", "PromptVersion", "Promptyard", "PromptyardError", "RenderError",
-           "ServerUnavailable", "split_pick"]
+           "ServerUnavailable", "WebhookVerificationError", "split_pick"]
 __version__ = "0.1.0"
