@@ -44,6 +44,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+if not os.environ.get("CONFIG_SIGNING_KEY"):  # publishing signs; hosts (inheriting it) issue their credential
+    from inference_protocol.signing import generate_keypair
+
+    os.environ["CONFIG_SIGNING_KEY"], os.environ["CONFIG_PUBLIC_KEY"] = generate_keypair()
 MB = 1_000_000
 
 

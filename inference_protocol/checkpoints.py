@@ -11,9 +11,12 @@ through ``core.blobstore``, checks every torrent against the info hashes the man
 names, and joins each file's swarm with a presigned URL of the object as web seed.
 
 The manifest is canonical JSON (sorted keys, no spaces), so its bytes, and their
-SHA-256, are the same wherever it is rebuilt. It is the unit a signature will cover:
-``manifest_load`` is the one place that turns stored bytes into a Manifest, and the
-place where the control plane's signature check (issue #16) belongs, before parsing.
+SHA-256, are the same wherever it is rebuilt. The stored object is that JSON plus
+``signature``: the control plane's Ed25519 signature (CONFIG_SIGNING_KEY) of the
+manifest's canonical bytes. ``manifest_load`` is the one place that turns stored
+bytes into a Manifest, and it checks the signature against CONFIG_PUBLIC_KEY before
+anything else: an unsigned or altered manifest (hence any torrent whose info hash
+it names) never reaches a host's loader.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ import json
 import re
 from pathlib import PurePosixPath
 
+from core.canonical import canonical_json
+from inference_protocol.signing import sign, verifies
+
 MANIFEST_FORMAT = 1
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -31,6 +37,10 @@ _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
 class ManifestError(ValueError):
     """The manifest is malformed, or does not describe what it is said to."""
+
+
+class ManifestSignatureError(ManifestError):
+    """The manifest is unsigned, or its signature is not the control plane's."""
 
 
 def check_name(kind: str, value: str) -> str:
@@ -103,7 +113,7 @@ class Manifest:
         return dataclasses.asdict(self) | {"files": [dataclasses.asdict(f) for f in self.files]}
 
     def to_json(self) -> bytes:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
+        return canonical_json(self.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict) -> Manifest:
@@ -135,14 +145,31 @@ class Manifest:
                 raise ManifestError(f"{self.label}: file {f.path!r} has malformed hashes")
 
 
-def manifest_load(raw: bytes, *, model: str, version: str) -> Manifest:
-    """Parse stored manifest bytes, and refuse a manifest of another model or version."""
+def manifest_signed(manifest: Manifest, private_b64: str) -> bytes:
+    """The stored form: the manifest's canonical JSON with the control plane's signature."""
+    return canonical_json(manifest.to_dict() | {"signature": sign(private_b64, manifest.to_json())})
+
+
+def manifest_load(raw: bytes, *, model: str, version: str, public_key: str) -> Manifest:
+    """Verify and parse stored manifest bytes (``public_key``: CONFIG_PUBLIC_KEY), and
+    refuse a manifest of another model or version."""
+    label = f"{model}@{version}"
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"manifest of {model}@{version} is not JSON ({exc})") from None
+        raise ManifestError(f"manifest of {label} is not JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise ManifestError(f"manifest of {model}@{version} is not a JSON object")
+        raise ManifestError(f"manifest of {label} is not a JSON object")
+    signature = data.pop("signature", None)
+    if not public_key:
+        raise ManifestSignatureError(f"cannot verify the manifest of {label}: this node has no "
+                                     "CONFIG_PUBLIC_KEY")
+    if not isinstance(signature, str) or not signature:
+        raise ManifestSignatureError(f"the manifest of {label} is unsigned: only manifests signed by "
+                                     "the control plane are loaded")
+    if not verifies(public_key, canonical_json(data), signature):
+        raise ManifestSignatureError(f"the manifest of {label} was altered or signed by another key: "
+                                     "its signature does not verify with this node's CONFIG_PUBLIC_KEY")
     manifest = Manifest.from_dict(data)
     if (manifest.model, manifest.version) != (model, version):
         raise ManifestError(

@@ -29,8 +29,8 @@ loaded yet:
 ``state`` is one of CHECKPOINT_STATES: downloading (with percent), verifying (SHA-256
 of every file against the manifest), present (verified, in the cache, seeded to
 peers), failed (``reason`` says why). Peers find each other through these records
-first (``swarm`` of the nodes that list the same version); once connected, peer
-exchange and the DHT keep a swarm going without Redis.
+only (``swarm`` of the nodes that list the same version: the swarm is private, no
+peer exchange or DHT); once connected, they keep going without Redis.
 """
 
 from __future__ import annotations

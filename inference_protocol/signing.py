@@ -38,3 +38,22 @@ def public_key_of(private_b64: str) -> str:
 
     key = Ed25519PrivateKey.from_private_bytes(_unb64(private_b64))
     return _b64(key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
+
+
+def sign(private_b64: str, data: bytes) -> str:
+    """Base64 Ed25519 signature of ``data``."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return _b64(Ed25519PrivateKey.from_private_bytes(_unb64(private_b64)).sign(data))
+
+
+def verifies(public_b64: str, data: bytes, signature: str) -> bool:
+    """Whether ``signature`` (base64) is the Ed25519 signature of ``data`` by that key."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        Ed25519PublicKey.from_public_bytes(_unb64(public_b64)).verify(_unb64(signature), data)
+    except (InvalidSignature, ValueError, TypeError):
+        return False
+    return True

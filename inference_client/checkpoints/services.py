@@ -17,6 +17,7 @@ import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from core.blobstore import get_blob_store
@@ -28,8 +29,10 @@ from inference_protocol.checkpoints import (
     check_name,
     check_path,
     manifest_key,
+    manifest_signed,
     torrent_key,
 )
+from inference_protocol.swarm_credentials import ca_cert_pem
 
 from .torrents import check_piece_size, piece_size_for, torrent_build
 
@@ -121,12 +124,13 @@ def _store_version(row: ModelVersion, local: dict[str, Path],
             store.put(key, torrents[f.path])
             written += 1
         elif store.size(key) is None:
-            built = torrent_build(local[f.path], piece_size=f.piece_size)
+            built = torrent_build(local[f.path], piece_size=f.piece_size,
+                                  ca_cert_pem=ca_cert_pem(settings.CONFIG_SIGNING_KEY))
             if built.info_hash_v2 != f.info_hash_v2:  # only if a file changed while we read it
                 raise PublishError("file_changed", f"{local[f.path]} changed during the publish")
             store.put(key, built.data)
             written += 1
-    raw = manifest.to_json()
+    raw = manifest_signed(manifest, settings.CONFIG_SIGNING_KEY)
     key = manifest_key(manifest.model, manifest.version)
     if store.size(key) != len(raw) or store.get(key) != raw:
         store.put(key, raw)
@@ -148,6 +152,9 @@ def model_version_publish(*, model: str, version: str, paths: list[Path], create
             check_piece_size(piece_size)
     except (ManifestError, ValueError) as exc:
         raise PublishError("invalid_argument", str(exc)) from None
+    if not settings.CONFIG_SIGNING_KEY:
+        raise PublishError("no_signing_key", "this process has no CONFIG_SIGNING_KEY: only the control "
+                                             "plane publishes (it signs the manifest and the swarm's CA)")
     local = _collect(paths)
     hashed = {}
     for name, path in local.items():
@@ -166,7 +173,8 @@ def model_version_publish(*, model: str, version: str, paths: list[Path], create
         for name, path in local.items():
             size, digest = hashed[name]
             progress(f"building the torrent of {name}")
-            built = torrent_build(path, piece_size=piece_size or piece_size_for(size))
+            built = torrent_build(path, piece_size=piece_size or piece_size_for(size),
+                                  ca_cert_pem=ca_cert_pem(settings.CONFIG_SIGNING_KEY))
             torrents[name] = built.data
             entries.append(ManifestFile(path=name, size=size, sha256=digest, piece_size=built.piece_size,
                                         info_hash_v1=built.info_hash_v1, info_hash_v2=built.info_hash_v2))

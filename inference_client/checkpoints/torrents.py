@@ -10,6 +10,11 @@ query parameters, equally fatal to a signature. A hybrid single-file torrent kee
 the URL intact and still carries v2's SHA-256 Merkle tree: every 16 KiB block is
 verified as it lands and a bad block is traced to the peer that sent it.
 
+Private and SSL (inference_protocol.swarm_credentials): the info dict has
+``private`` set, so libtorrent keeps the torrent out of the DHT, local discovery and
+peer exchange (its ut_pex plugin does not attach to a private torrent), and carries
+the swarm CA's certificate, so only hosts holding a credential of that CA get a piece.
+
 Piece size: a peer can forward a piece only once it has all of it, so smaller
 pieces pipeline sooner through the swarm; each piece costs a HAVE message to every
 peer and a picker entry. ``piece_size_for`` aims at about 2,000 pieces a file,
@@ -50,11 +55,14 @@ def check_piece_size(piece_size: int) -> int:
     return piece_size
 
 
-def torrent_build(path: Path, *, piece_size: int) -> BuiltTorrent:
-    """Hash ``path`` into a hybrid single-file torrent named after the file (no
-    trackers, no web seeds: workers add their own presigned web seed)."""
+def torrent_build(path: Path, *, piece_size: int, ca_cert_pem: str) -> BuiltTorrent:
+    """Hash ``path`` into a private hybrid single-file SSL torrent of the swarm CA
+    ``ca_cert_pem``, named after the file (no trackers, no web seeds: workers add
+    their own presigned web seed)."""
     creator = lt.create_torrent(lt.list_files(str(path)), check_piece_size(piece_size), flags=0)
     creator.set_creator(CREATOR)
+    creator.set_priv(True)
+    creator.set_root_cert(ca_cert_pem)
     lt.set_piece_hashes(creator, str(path.parent))
     data = lt.bencode(creator.generate())
     hashes = lt.torrent_info(data).info_hashes()

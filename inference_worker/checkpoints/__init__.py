@@ -5,13 +5,19 @@ cached, and seeded to the others for as long as the process lives.
 
 One CheckpointManager per process owns the libtorrent session (session.py), the
 fetches (fetch.py), the cache (cache.py), and a discovery thread that reads peer
-addresses from the other workers' heartbeats in Redis while a fetch runs. Peers
-learnt there are also given to the DHT, whose routing table is saved in the cache
-between runs; with peer exchange it keeps a swarm going if Redis goes away.
+addresses from the other workers' heartbeats in Redis while a fetch runs. The swarm
+is private (no DHT, peer exchange or local discovery): if Redis goes away, the
+connections already made carry the transfer on.
+
+The session listens on SWARM_LISTEN, by default on the address this host
+advertises, and admits only peers holding a credential of the swarm CA
+(inference_protocol.swarm_credentials): this worker's is SWARM_CERT_FILE and
+SWARM_KEY_FILE, or one it issues itself where it holds CONFIG_SIGNING_KEY.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import socket
 import threading
@@ -24,6 +30,7 @@ from django.conf import settings
 from core import redis as core_redis
 from core.blobstore import get_blob_store
 from inference_protocol.heartbeat import DOWNLOADING, PRESENT, publish, swarm_peers
+from inference_protocol.swarm_credentials import SwarmCredential, issue_credential
 from inference_worker.heartbeat import WORKER_ID
 
 from .cache import CheckpointCache
@@ -39,16 +46,17 @@ class CheckpointManager:
     def __init__(self, *, cache_dir: Path | str | None = None, listen: str | None = None,
                  web_seed: bool = True, discovery: bool | None = None,
                  peers: list[tuple[str, int]] = ()):
-        self.cache = CheckpointCache(cache_dir or settings.MODEL_CACHE_DIR)
+        self.cache = CheckpointCache(cache_dir or settings.MODEL_CACHE_DIR,
+                                     public_key=settings.CONFIG_PUBLIC_KEY)
+        host = _advertised_host()
         self.swarm = SwarmSession(
-            listen=listen or settings.SWARM_LISTEN, upload_rate=settings.SWARM_UPLOAD_RATE_LIMIT,
-            download_rate=settings.SWARM_DOWNLOAD_RATE_LIMIT, dht=settings.SWARM_DHT,
-            state_file=self.cache.root / ".swarm-state")
+            listen=listen or settings.SWARM_LISTEN or f"{_listen_host(host)}:0", credential=_credential(),
+            upload_rate=settings.SWARM_UPLOAD_RATE_LIMIT, download_rate=settings.SWARM_DOWNLOAD_RATE_LIMIT)
         self.web_seed = web_seed
         self.store = get_blob_store()  # made once: a boto3 client costs ~0.5 s of CPU
         self.discovery = core_redis.enabled() if discovery is None else discovery
         self.static_peers = list(peers)  # given by hand (model_fetch --peer)
-        self.address = f"{_advertised_host()}:{self.swarm.listen_port}"
+        self.address = f"{host}:{self.swarm.listen_port}"
         self.fetches: dict[str, CheckpointFetch] = {}
         self._lock = threading.Lock()
         self._label_locks: dict[str, threading.Lock] = {}
@@ -99,7 +107,7 @@ class CheckpointManager:
             peers = swarm_peers(label, exclude=WORKER_ID)
         except Exception as exc:  # Redis down: the swarm goes on with what it knows
             if not self._redis_down:
-                logger.warning("cannot read peers from Redis (%s); relying on peer exchange and the DHT", exc)
+                logger.warning("cannot read peers from Redis (%s); keeping the peers connected already", exc)
             self._redis_down = True
             return self.static_peers
         if self._redis_down:
@@ -134,8 +142,30 @@ class CheckpointManager:
             for label, fetch in list(self.fetches.items()):
                 if fetch.status.state == DOWNLOADING:
                     for host, port in self._peers(label):
-                        self.swarm.add_dht_node(host, port)
                         fetch.connect(host, port)
+
+
+def _credential() -> SwarmCredential:
+    if settings.SWARM_CERT_FILE or settings.SWARM_KEY_FILE:
+        try:
+            return SwarmCredential.from_files(settings.SWARM_CERT_FILE, settings.SWARM_KEY_FILE)
+        except OSError as exc:
+            raise FetchError("swarm_credential_missing", "cannot read the swarm credential "
+                             f"(SWARM_CERT_FILE, SWARM_KEY_FILE): {exc}") from None
+    if settings.CONFIG_SIGNING_KEY:
+        return issue_credential(settings.CONFIG_SIGNING_KEY, WORKER_ID, days=settings.SWARM_CREDENTIAL_DAYS)
+    raise FetchError("swarm_credential_missing",
+                     "this worker has no swarm credential: set SWARM_CERT_FILE and SWARM_KEY_FILE to the "
+                     "files that `manage.py swarm_credential` writes on the control plane")
+
+
+def _listen_host(host: str) -> str:
+    """The advertised host as a libtorrent listen address (an IP, IPv6 in brackets)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = ipaddress.ip_address(socket.gethostbyname(host))
+    return f"[{address}]" if address.version == 6 else str(address)
 
 
 def _advertised_host() -> str:

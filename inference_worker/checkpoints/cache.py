@@ -3,7 +3,7 @@
     <root>/<model>/<version>/          the checkpoint's files, exactly as published;
                                        it exists only once every file was verified
     <root>/<model>/<version>.partial/  files being downloaded (never at final names)
-    <root>/<model>/<version>.state/    manifest.json and torrents of what is here,
+    <root>/<model>/<version>.state/    manifest.json (signed) and torrents of what is here,
                                        resume/ (pieces held, for a restart)
     <root>/<model>/<version>.lock      held while one process fetches the version
 
@@ -27,8 +27,9 @@ HASH_CHUNK = 4 * 1024 * 1024
 
 
 class CheckpointCache:
-    def __init__(self, root: Path | str):
+    def __init__(self, root: Path | str, *, public_key: str):
         self.root = Path(root)
+        self.public_key = public_key  # CONFIG_PUBLIC_KEY: every manifest read is verified
 
     def final_dir(self, model: str, version: str) -> Path:
         return self.root / model / version
@@ -56,11 +57,12 @@ class CheckpointCache:
 
     def present(self, model: str, version: str) -> Manifest | None:
         """The manifest of a verified copy in the cache, if there is one whose files
-        all exist with their sizes (a full rehash is the fetch's job, not start-up's)."""
+        all exist with their sizes (a full rehash is the fetch's job, not start-up's) and
+        whose manifest still verifies."""
         final = self.final_dir(model, version)
         try:
             manifest = manifest_load((self.state_dir(model, version) / "manifest.json").read_bytes(),
-                                     model=model, version=version)
+                                     model=model, version=version, public_key=self.public_key)
         except (OSError, ManifestError):
             return None
         for f in manifest.files:
@@ -84,11 +86,12 @@ class CheckpointCache:
         self.root.mkdir(parents=True, exist_ok=True)
         return shutil.disk_usage(self.root).free
 
-    def write_state(self, manifest: Manifest, torrents: dict[str, bytes]) -> None:
+    def write_state(self, manifest: Manifest, raw_manifest: bytes, torrents: dict[str, bytes]) -> None:
+        """Keep the manifest as stored (with its signature) and the torrents."""
         state = self.state_dir(manifest.model, manifest.version)
         for path, data in torrents.items():
             _write_atomic(state / "torrents" / f"{path}.torrent", data)
-        _write_atomic(state / "manifest.json", manifest.to_json())
+        _write_atomic(state / "manifest.json", raw_manifest)
 
     def publish(self, model: str, version: str) -> Path:
         """Make a verified partial directory the version's directory, in one rename."""

@@ -23,6 +23,7 @@ from inference_protocol.checkpoints import (
     Manifest,
     ManifestError,
     ManifestFile,
+    ManifestSignatureError,
     manifest_key,
     manifest_load,
     torrent_key,
@@ -129,13 +130,13 @@ class CheckpointFetch:
             with self.cache.locked(self.model, self.version):
                 manifest = self.cache.present(self.model, self.version)
                 if manifest is None:
-                    manifest = self._load_manifest()
+                    manifest, raw_manifest = self._load_manifest()
                     self.status.total_bytes = manifest.total_size
                     self.files = self._load_torrents(manifest)
                     self._check_space(manifest)
                     self._download()
                     self._verify(manifest)
-                    self._finish(manifest)
+                    self._finish(manifest, raw_manifest)
                 else:
                     self.status.total_bytes = self.status.done_bytes = manifest.total_size
                     self.files = self._local_torrents(manifest)
@@ -147,7 +148,7 @@ class CheckpointFetch:
         self.path = self.cache.final_dir(self.model, self.version)
         return self.path
 
-    def _load_manifest(self) -> Manifest:
+    def _load_manifest(self) -> tuple[Manifest, bytes]:
         key = manifest_key(self.model, self.version)
         try:
             raw = self.store.get(key)
@@ -157,7 +158,11 @@ class CheckpointFetch:
         except Exception as exc:  # any other answer of the store (auth, 5xx, unreachable)
             raise _store_error(self.store, key, exc) from None
         try:
-            return manifest_load(raw, model=self.model, version=self.version)
+            return manifest_load(raw, model=self.model, version=self.version,
+                                 public_key=self.cache.public_key), raw
+        except ManifestSignatureError as exc:
+            raise FetchError("manifest_signature", f"{exc}; nothing of {self.label} was fetched "
+                                                   "or loaded") from None
         except ManifestError as exc:
             raise FetchError("manifest_invalid",
                              f"the manifest of {self.label} is not valid: {exc}") from None
@@ -317,12 +322,12 @@ class CheckpointFetch:
         (self.cache.partial_dir(self.model, self.version) / f.entry.path).unlink(missing_ok=True)
         self.cache.resume_file(self.model, self.version, f.entry.info_hash_v2).unlink(missing_ok=True)
 
-    def _finish(self, manifest: Manifest) -> None:
+    def _finish(self, manifest: Manifest, raw_manifest: bytes) -> None:
         for f in self.files:  # files closed before their directory is renamed
             self.uploaded_before += f.handle.status().total_payload_upload
             self.swarm.remove(f.handle)
             f.handle = None
-        self.cache.write_state(manifest, {f.entry.path: f.raw for f in self.files})
+        self.cache.write_state(manifest, raw_manifest, {f.entry.path: f.raw for f in self.files})
         self.cache.publish(self.model, self.version)
 
     def _seed(self) -> None:
@@ -342,7 +347,8 @@ class CheckpointFetch:
 
 def _checked_torrent(label: str, where: str, raw: bytes, entry: ManifestFile) -> lt.torrent_info:
     """The torrent's info dict (and v2 piece layers) only: trackers and web seeds in
-    a stored torrent are ignored; its info hashes must be the manifest's."""
+    a stored torrent are ignored; its info hashes must be the manifest's, and it must
+    be private and SSL (session.py)."""
     try:
         decoded = lt.bdecode(raw)
         if not isinstance(decoded, dict) or b"info" not in decoded:
@@ -361,6 +367,9 @@ def _checked_torrent(label: str, where: str, raw: bytes, entry: ManifestFile) ->
     if info.num_files() != 1 or info.total_size() != entry.size or info.name() != name:
         raise FetchError("torrent_mismatch", f"{label}: {where} does not describe {entry.path} "
                                              f"({entry.size} bytes) alone")
+    if not info.priv() or not info.ssl_cert():
+        raise FetchError("torrent_not_private", f"{label}: {where} is not a private SSL torrent; "
+                                                "publish the version again with this release")
     return info
 
 

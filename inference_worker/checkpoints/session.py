@@ -8,14 +8,18 @@ What the settings are for (see bench/distribution.py for what was measured):
   and in a datacenter every peer is on a private network.
 - ``allow_multiple_connections_per_ip``: several workers share a host (one per
   device), hence an IP address.
-- No UPnP, NAT-PMP or local service discovery (nothing to map, no multicast);
-  TCP only: uTP (LEDBAT) backs off under any other traffic and costs CPU per packet.
+- Private: no DHT, local service discovery, UPnP or NAT-PMP, whatever the
+  settings say; torrents are private (no peer exchange: libtorrent's ut_pex plugin,
+  loaded by default and not removable through the Python bindings' session_params,
+  does not attach to a private torrent, and fetch.py refuses any other torrent) and
+  SSL: the session listens on SSL sockets only, on the configured interface, and
+  every torrent gets this host's credential (inference_protocol.swarm_credentials),
+  so a peer without a certificate of the swarm CA fails the TLS handshake.
+- TCP only: uTP (LEDBAT) backs off under any other traffic and costs CPU per packet.
 - ``ssrf_mitigation`` off: it refuses web seeds on loopback whose URL has a query
   string, i.e. every presigned URL of a local S3 endpoint. Safe here: torrents
   whose info carries web seeds are refused (fetch.py), and the only web seed a
   torrent gets is the URL this worker presigned itself.
-- The DHT may not restrict nodes to one per IP or prefer IP-derived node ids, nor
-  drop private addresses: workers of one fleet share subnets and hosts.
 - Disk I/O is libtorrent 2.1's pread back end, named explicitly: the mmap back end
   maps whole files, so a worker's resident memory grows to the checkpoint's size;
   with pread, memory is the bounded write queue and read cache set below.
@@ -27,9 +31,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from pathlib import Path
 
 import libtorrent as lt
+
+from inference_protocol.swarm_credentials import DH_PARAMS_PEM, SwarmCredential
 
 logger = logging.getLogger(__name__)
 
@@ -70,16 +75,19 @@ ALERTS = (lt.alert_category.error | lt.alert_category.status | lt.alert_category
           | lt.alert_category.storage)
 
 
-def session_settings(*, listen: str, upload_rate: int, download_rate: int, dht: bool) -> dict:
+def ssl_listen(listen: str) -> str:
+    """``listen`` (libtorrent's listen_interfaces) with every socket an SSL one."""
+    return ",".join(part if part.endswith("s") else f"{part}s" for part in
+                    (p.strip() for p in listen.split(",")) if part)
+
+
+def session_settings(*, listen: str, upload_rate: int, download_rate: int) -> dict:
     return {
-        "listen_interfaces": listen,
-        "enable_upnp": False, "enable_natpmp": False, "enable_lsd": False,
+        "listen_interfaces": ssl_listen(listen),
+        "enable_dht": False, "enable_lsd": False, "enable_upnp": False, "enable_natpmp": False,
         "enable_outgoing_utp": False, "enable_incoming_utp": False,
         "allow_multiple_connections_per_ip": True,
         "ssrf_mitigation": False,
-        "enable_dht": dht, "dht_bootstrap_nodes": "",
-        "dht_restrict_routing_ips": False, "dht_restrict_search_ips": False,
-        "dht_prefer_verified_node_ids": False, "dht_ignore_dark_internet": False,
         "upload_rate_limit": upload_rate, "download_rate_limit": download_rate,
         "max_queued_disk_bytes": 16 * 1024 * 1024,
         "cache_size": 1024,  # 16 KiB blocks: 16 MiB of read cache
@@ -106,17 +114,12 @@ class TorrentEvents:
 class SwarmSession:
     """A libtorrent session and the thread that reads its alerts."""
 
-    def __init__(self, *, listen: str, upload_rate: int = 0, download_rate: int = 0, dht: bool = True,
-                 state_file: Path | None = None):
-        self.state_file = state_file
+    def __init__(self, *, listen: str, credential: SwarmCredential, upload_rate: int = 0,
+                 download_rate: int = 0):
+        self.credential = credential
         params = lt.session_params()
-        if state_file is not None and state_file.exists():
-            try:  # DHT nodes of the last run: the swarm can be found again without Redis
-                params = lt.read_session_params(state_file.read_bytes())
-            except RuntimeError:
-                logger.warning("ignoring an unreadable swarm state file %s", state_file)
         params.settings = session_settings(listen=listen, upload_rate=upload_rate,
-                                           download_rate=download_rate, dht=dht)
+                                           download_rate=download_rate)
         params.disk_io_constructor = "pread_disk_io_constructor"
         self.session = lt.session(params)
         everyone = lt.ip_filter()
@@ -132,14 +135,20 @@ class SwarmSession:
 
     @property
     def listen_port(self) -> int:
-        return self.session.listen_port()
+        return self.session.ssl_listen_port()
 
     def events(self, handle) -> TorrentEvents:
         with self._lock:
             return self._events[_key(handle)]
 
     def add(self, params: lt.add_torrent_params):
+        """Add a torrent, started only once it holds this host's credential."""
+        start = not params.flags & lt.torrent_flags.paused
+        params.flags |= lt.torrent_flags.paused
         handle = self.session.add_torrent(params)
+        handle.set_ssl_certificate_buffer(self.credential.cert_pem, self.credential.key_pem, DH_PARAMS_PEM)
+        if start:
+            handle.resume()
         with self._lock:  # a torrent added again (seeding after its download) keeps its history
             old, new = self._events.get(_key(handle)), TorrentEvents()
             if old is not None:
@@ -160,23 +169,7 @@ class SwarmSession:
         handle.save_resume_data(lt.torrent_handle.save_info_dict)
         return events.resume_data if events.resume_saved.wait(timeout) else None
 
-    def add_dht_node(self, host: str, port: int) -> None:
-        self.session.add_dht_node((host, port))
-
-    def save_state(self) -> None:
-        if self.state_file is None:
-            return
-        data = lt.write_session_params_buf(self.session.session_state(), lt.save_state_flags_t.save_dht_state)
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        tmp.replace(self.state_file)
-
     def close(self) -> None:
-        try:
-            self.save_state()
-        except Exception:
-            logger.exception("could not save the swarm state")
         self._closed.set()
         self.session.pause()
         self._thread.join(5)

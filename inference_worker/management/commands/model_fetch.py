@@ -51,7 +51,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, model, model_version, cache, seed, as_json, no_web_seed, peer, **options):
         label = f"{model}@{model_version}"
-        manager = checkpoints.start_manager(cache_dir=cache, web_seed=not no_web_seed, peers=peer)
+        try:
+            manager = checkpoints.start_manager(cache_dir=cache, web_seed=not no_web_seed, peers=peer)
+        except checkpoints.FetchError as exc:
+            if as_json:
+                self.stdout.write(json.dumps({"event": "failed", "code": exc.code, "reason": str(exc)}))
+            raise CommandError(f"{exc} [{exc.code}]") from None
         heartbeat = HeartbeatThread() if core_redis.enabled() else None
         if heartbeat:
             heartbeat.start()

@@ -23,13 +23,17 @@ import django  # noqa: E402
 django.setup()
 
 import libtorrent as lt  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from inference_protocol.heartbeat import PRESENT, publish  # noqa: E402
+from inference_protocol.swarm_credentials import issue_credential  # noqa: E402
 from inference_worker.checkpoints.session import SwarmSession  # noqa: E402
 
 
 def main(label: str, torrent: str, data_dir: str) -> None:
-    swarm = SwarmSession(listen="127.0.0.1:0", dht=False)
+    # An insider (a worker with a damaged disk): it holds a credential.
+    credential = issue_credential(settings.CONFIG_SIGNING_KEY, "liar", days=1)
+    swarm = SwarmSession(listen="127.0.0.1:0", credential=credential)
     info = lt.torrent_info(torrent)
     params = lt.add_torrent_params()
     params.ti = info

@@ -3,14 +3,16 @@ a file at its final name (the version's directory appears only once verified).""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
 
 import pytest
+from django.conf import settings
 
 from core.blobstore import get_blob_store
-from inference_protocol.checkpoints import manifest_key, torrent_key
+from inference_protocol.checkpoints import manifest_key, manifest_signed, torrent_key
 
 from .hosts import ROOT
 
@@ -45,10 +47,11 @@ def test_a_version_that_does_not_exist_is_named(db, tmp_path, env_for):
 def test_a_manifest_that_does_not_match_the_bytes_fails_after_download_and_keeps_nothing(
         publish, tmp_path, env_for):
     published = publish({"model.bin": 400_000})
-    doctored = published.manifest.to_dict()
-    doctored["files"][0]["sha256"] = "0" * 64
+    # A control plane that signed a wrong hash (the bytes are checked even so).
+    wrong = dataclasses.replace(published.manifest.files[0], sha256="0" * 64)
+    doctored = dataclasses.replace(published.manifest, files=(wrong,))
     store = get_blob_store()
-    store.put(manifest_key(published.model, "v1"), json.dumps(doctored).encode())
+    store.put(manifest_key(published.model, "v1"), manifest_signed(doctored, settings.CONFIG_SIGNING_KEY))
     # The store holds bytes under that name (they are not what the name says).
     store.copy(published.manifest.files[0].object_key, "sha256/" + "0" * 64)
     event = failure(fetch(published.model, "v1", tmp_path, env_for()))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import libtorrent as lt
 import pytest
+from django.conf import settings
 
 from inference_client.checkpoints.torrents import torrent_build
+from inference_protocol.swarm_credentials import ca_cert_pem, issue_credential
 from inference_worker.checkpoints.origin_share import DEFAULT, SKIP, TOP, OriginShare, wanted_priorities
 from inference_worker.checkpoints.session import SwarmSession
 
@@ -17,12 +19,14 @@ URL = "http://127.0.0.1:9/bucket/model.bin?X-Amz-Signature=x"
 def torrent(tmp_path_factory):
     path = tmp_path_factory.mktemp("src") / "model.bin"
     path.write_bytes(bytes(range(256)) * 4096 * 10)  # 10 MiB: 160 pieces of 64 KiB
-    return lt.torrent_info(torrent_build(path, piece_size=64 * 1024).data)
+    return lt.torrent_info(torrent_build(path, piece_size=64 * 1024,
+                                              ca_cert_pem=ca_cert_pem(settings.CONFIG_SIGNING_KEY)).data)
 
 
 @pytest.fixture
 def swarm():
-    session = SwarmSession(listen="127.0.0.1:0", dht=False)
+    session = SwarmSession(listen="127.0.0.1:0",
+                           credential=issue_credential(settings.CONFIG_SIGNING_KEY, "test", days=1))
     yield session
     session.close()
 

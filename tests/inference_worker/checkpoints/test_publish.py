@@ -13,7 +13,7 @@ from django.db import IntegrityError, InternalError, connection, transaction
 
 from core.blobstore import get_blob_store
 from inference_client.models import ImmutableModelVersionError, ModelVersion
-from inference_protocol.checkpoints import manifest_key, manifest_load, torrent_key
+from inference_protocol.checkpoints import manifest_key, manifest_load, manifest_signed, torrent_key
 
 from .origin import Origin
 
@@ -55,12 +55,13 @@ def test_publish_uploads_files_by_content_torrents_and_the_manifest(publish, set
 
     row = ModelVersion.objects.get(model=published.model, version="v1")
     raw = store.get(manifest_key(published.model, "v1"))
-    assert manifest_load(raw, model=published.model, version="v1") == published.manifest
-    assert hashlib.sha256(raw).hexdigest() == row.manifest_sha256
+    assert manifest_load(raw, model=published.model, version="v1",
+                         public_key=settings.CONFIG_PUBLIC_KEY) == published.manifest
+    assert hashlib.sha256(published.manifest.to_json()).hexdigest() == row.manifest_sha256
     assert row.total_size == 11 * MiB + 2_000 and row.created_by == "tests"
 
 
-def test_publishing_the_same_bytes_again_is_a_no_op_that_repairs_the_store(publish):
+def test_publishing_the_same_bytes_again_is_a_no_op_that_repairs_the_store(publish, settings):
     published = publish({"model.gguf": 300_000})
     store = get_blob_store()
     store.delete(manifest_key(published.model, "v1"))
@@ -69,17 +70,19 @@ def test_publishing_the_same_bytes_again_is_a_no_op_that_repairs_the_store(publi
                  str(published.files["model.gguf"]), stdout=out, stderr=io.StringIO())
     assert "already published with these bytes" in out.getvalue()
     assert ModelVersion.objects.filter(model=published.model).count() == 1
-    assert store.get(manifest_key(published.model, "v1")) == published.manifest.to_json()
+    assert store.get(manifest_key(published.model, "v1")) == manifest_signed(published.manifest,
+                                                                             settings.CONFIG_SIGNING_KEY)
 
 
-def test_publishing_other_bytes_under_a_published_version_is_refused(publish, tmp_path):
+def test_publishing_other_bytes_under_a_published_version_is_refused(publish, tmp_path, settings):
     published = publish({"model.gguf": 300_000})
     other = tmp_path / "model.gguf"
     other.write_bytes(b"x" * 300_000)
     with pytest.raises(CommandError, match=r"already published with other bytes.*model.gguf: sha256"):
         call_command("model_publish", "--model", published.model, "--version", "v1", str(other),
                      stderr=io.StringIO())
-    assert get_blob_store().get(manifest_key(published.model, "v1")) == published.manifest.to_json()
+    assert get_blob_store().get(manifest_key(published.model, "v1")) == manifest_signed(
+        published.manifest, settings.CONFIG_SIGNING_KEY)
 
 
 def test_model_versions_are_immutable_in_the_orm_and_in_the_database(publish):

@@ -35,7 +35,7 @@ from inference_client.control import documents
 from inference_client.models import ControlEvent, Rollout, UsageRecord
 from inference_protocol import config
 from inference_protocol.backend import live_workers
-from inference_protocol.checkpoints import manifest_key
+from inference_protocol.checkpoints import Manifest, manifest_key, manifest_signed
 from inference_protocol.heartbeat import FAILED, read_nodes
 from tests.inference_client.conftest import make_key, uvicorn_server
 from tests.inference_worker.workers import ROOT, celery_worker, delete_queues
@@ -90,10 +90,12 @@ def messages_in(queue: str) -> int:
 def test_should_route_nothing_to_a_version_whose_checkpoint_does_not_verify(model, stack_env, tmp_path,
                                                                              django_db_blocker):
     manifest = json.loads(get_blob_store().get(manifest_key(model, "v2")))
+    del manifest["signature"]
     store = get_blob_store()
     real = manifest["files"][0]["sha256"]
-    manifest["files"][0]["sha256"] = "1" * 64  # the bytes no longer match what the manifest says
-    store.put(manifest_key(model, "v2"), json.dumps(manifest).encode())
+    manifest["files"][0]["sha256"] = "1" * 64  # the bytes no longer match what the (signed) manifest says
+    signed = manifest_signed(Manifest.from_dict(manifest), settings.CONFIG_SIGNING_KEY)
+    store.put(manifest_key(model, "v2"), signed)
     store.copy(f"sha256/{real}", "sha256/" + "1" * 64)
     publish_models(model, {"v1": 50, "v2": 50})
     _, key = make_key("paid")

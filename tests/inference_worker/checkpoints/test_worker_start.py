@@ -3,15 +3,16 @@ loads the engine, and only then heartbeats the model."""
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import uuid
 
 import pytest
+from django.conf import settings
 
 from core.blobstore import get_blob_store
 from inference_client.backend import CeleryBackend
 from inference_protocol.backend import live_workers
-from inference_protocol.checkpoints import manifest_key
+from inference_protocol.checkpoints import Manifest, manifest_key, manifest_signed
 from inference_protocol.generation import GenerationRequest
 from inference_protocol.heartbeat import FAILED, PRESENT, read_nodes
 from inference_worker.engines.llamacpp import default_model_path
@@ -65,9 +66,10 @@ def test_worker_with_an_unverifiable_checkpoint_never_reports_the_model(db, tmp_
     src = tmp_path / "model.gguf"
     src.write_bytes(b"GGUF" + b"\0" * 200_000)
     row, _ = model_version_publish(model=model, version="v1", paths=[src], created_by="tests")
-    doctored = dict(row.manifest, files=[dict(row.manifest["files"][0], sha256="1" * 64)])
+    manifest = Manifest.from_dict(row.manifest)  # a control plane that signed a wrong hash
+    doctored = dataclasses.replace(manifest, files=(dataclasses.replace(manifest.files[0], sha256="1" * 64),))
     store = get_blob_store()
-    store.put(manifest_key(model, "v1"), json.dumps(doctored).encode())
+    store.put(manifest_key(model, "v1"), manifest_signed(doctored, settings.CONFIG_SIGNING_KEY))
     store.copy(f"sha256/{row.manifest['files'][0]['sha256']}", "sha256/" + "1" * 64)
     spec = {model: {"engine": "llamacpp", "checkpoint": {"model": model, "version": "v1"}}}
     with celery_worker(spec, [f"gpu.{model}"], concurrency=2):
