@@ -1,6 +1,7 @@
 """Drive Batch API jobs that no process holds: ones created with
-BATCH_DISPATCH=none, and running ones whose driver's lease ran out (a crashed
-server or driver): they resume, skipping the lines already stored.
+BATCH_DISPATCH=none (the default with services: servers never drive batches),
+ones cancelled while no driver held them, and running ones whose driver's lease
+ran out (a crashed driver): they resume, skipping the lines already stored.
 
     manage.py batch_worker            # poll for ever
     manage.py batch_worker --once     # drive what is waiting now, then exit
@@ -9,8 +10,8 @@ server or driver): they resume, skipping the lines already stored.
 import time
 
 from django.core.management.base import BaseCommand
-from django.db import close_old_connections
 
+from core.leases import release_connection
 from inference_client.batches import batch_drive, stale_batches
 
 
@@ -27,5 +28,5 @@ class Command(BaseCommand):
                 self.stdout.write(f"batch {batch_id}: {batch_drive(batch_id)}")
             if once:
                 return
+            release_connection()  # none held between polls
             time.sleep(poll)
-            close_old_connections()

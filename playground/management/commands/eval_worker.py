@@ -1,6 +1,6 @@
-"""Drive evaluation runs that no process holds: queued ones (EVAL_DISPATCH=none)
-and running ones whose driver's lease ran out (a crashed server or driver); and
-queued background imports.
+"""Drive evaluation runs that no process holds: queued ones (EVAL_DISPATCH=none,
+the default with services: servers never drive runs) and running ones whose
+driver's lease ran out (a crashed driver); and queued background imports.
 
     manage.py eval_worker            # poll for ever
     manage.py eval_worker --once     # drive what is waiting now, then exit
@@ -9,8 +9,8 @@ queued background imports.
 import time
 
 from django.core.management.base import BaseCommand
-from django.db import close_old_connections
 
+from core.leases import release_connection
 from playground.evals.datasets import dataset_import_run
 from playground.evals.models import DatasetImport
 from playground.evals.runs import evalrun_drive, stale_runs
@@ -33,5 +33,5 @@ class Command(BaseCommand):
                 self.stdout.write(f"run {run_id}: {status}")
             if once:
                 return
+            release_connection()  # none held between polls
             time.sleep(poll)
-            close_old_connections()
