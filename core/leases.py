@@ -64,18 +64,40 @@ def lease_renew(rows: QuerySet, *, owner: str, seconds: float) -> bool:
         lease_until=timezone.now() + datetime.timedelta(seconds=seconds)))
 
 
-def drive_in_thread(drive: Callable[[object], object], job_id, *, name: str) -> None:
+def drive_in_thread(drive: Callable[[object], object], job_id, *, name: str) -> threading.Thread:
     """Run ``drive(job_id)`` on a daemon thread of this process. A driver that
     raises only logs: its lease runs out and the job resumes elsewhere."""
     def run():
         try:
-            drive(job_id)
+            logger.info("%s: %s", name, drive(job_id))
         except Exception:
             logger.exception("driving %s failed; its lease will run out and it resumes", name)
         finally:
             connection.close()
 
-    threading.Thread(target=run, daemon=True, name=name).start()
+    thread = threading.Thread(target=run, daemon=True, name=name)
+    thread.start()
+    return thread
+
+
+class DriverThreads:
+    """The drivers a worker command runs at once (at most ``most``), each on a
+    thread of its own: a job waiting on a slow model holds up no other."""
+
+    def __init__(self, most: int):
+        self.most = max(1, most)
+        self.threads: dict[str, threading.Thread] = {}
+
+    def room(self) -> int:
+        self.threads = {job: t for job, t in self.threads.items() if t.is_alive()}
+        return self.most - len(self.threads)
+
+    def start(self, drive: Callable[[object], object], job_id, *, name: str) -> bool:
+        """Start driving ``job_id`` unless a thread here drives it already or none is free."""
+        if str(job_id) in self.threads or self.room() <= 0:
+            return False
+        self.threads[str(job_id)] = drive_in_thread(drive, job_id, name=name)
+        return True
 
 
 def release_connection() -> None:
