@@ -36,8 +36,8 @@ EVAL_RUN_WINDOW = env_int("EVAL_RUN_WINDOW", 64)
 # records). Named here because the gateway sits above the evaluations app.
 EVAL_LANE = "inference_client.batch_lane.BatchLane"
 # The driver renews its lease on a run this often; a run whose lease ran out
-# (a crashed server or driver) is picked up by the next eval_worker poll or
-# by the next read of the run.
+# (a crashed driver) is picked up by the next eval_worker poll (or, in the
+# embedded default, by the next read of the run).
 EVAL_LEASE_S = env_float("EVAL_LEASE_S", 30.0)
 # How long one cell may wait for its generation (batch work waits behind
 # interactive traffic), and how long a run waits for a worker of its model

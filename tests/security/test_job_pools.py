@@ -323,22 +323,27 @@ def test_with_services_a_batch_is_driven_by_the_batch_worker_process_never_by_th
             "body": {"model": MODEL, "messages": [{"role": "user", "content": "abc"}]}}
     f = httpx.post(f"{live}/v1/files", headers=auth, data={"purpose": "batch"},
                    files={"file": ("in.jsonl", io.BytesIO(json.dumps(line).encode() + b"\n"))}).json()
-    created = httpx.post(f"{live}/v1/batches", headers=auth, timeout=30,
-                         json={"input_file_id": f["id"], "endpoint": "/v1/chat/completions",
-                               "completion_window": "24h"})
-    assert created.status_code == 200, created.text
-    batch_id = created.json()["id"]
+    body = {"input_file_id": f["id"], "endpoint": "/v1/chat/completions", "completion_window": "24h"}
+    created, dropped = (httpx.post(f"{live}/v1/batches", headers=auth, timeout=30, json=body) for _ in "ab")
+    assert (created.status_code, dropped.status_code) == (200, 200), created.text
+    batch_id, dropped_id = created.json()["id"], dropped.json()["id"]
     _backdated(Batch, batch_id)
     read = httpx.get(f"{live}/v1/batches/{batch_id}", headers=auth, timeout=30)
     assert read.json()["status"] == "validating"
+    # A cancel of a batch no driver holds leaves its end to the worker too.
+    cancel = httpx.post(f"{live}/v1/batches/{dropped_id}/cancel", headers=auth, timeout=30)
+    assert cancel.json()["status"] == "cancelling"
     before = timezone.now()
     batch = Batch.objects.get(pk=batch_id)
     assert (batch.status, batch.lease_owner, batch.in_progress_at) == ("validating", "", None)
+    assert Batch.objects.get(pk=dropped_id).lease_owner == ""
 
     with job_worker(django_db_blocker, "batch_worker", **STACK) as proc:
-        wait_for(lambda: Batch.objects.get(pk=batch_id).status == "completed", timeout=90,
-                 what="the batch worker to finish the batch")
-    batch = Batch.objects.get(pk=batch_id)
+        wait_for(lambda: Batch.objects.get(pk=batch_id).status == "completed"
+                 and Batch.objects.get(pk=dropped_id).status == "cancelled", timeout=90,
+                 what="the batch worker to finish both batches")
+    batch, dropped = Batch.objects.get(pk=batch_id), Batch.objects.get(pk=dropped_id)
     assert batch.lease_owner.split(":")[1] == str(proc.pid) and batch.in_progress_at >= before
     assert batch.completed == 1
+    assert dropped.lease_owner.split(":")[1] == str(proc.pid) and dropped.completed == 0
 
