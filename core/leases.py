@@ -9,6 +9,12 @@ lease after each window, and clears it when the job ends. A driver that dies
 stops renewing: once the lease runs out the row is "unheld" again and the next
 driver (a poll of ``manage.py batch_worker`` / ``eval_worker``, or a read of
 the job) claims it and skips what the dead one had stored.
+
+A driver does its database work in short bursts: before each wait (on
+generations, on a budget, on a poll's sleep) it gives its connection back
+(``release_connection``), so waiting jobs hold none of a process's pool. And
+no user holds more than a set number of active jobs of a kind
+(``job_slot_check``): a create past it is a 429.
 """
 
 from __future__ import annotations
@@ -20,11 +26,18 @@ import socket
 import threading
 from collections.abc import Callable
 
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from core.errors import ApiError
+
 logger = logging.getLogger(__name__)
+
+# The Retry-After of a create refused for too many active jobs: a hint only (a
+# slot frees when one of the user's jobs ends, which nothing here can foresee).
+JOB_SLOT_RETRY_AFTER_S = 30
 
 
 def lease_owner_id() -> str:
@@ -51,15 +64,61 @@ def lease_renew(rows: QuerySet, *, owner: str, seconds: float) -> bool:
         lease_until=timezone.now() + datetime.timedelta(seconds=seconds)))
 
 
-def drive_in_thread(drive: Callable[[object], object], job_id, *, name: str) -> None:
+def drive_in_thread(drive: Callable[[object], object], job_id, *, name: str) -> threading.Thread:
     """Run ``drive(job_id)`` on a daemon thread of this process. A driver that
     raises only logs: its lease runs out and the job resumes elsewhere."""
     def run():
         try:
-            drive(job_id)
+            logger.info("%s: %s", name, drive(job_id))
         except Exception:
             logger.exception("driving %s failed; its lease will run out and it resumes", name)
         finally:
             connection.close()
 
-    threading.Thread(target=run, daemon=True, name=name).start()
+    thread = threading.Thread(target=run, daemon=True, name=name)
+    thread.start()
+    return thread
+
+
+class DriverThreads:
+    """The drivers a worker command runs at once (at most ``most``), each on a
+    thread of its own: a job waiting on a slow model holds up no other."""
+
+    def __init__(self, most: int):
+        self.most = max(1, most)
+        self.threads: dict[str, threading.Thread] = {}
+
+    def room(self) -> int:
+        self.threads = {job: t for job, t in self.threads.items() if t.is_alive()}
+        return self.most - len(self.threads)
+
+    def start(self, drive: Callable[[object], object], job_id, *, name: str) -> bool:
+        """Start driving ``job_id`` unless a thread here drives it already or none is free."""
+        if str(job_id) in self.threads or self.room() <= 0:
+            return False
+        self.threads[str(job_id)] = drive_in_thread(drive, job_id, name=name)
+        return True
+
+
+def release_connection() -> None:
+    """Give this thread's database connection back (to the pool, or closed)
+    before a wait; the next query takes one again. Kept inside a transaction."""
+    if not connection.in_atomic_block:
+        connection.close()
+
+
+def job_slot_check(*, user, active: QuerySet, limit: int, setting: str, kind: str) -> None:
+    """Refuse a new job of ``kind`` (429 too_many_active_jobs, naming ``setting``)
+    while ``user`` has ``limit`` ``active`` ones. Call it in the transaction that
+    creates the job: it locks the user's row first, so one user's concurrent
+    creates queue there and each counts the jobs committed before it."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("job_slot_check runs inside the transaction that creates the job")
+    list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True))
+    count = active.count()
+    if count >= limit:
+        raise ApiError(f"You have {count} active {kind} jobs; at most {limit} may be active at once "
+                       f"({setting}). Wait for one to finish, or cancel one.",
+                       code="too_many_active_jobs", status_code=429,
+                       extra={"kind": kind, "limit": limit, "active": count, "setting": setting},
+                       headers={"Retry-After": str(JOB_SLOT_RETRY_AFTER_S)})

@@ -7,9 +7,11 @@ line in memory at a time), each line {"custom_id", "method": "POST", "url",
 the live endpoint, for a model that serves that endpoint and its features.
 Errors name each bad line by its number. The file goes to the object store.
 
-Execution: a driver (a thread of the process that created the batch, or
-``manage.py batch_worker``) holds the batch by a lease (core.leases, shared
-with evaluation runs) it renews after each window of BATCH_WINDOW lines.
+Execution: a driver (``manage.py batch_worker`` with services, BATCH_DISPATCH
+none; in the embedded default a thread of the server that created the batch)
+holds the batch by a lease (core.leases, shared with evaluation runs) it renews
+after each window of BATCH_WINDOW lines, and no database connection while it
+waits on the lines. An account has at most BATCH_MAX_ACTIVE unfinished batches.
 Each line is a generation at priority "batch"
 (the scheduler gives it only slots interactive traffic leaves empty) with a
 request id derived from (batch, custom_id): a resumed batch, or a redelivered
@@ -38,7 +40,15 @@ from django.utils import timezone
 from accounts.selectors import account_tier
 from core.blobstore import get_blob_store
 from core.errors import ApiError
-from core.leases import drive_in_thread, lease_claim, lease_owner_id, lease_renew, unheld
+from core.leases import (
+    drive_in_thread,
+    job_slot_check,
+    lease_claim,
+    lease_owner_id,
+    lease_renew,
+    release_connection,
+    unheld,
+)
 from inference_client.completion import Completion
 from inference_client.models import Batch, BatchFile, BatchLine
 from inference_client.rendering import completion_body, embeddings_body, error_status
@@ -259,6 +269,9 @@ def batch_create(*, user, api_key, input_file_id, endpoint, completion_window="2
             for k, v in metadata.items())):
         raise ApiError("'metadata' must be at most 16 string pairs.", code="invalid_value", field="metadata")
     with transaction.atomic():
+        # First (it locks the user's row): one account's creates queue here.
+        job_slot_check(user=user, active=Batch.objects.filter(user=user, status__in=ACTIVE),
+                       limit=settings.BATCH_MAX_ACTIVE, setting="BATCH_MAX_ACTIVE", kind="batch")
         if not BatchFile.objects.select_for_update().filter(pk=f.pk).exists():  # deleted meanwhile
             raise ApiError(f"No file with id {input_file_id!r}.", code="file_not_found", status_code=404,
                            field="input_file_id")
@@ -309,8 +322,9 @@ def batch_cancel(*, batch: Batch) -> Batch:
     if batch.status not in ACTIVE:
         raise ApiError(f"The batch is already {batch.status}.", code="batch_finished", status_code=409)
     Batch.objects.filter(pk=batch.pk).update(cancel_requested=True, status=Batch.Status.CANCELLING)
-    # No driver holds it: cancelled at once (finished lines are kept, in the output file).
-    if Batch.objects.filter(pk=batch.pk).filter(unheld()).exists():
+    # No driver holds it: cancelled at once (finished lines are kept, in the output
+    # file) where servers drive batches; else the next batch_worker poll ends it.
+    if settings.BATCH_DISPATCH == "thread" and Batch.objects.filter(pk=batch.pk).filter(unheld()).exists():
         batch_drive(batch.pk)
     batch.refresh_from_db()
     return batch
@@ -458,6 +472,7 @@ def _collect(batch: Batch, window: _Window, kind: str, backend: Backend) -> bool
     deadline = time.monotonic() + settings.BATCH_LINE_TIMEOUT_S + 5
     for index, (number, line, generation, request) in enumerate(window.sent):
         while True:
+            release_connection()  # no connection held while the lines run
             remaining = deadline - time.monotonic()
             event = backend.result(generation.request_id, timeout_s=max(0.05, min(2.0, remaining)))
             if event.get("code") != "timeout" or event["type"] != "error" or remaining <= 2.0:

@@ -5,6 +5,8 @@ Every value can be set by an environment variable of the same name.
 
 from core.env import env_float, env_int, env_str
 
+from .celery import CELERY_BROKER_URL
+
 # Largest dataset version (rows) and largest variable value / expected output (bytes).
 EVAL_DATASET_MAX_ROWS = env_int("EVAL_DATASET_MAX_ROWS", 100_000)
 EVAL_ROW_VALUE_MAX_BYTES = env_int("EVAL_ROW_VALUE_MAX_BYTES", 256 * 1024)
@@ -20,9 +22,16 @@ EVAL_IMPORT_BACKGROUND_BYTES = env_int("EVAL_IMPORT_BACKGROUND_BYTES", 2 * 1024 
 # Most columns (prompt version x model x parameters) in one run.
 EVAL_RUN_MAX_COLUMNS = env_int("EVAL_RUN_MAX_COLUMNS", 10)
 
-# How a run is driven: "thread" (default): a thread of the process that created
-# (or resumed) the run; "none": only `manage.py eval_worker` processes drive runs.
-EVAL_DISPATCH = env_str("EVAL_DISPATCH", "thread")
+# How a run (and a background import) is driven: "thread": a thread of the
+# process that created (or resumed) it, the default of the embedded default (no
+# broker); "none": only `manage.py eval_worker` processes drive them, the default
+# with services (a server never holds a driver, nor starts one on a read).
+EVAL_DISPATCH = env_str("EVAL_DISPATCH", "none" if CELERY_BROKER_URL else "thread")
+# The most runs one user may have queued or running at once, and the most
+# background imports (queued or parsing or writing): a create past it is a 429
+# too_many_active_jobs.
+EVAL_MAX_ACTIVE_RUNS = env_int("EVAL_MAX_ACTIVE_RUNS", 5)
+EVAL_MAX_ACTIVE_IMPORTS = env_int("EVAL_MAX_ACTIVE_IMPORTS", 3)
 # Generations one run keeps in flight at once (its share of the batch lane;
 # the scheduler gives batch priority only the slots interactive traffic leaves).
 EVAL_RUN_WINDOW = env_int("EVAL_RUN_WINDOW", 64)
@@ -31,8 +40,8 @@ EVAL_RUN_WINDOW = env_int("EVAL_RUN_WINDOW", 64)
 # records). Named here because the gateway sits above the evaluations app.
 EVAL_LANE = "inference_client.batch_lane.BatchLane"
 # The driver renews its lease on a run this often; a run whose lease ran out
-# (a crashed server or driver) is picked up by the next eval_worker poll or
-# by the next read of the run.
+# (a crashed driver) is picked up by the next eval_worker poll (or, in the
+# embedded default, by the next read of the run).
 EVAL_LEASE_S = env_float("EVAL_LEASE_S", 30.0)
 # How long one cell may wait for its generation (batch work waits behind
 # interactive traffic), and how long a run waits for a worker of its model

@@ -9,6 +9,8 @@ import json
 
 from core.env import env_float, env_int, env_str
 
+from .celery import CELERY_BROKER_URL
+
 INFERENCE_MODELS = json.loads(
     env_str(
         "INFERENCE_MODELS",
@@ -44,9 +46,13 @@ BATCH_WINDOW = env_int("BATCH_WINDOW", 64)
 # A driver holds a batch by a lease it renews after every window; a crashed one's
 # batch is resumed by the next driver once the lease runs out.
 BATCH_LEASE_S = env_float("BATCH_LEASE_S", 30.0)
-# "thread": a driver thread starts in the process that created the batch;
-# "none": only `manage.py batch_worker` drives batches.
-BATCH_DISPATCH = env_str("BATCH_DISPATCH", "thread")
+# "thread": a driver thread starts in the process that created the batch, the
+# default of the embedded default (no broker); "none": only `manage.py
+# batch_worker` processes drive batches, the default with services.
+BATCH_DISPATCH = env_str("BATCH_DISPATCH", "none" if CELERY_BROKER_URL else "thread")
+# The most unfinished batches (validating, in progress, cancelling) one account
+# may have at once: a create past it is a 429 too_many_active_jobs.
+BATCH_MAX_ACTIVE = env_int("BATCH_MAX_ACTIVE", 10)
 BATCH_LINE_TIMEOUT_S = env_float("BATCH_LINE_TIMEOUT_S", 600.0)
 # The most tokens (prompt + max_tokens, estimated at upload) an account may have
 # enqueued in unfinished batches, by tier; checked when a batch is created.

@@ -25,12 +25,15 @@ from django.db.models import F
 from django.utils import timezone
 
 from core.errors import ApiError
+from core.leases import drive_in_thread, job_slot_check, release_connection
 from inference_protocol.validation import InvalidInput, check_text
 
 from ..templating import NAME
 from .models import Dataset, DatasetRow, DatasetVersion, EvalRun, LabelGate
 
 ROW_FIELDS = {"variables", "expected", "metadata", "key"}
+# The states of a background import that has not ended.
+IMPORT_ACTIVE = ("queued", "parsing", "writing")
 
 
 class RowError(ValueError):
@@ -388,13 +391,17 @@ def dataset_import_start(
     skip_invalid: bool,
     message: str,
 ):
-    """Keep the upload in the object store and queue its import (a driver thread
-    once the transaction commits; `manage.py eval_worker` picks up what is left)."""
+    """Keep the upload in the object store and queue its import (for `manage.py
+    eval_worker`, or with EVAL_DISPATCH=thread a thread once the transaction
+    commits). 429 past the author's EVAL_MAX_ACTIVE_IMPORTS unfinished imports:
+    checked before the upload is stored, and again as the import is queued."""
     from core.blobstore import get_blob_store
 
     from .models import DatasetImport
 
     base = _check_base(dataset, base_version_id)
+    with transaction.atomic():
+        _import_slot_check(author)
     job = DatasetImport(
         dataset=dataset,
         author=author,
@@ -407,22 +414,24 @@ def dataset_import_start(
         lines_total=data.count(b"\n") + 1,
     )
     get_blob_store().put(job.object_key, data)
-    job.save()
+    try:
+        with transaction.atomic():
+            _import_slot_check(author)
+            job.save()
+    except ApiError:
+        get_blob_store().delete(job.object_key)
+        raise
     if settings.EVAL_DISPATCH == "thread":
-        import threading
-
-        from django.db import connection
-
-        def run():
-            try:
-                dataset_import_run(job.pk)
-            finally:
-                connection.close()
-
-        transaction.on_commit(
-            lambda: threading.Thread(target=run, daemon=True, name=f"import-{job.pk}").start()
-        )
+        transaction.on_commit(lambda: drive_in_thread(dataset_import_run, job.pk, name=f"import-{job.pk}"))
     return job
+
+
+def _import_slot_check(author) -> None:
+    from .models import DatasetImport
+
+    job_slot_check(user=author, active=DatasetImport.objects.filter(author=author, status__in=IMPORT_ACTIVE),
+                   limit=settings.EVAL_MAX_ACTIVE_IMPORTS, setting="EVAL_MAX_ACTIVE_IMPORTS",
+                   kind="dataset import")
 
 
 def dataset_import_run(import_id) -> str:
@@ -435,13 +444,15 @@ def dataset_import_run(import_id) -> str:
     if not DatasetImport.objects.filter(pk=import_id, status="queued").update(status="parsing"):
         return "busy"
     job = DatasetImport.objects.select_related("dataset").get(pk=import_id)
+
+    def progress(line: int) -> None:  # a short burst: no connection held while parsing
+        DatasetImport.objects.filter(pk=import_id).update(lines_done=line)
+        release_connection()
+
     try:
+        release_connection()
         text = get_blob_store().get(job.object_key).decode("utf-8-sig")
-        rows, errors = parse_rows(
-            fmt=job.fmt,
-            text=text,
-            on_progress=lambda line: DatasetImport.objects.filter(pk=import_id).update(lines_done=line),
-        )
+        rows, errors = parse_rows(fmt=job.fmt, text=text, on_progress=progress)
         DatasetImport.objects.filter(pk=import_id).update(
             status="writing",
             lines_done=job.lines_total,

@@ -16,13 +16,16 @@ the worker's stored result for that id instead of a second generation, and a
 regenerated one replays the same text. At most EVAL_RUN_WINDOW cells of a run
 are in flight.
 
+Who drives: with services, `manage.py eval_worker` processes (EVAL_DISPATCH
+none), never a server; in the embedded default a thread of the server.
 Resumable: results are written once per cell (unique per column and row) as
 each window ends, and a driver holds the run by a lease (core.leases, shared
-with Batch API batches) it renews (also while
-a window waits for the owner's budget). After a crash the lease runs out and
-the next driver (a read of the run, or `manage.py eval_worker`) skips the
-cells already stored. A failed cell (a missing variable, an engine error, a
-timeout, no worker) is stored as a failure with its code; it never fails the run.
+with Batch API batches) it renews (also while a window waits for the owner's
+budget); it holds no database connection while a window waits. After a crash
+the lease runs out and the next driver (`manage.py eval_worker`, or in the
+embedded default a read of the run) skips the cells already stored. A failed
+cell (a missing variable, an engine error, a timeout, no worker) is stored as a
+failure with its code; it never fails the run.
 """
 
 from __future__ import annotations
@@ -38,7 +41,15 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from core.errors import ApiError
-from core.leases import drive_in_thread, lease_claim, lease_owner_id, lease_renew, unheld
+from core.leases import (
+    drive_in_thread,
+    job_slot_check,
+    lease_claim,
+    lease_owner_id,
+    lease_renew,
+    release_connection,
+    unheld,
+)
 from inference_protocol.catalog import UnknownModel, model_names, model_spec
 from inference_protocol.features import unsupported
 from inference_protocol.validation import InvalidInput, check_sampling, check_stop
@@ -165,7 +176,8 @@ def _check_judges(user, specs: list[dict]) -> None:
 
 def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, name: str = "") -> EvalRun:
     """Check everything, then store the run (queued) and hand it to a driver.
-    404s: a dataset, version or prompt the user cannot see."""
+    404s: a dataset, version or prompt the user cannot see; 429 past the user's
+    EVAL_MAX_ACTIVE_RUNS unfinished runs."""
     dataset = access_dataset(user=user, dataset_id=dataset_id, need="view")
     versions = DatasetVersion.objects.filter(dataset=dataset)
     if version_id is None:
@@ -186,6 +198,9 @@ def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, na
     _check_judges(user, specs)
     checked = _check_columns(user, columns)
     with transaction.atomic():
+        job_slot_check(user=user, active=EvalRun.objects.filter(owner=user, status__in=ACTIVE),
+                       limit=settings.EVAL_MAX_ACTIVE_RUNS, setting="EVAL_MAX_ACTIVE_RUNS",
+                       kind="evaluation run")
         run = EvalRun.objects.create(owner=user, dataset_version=version, name=name, evaluators=specs,
                                      total=version.row_count * len(checked))
         EvalColumn.objects.bulk_create([
@@ -207,7 +222,8 @@ def _is_uuid(value) -> bool:
 # -- dispatch and resume ------------------------------------------------------
 
 def evalrun_dispatch(run_id) -> None:
-    """Start a driver once the transaction commits (EVAL_DISPATCH=thread)."""
+    """Start a driver once the transaction commits (EVAL_DISPATCH=thread); with
+    "none" the next `manage.py eval_worker` poll takes the run."""
     if settings.EVAL_DISPATCH == "thread":
         transaction.on_commit(lambda: _start_thread(run_id))
 
@@ -304,13 +320,18 @@ def _chat_body(request_id: str, *, model: str, messages: list, params: dict) -> 
 def _run_lane(lane, run_id, owner: str, requests: list) -> list[dict] | None:
     if not requests:
         return []
+    release_connection()  # the window waits on generations and budgets with none held
     return lane.run(requests, keep_going=lambda: _keep_going(run_id, owner),
                     timeout_s=settings.EVAL_CELL_TIMEOUT_S, no_worker_wait_s=settings.EVAL_NO_WORKER_WAIT_S)
 
 
 def _keep_going(run_id, owner: str) -> bool:
-    """Between waits in a window: not cancelled, and the lease renewed."""
-    return not _cancelled(run_id) and _renew(run_id, owner)
+    """Between waits in a window: not cancelled, and the lease renewed (then
+    the connection goes back before the next wait)."""
+    try:
+        return not _cancelled(run_id) and _renew(run_id, owner)
+    finally:
+        release_connection()
 
 
 def _cancelled(run_id) -> bool:

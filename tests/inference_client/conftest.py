@@ -1,6 +1,8 @@
 """The live stack for gateway tests: a real Celery worker (fixed-cost engine,
 50 inputs / 50 ms per call) on RabbitMQ, and uvicorn serving the app against
-the test database, both sharing the test Redis database with this process."""
+the test database (with `batch_worker`, `manage.py batch_worker` driving its
+batches: with services no server drives one), all sharing the test Redis
+database with this process."""
 
 import contextlib
 import json
@@ -117,14 +119,36 @@ def worker(celery_worker_proc, _clean_cache, settings_models):
 @contextlib.contextmanager
 def uvicorn_server(django_db_blocker, **env):
     """uvicorn on the test database (tests using it need transactional_db)."""
-    with django_db_blocker.unblock():
-        db = connection.settings_dict
-    url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    url = database_url(django_db_blocker)
     port = free_port()
     args = ["-m", "uvicorn", "config.asgi:application", "--port", str(port), "--lifespan", "off",
             "--log-level", "warning"]
     with running_server(args, stack_env(DATABASE_URL=url, **env), port) as server:
         yield server.base
+
+
+def database_url(django_db_blocker) -> str:
+    """The test database, for the live processes."""
+    with django_db_blocker.unblock():
+        db = connection.settings_dict
+    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
+@contextlib.contextmanager
+def job_worker(django_db_blocker, command: str, **env):
+    """``manage.py batch_worker`` or ``eval_worker`` on the test database: with
+    services the servers drive no job, these processes do."""
+    proc = subprocess.Popen([sys.executable, "manage.py", command, "--poll", "0.2"], cwd=ROOT,
+                            env=stack_env(DATABASE_URL=database_url(django_db_blocker), **env),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 @pytest.fixture(scope="session")
@@ -137,6 +161,14 @@ def live_server_url(django_db_setup, django_db_blocker, celery_worker_proc):
 def live(live_server_url, worker, transactional_db):
     yield live_server_url
     usage_settled()
+
+
+@pytest.fixture
+def batch_worker(live, django_db_blocker):
+    """`manage.py batch_worker` beside the live server, for the tests whose
+    batches must run (only theirs: a test may hold a batch back on purpose)."""
+    with job_worker(django_db_blocker, "batch_worker") as proc:
+        yield proc
 
 
 def usage_settled(timeout: float = 10) -> None:

@@ -26,7 +26,7 @@ def _sdk(base, key):
     return openai.OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0)
 
 
-def test_should_run_every_line_once_and_return_output_and_error_files(live):
+def test_should_run_every_line_once_and_return_output_and_error_files(live, batch_worker):
     key, raw = make_key("paid")
     client = _sdk(live, raw)
     lines = [_line(i, f"line {i}") for i in range(5)] + [_line(5, "too long", max_tokens=3)]
@@ -77,7 +77,8 @@ def _embed_line(i, text, **body):
             "body": {"model": EMBED, "input": text, **body}}
 
 
-def test_should_run_embeddings_lines_on_the_real_model_with_the_same_vectors_as_the_live_endpoint(embedder):
+def test_should_run_embeddings_lines_on_the_real_model_with_the_same_vectors_as_the_live_endpoint(
+        embedder, batch_worker):
     import base64
 
     import numpy as np
@@ -111,7 +112,8 @@ def test_should_run_embeddings_lines_on_the_real_model_with_the_same_vectors_as_
     assert (error["custom_id"], error["error"]["code"]) == ("emb-2", "context_length_exceeded")
 
 
-def test_a_batch_refuses_a_file_of_another_endpoint_or_owner_and_cancel_keeps_finished_lines(live):
+def test_a_batch_refuses_a_file_of_another_endpoint_or_owner_and_cancel_keeps_finished_lines(
+        live, batch_worker):
     _, raw = make_key("paid")
     client = _sdk(live, raw)
     f = client.files.create(file=("in.jsonl", io.BytesIO(_jsonl([_line(i, "abc") for i in range(3)]))),
@@ -131,28 +133,25 @@ def test_a_batch_refuses_a_file_of_another_endpoint_or_owner_and_cancel_keeps_fi
     assert Batch.objects.get(pk=batch.id).completed == 3
 
 
-def test_should_resume_a_batch_after_its_gateway_and_worker_are_killed_without_losing_or_repeating_a_line(
+def test_should_resume_a_batch_after_its_driver_and_worker_are_killed_without_losing_or_repeating_a_line(
         django_db_blocker, transactional_db, _clean_cache, settings):
     import os
     import signal
     import uuid
 
-    from django.db import connection
     from django.utils import timezone
 
     from inference_client.batches import batch_drive
     from inference_protocol.backend import live_workers
-    from tests.inference_client.conftest import stack_env
+    from tests.inference_client.conftest import database_url, job_worker, stack_env
     from tests.inference_worker.workers import celery_worker, delete_queues
     from tests.livesubprocess import free_port, running_server
 
     slow = f"batch-slow-{uuid.uuid4().hex[:6]}"
     models = {slow: {"engine": "fixed_cost", "max_inputs": 2, "call_s": 0.3}}
     settings.INFERENCE_MODELS = models
-    with django_db_blocker.unblock():
-        db = connection.settings_dict
-    env = stack_env(DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-                    INFERENCE_MODELS=json.dumps(models), BATCH_LEASE_S="1", BATCH_WINDOW="2")
+    stack = {"INFERENCE_MODELS": json.dumps(models), "BATCH_LEASE_S": "1", "BATCH_WINDOW": "2"}
+    env = stack_env(DATABASE_URL=database_url(django_db_blocker), **stack)
     lines = [{**_line(i, f"item {i}"), "body": {"model": slow, "messages": [
         {"role": "user", "content": f"item {i}"}]}} for i in range(12)]
     port = free_port()
@@ -161,7 +160,8 @@ def test_should_resume_a_batch_after_its_gateway_and_worker_are_killed_without_l
     try:
         with celery_worker(models, [f"gpu.{slow}"], name="batch-a") as worker:
             wait_for(lambda: live_workers(slow), timeout=60, what="the first worker")
-            with running_server(args, env, port) as server:
+            with running_server(args, env, port) as server, \
+                    job_worker(django_db_blocker, "batch_worker", **stack) as driver:
                 _, raw = make_key("paid")
                 client = _sdk(server.base, raw)
                 f = client.files.create(file=("in.jsonl", io.BytesIO(_jsonl(lines))), purpose="batch")
@@ -169,8 +169,8 @@ def test_should_resume_a_batch_after_its_gateway_and_worker_are_killed_without_l
                                               completion_window="24h")
                 wait_for(lambda: BatchLine.objects.filter(batch_id=batch.id).count() >= 2, timeout=30,
                          what="some lines to finish")
-                os.kill(server.proc.pid, signal.SIGKILL)   # the gateway, with the driver thread in it
-                worker.kill()                              # and the worker, with lines in flight
+                os.kill(driver.pid, signal.SIGKILL)   # the batch worker, with the driver in it
+                worker.kill()                         # and the GPU worker, with lines in flight
         stored = BatchLine.objects.filter(batch_id=batch.id).count()
         assert 2 <= stored < 12
         with celery_worker(models, [f"gpu.{slow}"], name="batch-b"):
