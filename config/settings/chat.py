@@ -25,6 +25,11 @@ CHAT_PRESENCE_TTL_SECONDS = env_int("CHAT_PRESENCE_TTL_SECONDS", 30)
 # after its TTL ran out; the same tick renews the sockets' group memberships, which the
 # channel layer drops after CHANNEL_LAYER_GROUP_EXPIRY (config/settings/channels.py).
 CHAT_PRESENCE_POLL_SECONDS = env_float("CHAT_PRESENCE_POLL_SECONDS", 5.0)
+# A socket closes (4401) when its access ends (logout, password change, deactivation,
+# API key revoked: accounts/socket_access.py), at once by a channel-layer event; each
+# process also re-checks all its sockets' access this often (one batched read), in
+# case an event was lost.
+CHAT_ACCESS_RECHECK_SECONDS = env_float("CHAT_ACCESS_RECHECK_SECONDS", 30.0)
 # last_seen_at is written to the database at most this often per user (and on disconnect).
 CHAT_LAST_SEEN_RESOLUTION_SECONDS = env_int("CHAT_LAST_SEEN_RESOLUTION_SECONDS", 60)
 
