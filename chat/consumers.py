@@ -43,6 +43,22 @@ def _int(value, field: str, *, optional: bool = False) -> int | None:
     return value
 
 
+def _cursors(raw) -> dict[int, int]:
+    """A hello's per-conversation cursors, {conversation id (as text: a JSON key): seq}."""
+    if raw is None:
+        return {}
+    limit = settings.CHAT_HELLO_MAX_CURSORS
+    if isinstance(raw, dict) and len(raw) > limit:
+        raise ApiError(f"`cursors` names {len(raw)} conversations; a hello takes at most {limit}.",
+                       code="too_many_cursors", field="cursors",
+                       extra={"limit": "CHAT_HELLO_MAX_CURSORS", "max_cursors": limit})
+    ids = [parse_uint(k) for k in raw] if isinstance(raw, dict) else [None]
+    if not all(ids):  # not an object, or a key that is no conversation id (0 is none)
+        raise ApiError("`cursors` maps conversation ids to sequence numbers.", code="invalid_cursor",
+                       field="cursors")
+    return {conv: _int(seq, "cursors") for conv, seq in zip(ids, raw.values(), strict=True)}
+
+
 def _inbox_frame(payload: dict) -> dict:
     """An inbox entry as a frame: `message` for an arrival, `update` for an edit or
     a deletion (the client replaces the message it has; `version` orders them).
@@ -130,13 +146,10 @@ class ChatConsumer(AccessEndsMixin, AsyncWebsocketConsumer):
     # --- client frames -------------------------------------------------------
 
     async def on_hello(self, frame):
-        """{"type": "hello", "since": inbox_seq?, "cursors": {conversation_id: seq}?}"""
+        """{"type": "hello", "since": inbox_seq?, "cursors": {conversation_id: seq}?}
+        (at most CHAT_HELLO_MAX_CURSORS cursors)."""
         since = _int(frame.get("since"), "since", optional=True)
-        raw = frame.get("cursors") or {}
-        if not isinstance(raw, dict) or not all(parse_uint(k) is not None for k in raw):
-            raise ApiError("`cursors` maps conversation ids to sequence numbers.", code="invalid_cursor",
-                           field="cursors")
-        cursors = {parse_uint(k): _int(v, "cursors") for k, v in raw.items()}
+        cursors = _cursors(frame.get("cursors"))
         await db(selectors.check_cursors)(user=self.user, cursors=cursors)
         self.cursors = cursors
         self.cursor = await db(selectors.catchup_start)(user=self.user, since=since, cursors=cursors)

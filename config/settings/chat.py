@@ -35,6 +35,9 @@ CHAT_LAST_SEEN_RESOLUTION_SECONDS = env_int("CHAT_LAST_SEEN_RESOLUTION_SECONDS",
 
 # Catch-up after connect is read from the inbox in pages of this many entries.
 CHAT_CATCHUP_BATCH = env_int("CHAT_CATCHUP_BATCH", 200)
+# A `hello` names at most this many per-conversation cursors (refused beyond with
+# `too_many_cursors`): far above a real user's conversations.
+CHAT_HELLO_MAX_CURSORS = env_int("CHAT_HELLO_MAX_CURSORS", 1000)
 # History API page size (and its maximum for ?limit=).
 CHAT_HISTORY_PAGE = env_int("CHAT_HISTORY_PAGE", 50)
 CHAT_HISTORY_MAX_PAGE = env_int("CHAT_HISTORY_MAX_PAGE", 200)
