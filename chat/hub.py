@@ -2,12 +2,15 @@
 (the chat page's and the navigation badge's).
 
 Every CHAT_PRESENCE_POLL_SECONDS it
-- renews each socket's membership of its user's group. The channel layer drops a
-  membership not renewed within CHANNEL_LAYER_GROUP_EXPIRY, so the channels of a
-  server killed -9 (which never ran `disconnect`) leave their groups within that
+- renews each socket's membership of its user's groups (chat and access). The
+  channel layer drops a membership not renewed within CHANNEL_LAYER_GROUP_EXPIRY,
+  so the channels of a server killed -9 (which never ran `disconnect`) leave their groups within that
   time instead of channels_redis' default day, and messages stop going to them;
 - reads the presence of every contact of every chat-page socket in one round trip
-  and hands each socket its part (one poll per process, not one per socket).
+  and hands each socket its part (one poll per process, not one per socket);
+- every CHAT_ACCESS_RECHECK_SECONDS, re-checks that every socket's access still
+  holds (one batched read) and closes those whose ended: the safety net for a
+  lost access.ended event (accounts/socket_access.py).
 """
 
 from __future__ import annotations
@@ -17,8 +20,11 @@ import logging
 import time
 import weakref
 
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
+
+from accounts.socket_access import access_group, ended
 
 from . import realtime
 from .events import user_group
@@ -31,6 +37,7 @@ class Hub:
     def __init__(self):
         self.sockets: dict = {}  # socket -> whether it shows presence (has contacts, presence_update)
         self._task: asyncio.Task | None = None
+        self._recheck_at = 0.0  # monotonic time of the next access re-check
 
     def join(self, consumer, *, presence: bool = True) -> None:
         self.sockets[consumer] = presence
@@ -50,13 +57,24 @@ class Hub:
 
     async def tick(self) -> None:
         sockets = [s for s in self.sockets if getattr(s, "user", None) is not None]
-        await renew_groups([(user_group(s.user.pk), s.channel_name) for s in sockets])
+        await renew_groups([(group, s.channel_name) for s in sockets
+                            for group in (user_group(s.user.pk), access_group(s.user.pk))])
         watching = [s for s in sockets if self.sockets.get(s)]
         contacts = sorted({uid for s in watching for uid in s.contacts})
         online = await realtime.state().online(contacts)
         for s in watching:
             if s in self.sockets:
                 await s.presence_update(online)
+        if time.monotonic() >= self._recheck_at:
+            self._recheck_at = time.monotonic() + settings.CHAT_ACCESS_RECHECK_SECONDS
+            await self.recheck_access(sockets)
+
+    async def recheck_access(self, sockets: list) -> None:
+        sockets = [s for s in sockets if s.access is not None]
+        gone = await database_sync_to_async(ended)([s.access for s in sockets])
+        for s in sockets:
+            if s.access in gone:
+                await s.end_access(gone[s.access])
 
 
 def hub() -> Hub:

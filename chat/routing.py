@@ -1,6 +1,7 @@
 from django.urls import path
 
-from .consumers import ChatConsumer, UnreadConsumer
+from .consumers import ChatConsumer
+from .unread import UnreadConsumer
 
 websocket_urlpatterns = [
     path("ws/chat/", ChatConsumer.as_asgi()),

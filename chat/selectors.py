@@ -2,7 +2,7 @@
 
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import BooleanField, Count, Max, Q
+from django.db.models import BooleanField, Count, Max, Min, Q
 from django.db.models.expressions import RawSQL
 
 from core import adb
@@ -12,6 +12,9 @@ from core.ids import parse_uint
 from .models import Block, ChatProfile, Conversation, InboxEntry, Message
 
 User = get_user_model()
+# A hello's per-conversation cursors are read this many to a query (SQLite's
+# expression depth bounds one query's OR-ed conditions).
+CURSORS_PER_QUERY = 100
 
 
 def message_payload(message: Message, *, inbox_seq: int | None = None, kind: str = "message") -> dict:
@@ -45,9 +48,13 @@ def access_conversation(*, user, conversation_id) -> Conversation:
     number = parse_uint(conversation_id)
     conv = Conversation.objects.filter(pk=number).first() if number is not None else None
     if conv is None or not conv.has_member(user.pk):
-        raise ApiError("No such conversation.", code="unknown_conversation", status_code=404,
-                       field="conversation")
+        raise _no_such_conversation()
     return conv
+
+
+def _no_such_conversation() -> ApiError:
+    return ApiError("No such conversation.", code="unknown_conversation", status_code=404,
+                    field="conversation")
 
 
 def inbox_head(*, user_id: int) -> int:
@@ -75,17 +82,24 @@ def catchup_start(*, user, since: int | None, cursors: dict[int, int]) -> int:
                           .order_by("inbox_seq").values_list("inbox_seq", flat=True).first())
     if oldest_undelivered is not None:
         candidates.append(oldest_undelivered - 1)
-    for conv_id, seq in cursors.items():
-        first = (InboxEntry.objects.filter(user=user, conversation_id=conv_id, seq__gt=seq)
-                 .order_by("inbox_seq").values_list("inbox_seq", flat=True).first())
+    items = list(cursors.items())
+    for start in range(0, len(items), CURSORS_PER_QUERY):
+        after_cursor = Q()
+        for conv_id, seq in items[start:start + CURSORS_PER_QUERY]:
+            after_cursor |= Q(conversation_id=conv_id, seq__gt=seq)
+        first = InboxEntry.objects.filter(after_cursor, user=user).aggregate(m=Min("inbox_seq"))["m"]
         if first is not None:
             candidates.append(first - 1)
     return min(candidates) if candidates else head
 
 
 def check_cursors(*, user, cursors: dict[int, int]) -> None:
+    """Each cursor names a conversation of the user's and no seq beyond its last (one read)."""
+    convs = Conversation.objects.in_bulk(list(cursors))
     for conv_id, seq in cursors.items():
-        conv = access_conversation(user=user, conversation_id=conv_id)
+        conv = convs.get(conv_id)
+        if conv is None or not conv.has_member(user.pk):
+            raise _no_such_conversation()
         if seq > conv.last_seq:
             raise ApiError(f"Cursor {seq} for conversation {conv_id} is ahead of it ({conv.last_seq}).",
                            code="cursor_from_future", field="cursors")

@@ -351,11 +351,14 @@ function connect() {
   state.ws = ws;
   state.lastFrame = Date.now();
   ws.onmessage = (e) => { state.lastFrame = Date.now(); const f = JSON.parse(e.data); handlers[f.type]?.(f); };
-  ws.onclose = () => {
+  ws.onclose = (e) => {
     clearInterval(state.heartbeat);
-    $("chat-status").textContent = "Offline: reconnecting…";
+    // 4401: this session's access ended (logout, password change, deactivation): no retry.
+    const signedOut = e?.code === 4401;
+    $("chat-status").textContent = signedOut ? "Signed out: sign in again." : "Offline: reconnecting…";
     state.online.clear();
     for (const c of state.convs.values()) convRow(c);
+    if (signedOut) return;
     setTimeout(connect, state.backoff);
     state.backoff = Math.min(state.backoff * 2, 15000);
   };

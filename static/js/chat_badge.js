@@ -1,6 +1,6 @@
 // The unread count on the navigation bar's Chat link, on every page. The chat page
 // keeps it live from its own socket (setUnread). Every other signed-in page opens the
-// badge socket (/ws/chat/unread/, chat.consumers.UnreadConsumer), which pushes the
+// badge socket (/ws/chat/unread/, chat.unread.UnreadConsumer), which pushes the
 // total whenever it changes; while that socket cannot be had, the page asks
 // /api/chat/unread every 30 s instead. Either way, a total that grows while the tab
 // is hidden notifies (opt-in: the chat page asks for the permission).
