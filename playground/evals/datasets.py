@@ -63,7 +63,7 @@ def check_row(data) -> dict:
         raise RowError("variables must be an object of name -> value.", "invalid_type", "variables")
     out = {}
     for name, value in variables.items():
-        if not isinstance(name, str) or not NAME.match(name):
+        if not isinstance(name, str) or not NAME.fullmatch(name):
             raise RowError(f"Invalid variable name {name!r}.", "invalid_variable_name", "variables")
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise RowError(
@@ -151,7 +151,7 @@ def _csv_items(text: str):
     header = [h.strip() for h in header]
     if not header or any(not h for h in header) or len(set(header)) != len(header):
         raise ApiError("The CSV header must name every column once.", code="invalid_csv_header", field="file")
-    bad = [h for h in header if h not in ("expected", "metadata") and not NAME.match(h)]
+    bad = [h for h in header if h not in ("expected", "metadata") and not NAME.fullmatch(h)]
     if bad:
         raise ApiError(
             f"CSV column {bad[0]!r} is not a valid variable name.", code="invalid_csv_header", field="file"
