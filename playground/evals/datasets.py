@@ -24,6 +24,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.csvexport import FormulaSafeWriter
 from core.errors import ApiError
 from inference_protocol.validation import InvalidInput, check_text
 
@@ -359,7 +360,7 @@ def dataset_export(*, version: DatasetVersion, fmt: str):
     if fmt != "csv":
         raise ApiError("format must be csv or jsonl.", code="invalid_format", field="format")
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = FormulaSafeWriter(buffer)
     columns = list(version.variables)
     writer.writerow([*columns, "expected", "metadata"])
     for variables, expected, metadata in rows:
