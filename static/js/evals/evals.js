@@ -189,6 +189,12 @@ function datasetPage() {
 // A column whose prompt the reader may not view comes redacted: no title, output or message.
 const HIDDEN = "a prompt you cannot view";
 const promptName = (c) => (c.redacted ? HIDDEN : `${c.prompt_title} v${c.version_number}`);
+// A chart legend entry in its column's colour (set through CSSOM: the CSP allows no style attribute).
+function legendItem(colour, text) {
+  const item = el("span", { class: "legend-item" }, text);
+  item.style.color = colour;
+  return item;
+}
 
 // ---- A run ---------------------------------------------------------------
 const COLOURS = ["#3b6fd4", "#d9822b", "#2e9e5b", "#b94a8f", "#7a6a2f", "#2b9fb3"];
@@ -271,7 +277,7 @@ function runPage() {
       svg.append(label);
     }
     $("chart-legend").replaceChildren(...run.columns.map((c, g) =>
-      el("span", { style: `color:${COLOURS[g % COLOURS.length]};margin-right:1rem` }, `■ ${columnName(c)}`)));
+      legendItem(COLOURS[g % COLOURS.length], `■ ${columnName(c)}`)));
   }
   $("chart-evaluator").addEventListener("change", renderChart);
 
