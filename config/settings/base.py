@@ -219,7 +219,6 @@ SPECTACULAR_SETTINGS = {
     # it works offline and under the Content-Security-Policy (core/csp.py).
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
     # No "valid" badge fetched from validator.swagger.io.
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     # Two choice fields named "mode" (share links, dataset imports): name each set.
