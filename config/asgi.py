@@ -18,9 +18,13 @@ from config.routing import websocket_urlpatterns  # noqa: E402
 from core.asgi import ApiHandler, PrefixRouter  # noqa: E402
 from core.bodylimit import BodyLimitMiddleware  # noqa: E402
 from core.startup import check_secret_key, tune_gc  # noqa: E402
+from inference_client.control.documents import PublishedFloor  # noqa: E402
 from inference_protocol.config import start_watcher  # noqa: E402
+from inference_protocol.config_floor import add_floor_store  # noqa: E402
 
 check_secret_key()
+if settings.CONFIG_SIGNING_KEY:  # the control plane: its published documents are its config floor
+    add_floor_store(PublishedFloor())
 # The newest signed config document, then its pub/sub and poll (inference_protocol.config).
 start_watcher()
 

@@ -77,7 +77,7 @@ class RequestIdMiddleware(_Middleware):
     @staticmethod
     def _enter(request) -> contextvars.Token:
         incoming = request.headers.get("X-Request-ID", "")
-        request.request_id = incoming if _REQUEST_ID_RE.match(incoming) else uuid.uuid4().hex
+        request.request_id = incoming if _REQUEST_ID_RE.fullmatch(incoming) else uuid.uuid4().hex
         return _request_id.set(request.request_id)
 
 

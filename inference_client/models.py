@@ -130,6 +130,9 @@ class ConfigDocumentRecord(models.Model):
 
     class Meta:
         ordering = ["-number"]
+        # Publishing (the control page's actions: documents, rollouts, rollbacks)
+        # needs this permission; staff alone may only look. Superusers have it.
+        permissions = [("publish_config", "Can publish config documents and drive rollouts")]
 
     def save(self, *args, **kwargs):
         if not self._state.adding:

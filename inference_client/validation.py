@@ -394,7 +394,7 @@ def check_prompt_ref(headers) -> dict | None:
     except ValueError:
         raise ApiError("X-Prompt-Version must be a version id (a UUID).", code="invalid_prompt_ref",
                        field="X-Prompt-Version") from None
-    if label is not None and not PROMPT_LABEL.match(label):
+    if label is not None and not PROMPT_LABEL.fullmatch(label):
         raise ApiError("X-Prompt-Label is not a label name.", code="invalid_prompt_ref",
                        field="X-Prompt-Label")
     return {"version": version, "label": label or ""}

@@ -45,7 +45,7 @@ class ManifestSignatureError(ManifestError):
 
 def check_name(kind: str, value: str) -> str:
     """Model and version names become object-store keys and directory names."""
-    if not isinstance(value, str) or not NAME_PATTERN.match(value) or value in {".", ".."}:
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value) or value in {".", ".."}:
         raise ManifestError(
             f"{kind} name {value!r} is not valid: use 1-100 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
@@ -141,7 +141,8 @@ class Manifest:
             seen.add(f.path)
             if not isinstance(f.size, int) or f.size <= 0:
                 raise ManifestError(f"{self.label}: file {f.path!r} has size {f.size!r}")
-            if not (_HEX64.match(f.sha256) and _HEX64.match(f.info_hash_v2) and _HEX40.match(f.info_hash_v1)):
+            if not (_HEX64.fullmatch(f.sha256) and _HEX64.fullmatch(f.info_hash_v2)
+                    and _HEX40.fullmatch(f.info_hash_v1)):
                 raise ManifestError(f"{self.label}: file {f.path!r} has malformed hashes")
 
 

@@ -23,8 +23,9 @@ Pickup (``ConfigWatcher``): the control plane SETs the newest document under
 also GETs the key every CONFIG_POLL_S, so a lost pub/sub message (or a subscriber that
 was reconnecting) costs one poll period at most.
 
-Apply: ``offer(raw)`` verifies (signature, number above the current one, content
-valid) and then swaps one immutable ConfigSnapshot in by a single assignment.
+Apply: ``offer(raw)`` verifies (signature, number above the current one and not
+below the persisted floor, see inference_protocol.config_floor; content valid) and
+then swaps one immutable ConfigSnapshot in by a single assignment.
 Readers call ``current()`` once per request and use that object throughout, so a
 request sees the old config or the new one, never a mix; reading it is one
 global load (no lock, no query, no round trip). A refused document leaves the
@@ -45,6 +46,7 @@ from collections.abc import Callable
 from django.test.signals import setting_changed
 
 from core.canonical import canonical_json
+from inference_protocol.config_floor import Floor, FloorStore, process_floor_stores, raise_floor, read_floor
 from inference_protocol.signing import _b64, _unb64
 
 logger = logging.getLogger("inference.config")
@@ -296,9 +298,13 @@ def bootstrap_content(settings) -> dict:
 class ConfigState:
     """This process's current document, and the one place that changes it."""
 
-    def __init__(self, bootstrap: Callable[[], dict], public_key: Callable[[], str | None]):
+    def __init__(self, bootstrap: Callable[[], dict], public_key: Callable[[], str | None],
+                 floor_stores: Callable[[], list[FloorStore]] = list):
         self._bootstrap = bootstrap
         self._public_key = public_key
+        self._floor_stores = floor_stores
+        self._floor: Floor | None = None  # read from the stores at the first offer after a (re)start
+        self._floor_read = False
         self._lock = threading.Lock()   # writers only; readers never take it
         self.snapshot: ConfigSnapshot = ConfigSnapshot.of(0, None, bootstrap())
         self.last_refusal: str | None = None
@@ -309,6 +315,7 @@ class ConfigState:
         with self._lock:
             self.snapshot = ConfigSnapshot.of(0, None, self._bootstrap())
             self.last_refusal = None
+            self._floor, self._floor_read = None, False
 
     def offer(self, raw: bytes | str | ConfigDocument) -> bool:
         """Verify and apply; False (and a logged reason) if refused, or if it is
@@ -329,6 +336,9 @@ class ConfigState:
             return self._refuse(str(exc))
         if doc.number < current.number:
             return self._refuse(f"document {doc.number} is older than the applied {current.number}")
+        below = self._below_floor(doc)
+        if below:
+            return self._refuse(below)
         problems = check_content(doc.content)
         if problems:
             return self._refuse(f"document {doc.number} is invalid: {'; '.join(problems)}")
@@ -339,6 +349,8 @@ class ConfigState:
             new = ConfigSnapshot.of(doc.number, doc.parent, doc.content)
             self.snapshot = new  # the one assignment readers see
             self.last_refusal = None
+            self._floor = Floor(new.number, new.digest)
+            raise_floor(self._floor_stores(), self._floor)
         logger.info("config document %s applied (parent %s, %s)", doc.number, doc.parent, new.digest[:12])
         for listener in list(self.listeners):
             try:
@@ -346,6 +358,24 @@ class ConfigState:
             except Exception:
                 logger.exception("config listener failed on document %s", doc.number)
         return True
+
+    def _below_floor(self, doc: ConfigDocument) -> str | None:
+        """Why ``doc`` is refused by the floor (the newest document applied before a
+        restart), or None."""
+        if not self._floor_read:
+            try:
+                self._floor = read_floor(self._floor_stores())
+            except Exception as exc:  # refused until it can be read (the next poll tries again)
+                return f"document {doc.number}: the config floor cannot be read ({exc})"
+            self._floor_read = True
+        floor = self._floor
+        if floor is None or doc.number > floor.number:
+            return None
+        if doc.number < floor.number:
+            return f"document {doc.number} is older than the floor {floor.number} (applied before)"
+        if hashlib.sha256(canonical_json(doc.content)).hexdigest() != floor.digest:
+            return f"document {doc.number} is not the document {floor.number} applied before"
+        return None
 
     def _refuse(self, reason: str) -> bool:
         self.last_refusal = reason
@@ -432,7 +462,8 @@ def state() -> ConfigState:
     if _state is None:
         with _start_lock:
             if _state is None:
-                _state = ConfigState(lambda: bootstrap_content(_settings()), _public_key)
+                _state = ConfigState(lambda: bootstrap_content(_settings()), _public_key,
+                                     process_floor_stores)
     return _state
 
 

@@ -52,7 +52,7 @@ def check_tools(tools, *, field: str = "tools") -> list[dict]:
         if extra:
             raise _bad(f"Unrecognized field '{where}.function.{extra[0]}'.", f"{where}.function.{extra[0]}")
         name = fn.get("name")
-        if not isinstance(name, str) or not NAME_RE.match(name):
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             raise _bad(f"'{where}.function.name' must be 1-64 letters, digits, '_' or '-'.",
                        f"{where}.function.name", "invalid_type")
         if name in names:

@@ -132,7 +132,7 @@ def version_create(
 
 
 def _check_label_name(name: str) -> None:
-    if not re.match(LABEL_NAME_PATTERN, name or ""):
+    if not re.fullmatch(LABEL_NAME_PATTERN, name or ""):
         raise ApiError("Label names are 1-63 characters: lowercase letters, digits, '.', '_' or '-', "
                        "starting with a letter or digit.", code="invalid_label_name", field="name")
 

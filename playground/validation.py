@@ -42,7 +42,7 @@ def check_params(*, model_name, temperature, max_tokens, top_p, stop, variables,
     if not isinstance(variables, dict):
         raise _bad("variables", "variables must be an object of name -> default (string or null).")
     for name, default in variables.items():
-        if not NAME.match(name):
+        if not NAME.fullmatch(name):
             raise _bad("variables", f"Invalid variable name {name!r}.", "invalid_variable_name")
         if default is not None and not isinstance(default, str):
             raise _bad("variables", f"The default of {name!r} must be a string or null.")

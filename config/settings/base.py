@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served as our static files (the CSP allows no CDN)
     "channels",
     "accounts",
     "playground",
@@ -88,6 +89,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Content-Security-Policy on every HTML page, with a per-request script nonce.
+    "core.csp.ContentSecurityPolicyMiddleware",
     # Last: turns django-axes' login lockouts into 429s (config/settings/auth.py).
     "axes.middleware.AxesMiddleware",
 ]
@@ -212,6 +215,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Prompts, versions, sharing, chat and OpenAI-compatible inference.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/docs from our own static files (drf-spectacular-sidecar), not a CDN:
+    # it works offline and under the Content-Security-Policy (core/csp.py).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # No "valid" badge fetched from validator.swagger.io.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     # Two choice fields named "mode" (share links, dataset imports): name each set.
     "ENUM_NAME_OVERRIDES": {"ImportModeEnum": ["append", "replace"],
                             "LinkModeEnum": "playground.sharing.models.LinkMode"},

@@ -30,6 +30,12 @@ CONFIG_NAMESPACE = env_str("CONFIG_NAMESPACE", "config")
 CONFIG_POLL_S = env_float("CONFIG_POLL_S", 1.0)
 # Off: poll only (bench/config.py compares the two).
 CONFIG_PUBSUB = env_bool("CONFIG_PUBSUB", True)
+# The config floor (inference_protocol.config_floor): a file where this node keeps the
+# newest document it applied, so that after a restart it never applies an older one
+# (a replay into Redis). Set it on every gateway and worker, a path of its own that
+# survives restarts; empty: the floor is kept in Redis (<ns>:floor) only, and on the
+# control plane in its database of published documents too.
+CONFIG_FLOOR_FILE = env_str("CONFIG_FLOOR_FILE", "")
 
 # ---- canary rollout (document 0's "rollout" section; later documents carry their own)
 # A step's window: the canary and the stable version are compared over this many

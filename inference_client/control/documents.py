@@ -13,14 +13,16 @@ import copy
 import datetime
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from core.redis import enabled as redis_enabled
 from core.redis import get_redis
 from inference_client.models import ConfigDocumentRecord, ControlEvent, ModelVersion
 from inference_protocol import config
+from inference_protocol.config_floor import Floor
 
 logger = logging.getLogger("inference.config")
 
@@ -41,6 +43,28 @@ def config_check(content: dict) -> list[str]:
 
 def latest_document() -> ConfigDocumentRecord | None:
     return ConfigDocumentRecord.objects.order_by("-number").first()
+
+
+class PublishedFloor:
+    """The control plane's config floor (inference_protocol.config_floor): its newest
+    published document, in the database, which no Redis replay can lower."""
+
+    def read(self) -> Floor | None:
+        # On a thread of its own, which closes its connection: the first offer may come
+        # from the config watcher's thread (which would keep one open) or an event loop.
+        with ThreadPoolExecutor(1, thread_name_prefix="config-floor") as pool:
+            return pool.submit(self._read).result()
+
+    @staticmethod
+    def _read() -> Floor | None:
+        try:
+            latest = latest_document()
+            return Floor(latest.number, latest.digest) if latest else None
+        finally:
+            connection.close()
+
+    def raise_to(self, floor: Floor) -> None:
+        pass  # the published record is the floor already
 
 
 def document_content(number: int) -> dict:

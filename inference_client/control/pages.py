@@ -4,7 +4,8 @@ the parent, rollouts with their canary-vs-stable figures, and the buttons to
 start, pause, resume, promote or roll back; a rollout whose driver stopped
 (lease lapsed) is shown as such, with Resume here (this process takes it over
 from its recorded step) and Abort (roll back what it published). A stranger
-(not staff) gets 404."""
+(not staff) gets 404; every action publishes or steers what is published, so it
+also needs the permission PUBLISH_PERMISSION (staff without it: 403, no buttons)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import logging
 import threading
 from urllib.parse import urlencode
 
+from django.core.exceptions import PermissionDenied
 from django.db import close_old_connections
 from django.http import Http404
 from django.shortcuts import redirect, render
@@ -26,6 +28,8 @@ from inference_protocol.catalog import split_served
 from inference_protocol.heartbeat import read_nodes
 
 logger = logging.getLogger("inference.rollout")
+
+PUBLISH_PERMISSION = "inference_client.publish_config"
 
 
 def _staff(request) -> None:
@@ -77,7 +81,7 @@ def control_page(request):
         "diff": documents.content_diff(parent, content),
         "applied": config.current().number, "models": models,
         "rollouts": Rollout.objects.all()[:10], "events": ControlEvent.objects.all()[:30],
-        "error": request.GET.get("error", "")})
+        "error": request.GET.get("error", ""), "can_publish": request.user.has_perm(PUBLISH_PERMISSION)})
 
 
 def _run_in_background(rollout: Rollout) -> None:
@@ -94,6 +98,8 @@ def _run_in_background(rollout: Rollout) -> None:
 @require_http_methods(["POST"])
 def control_action(request):
     _staff(request)
+    if not request.user.has_perm(PUBLISH_PERMISSION):
+        raise PermissionDenied("publishing config needs the publish_config permission")
     actor = request.user.get_username()
     action = request.POST.get("action", "")
     try:

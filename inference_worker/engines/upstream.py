@@ -21,6 +21,9 @@ device, so "a step" cannot mean one forward pass. Design:
   may have started generating.
 - Events are parsed by httpx-sse (an event's data may span several
   ``data:`` lines).
+- Error messages reach the client (event log, /v1 body), so they are generic
+  and carry a stable code: never the base URL, the API key or the upstream's
+  body. What went wrong in detail is logged here, on the worker.
 - The upstream's tokenizer is not local: ``token_ids`` stay empty, and the
   upstream's own usage (``stream_options.include_usage``) is stored in
   ``seq.meta["usage"]`` when the stream ends; the worker reports those counts
@@ -32,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import email.utils
 import json
+import logging
 import threading
 import time
 
@@ -39,6 +43,8 @@ import httpx
 from httpx_sse import EventSource
 
 from .base import Capacity, Engine, EngineError, Sequence, StepResult, check_messages
+
+logger = logging.getLogger(__name__)
 
 
 class UpstreamError(EngineError):
@@ -234,10 +240,11 @@ class UpstreamEngine(Engine):
         except EngineError as exc:
             self._set(st, error=exc)
         except httpx.TimeoutException as exc:
-            self._set(st, error=UpstreamError(f"upstream timed out: {exc!r}",
-                                              code="upstream_timeout"))
+            logger.warning("upstream %s timed out on %s: %r", self.base_url, st.seq.id, exc)
+            self._set(st, error=UpstreamError("The upstream server timed out.", code="upstream_timeout"))
         except Exception as exc:
-            self._set(st, error=UpstreamError(f"upstream stream failed: {exc!r}"))
+            logger.warning("upstream %s stream failed on %s: %r", self.base_url, st.seq.id, exc)
+            self._set(st, error=UpstreamError("The upstream server's stream failed."))
 
     def _stream_with_retries(self, st: _Stream) -> None:
         try:
@@ -248,8 +255,9 @@ class UpstreamEngine(Engine):
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             if st.cancelled:
                 return
-            raise UpstreamUnavailable(f"cannot connect to {self.base_url} after "
-                                      f"{self.connect_retries + 1} attempts: {exc}") from exc
+            logger.warning("cannot connect to upstream %s after %d attempts: %s", self.base_url,
+                           self.connect_retries + 1, exc)
+            raise UpstreamUnavailable("The upstream server is unreachable.") from exc
         except Exception:
             if st.cancelled:
                 return
@@ -259,13 +267,12 @@ class UpstreamEngine(Engine):
         if resp.status_code == 429:
             resp.read()
             retry_after = parse_retry_after(resp.headers.get("retry-after"))
-            raise UpstreamRateLimited(
-                f"upstream rate limited this request (retry after {retry_after}s)",
-                retry_after=retry_after,
-            )
+            raise UpstreamRateLimited("The upstream server rate limited this request.",
+                                      retry_after=retry_after)
         if resp.status_code >= 400:
             detail = resp.read().decode("utf-8", errors="replace")[:500]
-            raise UpstreamError(f"upstream answered {resp.status_code}: {detail}",
+            logger.warning("upstream %s answered %d: %s", self.base_url, resp.status_code, detail)
+            raise UpstreamError(f"The upstream server refused the request (HTTP {resp.status_code}).",
                                 status=resp.status_code)
         for event in EventSource(resp).iter_sse():
             if st.cancelled:
@@ -277,9 +284,11 @@ class UpstreamEngine(Engine):
             try:
                 chunk = json.loads(event.data)
             except ValueError as exc:
-                raise UpstreamError(f"upstream sent a malformed chunk: {event.data[:200]}") from exc
+                logger.warning("upstream %s sent a malformed chunk: %.200s", self.base_url, event.data)
+                raise UpstreamError("The upstream server sent a malformed event.") from exc
             if chunk.get("error"):
-                raise UpstreamError(f"upstream error: {chunk['error']}")
+                logger.warning("upstream %s reported an error: %.500s", self.base_url, chunk["error"])
+                raise UpstreamError("The upstream server reported an error.")
             if chunk.get("usage"):
                 st.seq.meta["usage"] = chunk["usage"]
             for choice in chunk.get("choices") or []:

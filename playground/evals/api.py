@@ -4,9 +4,6 @@ selector and serialize; nothing else."""
 
 from __future__ import annotations
 
-import difflib
-import re
-
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -32,7 +29,7 @@ from ..sharing.serializers import (
 )
 from . import datasets as services
 from .evaluators import evaluator_list
-from .models import DatasetImport, DatasetVersion, EvalResult
+from .models import DatasetImport, DatasetVersion
 from .permissions import access_dataset, access_run, datasets_visible_to, request_dataset, runs_visible_to
 from .runs import evalrun_cancel, evalrun_create, evalrun_resume_if_stale
 from .serializers import (
@@ -48,9 +45,9 @@ from .serializers import (
     ImportRequestSerializer,
     ImportResultSerializer,
     ImportTextRequestSerializer,
-    ResultPageSerializer,
     RowPageSerializer,
 )
+from .visibility import visibility_for
 
 PAGE_MAX = 500
 # The ranges _int_param checks, in the schema.
@@ -379,6 +376,16 @@ def _run_queryset():
     return ("dataset_version__dataset", "owner")
 
 
+def _runs_body(request, runs) -> list:
+    """Runs as the reader may see them: prompts it cannot view are redacted (visibility)."""
+    return EvalRunSerializer(runs, many=True,
+                             context={"visibility": visibility_for(user=request.user, runs=runs)}).data
+
+
+def _run_body(request, run) -> dict:
+    return EvalRunSerializer(run, context={"visibility": visibility_for(user=request.user, runs=[run])}).data
+
+
 class EvalRunListApi(APIView):
     pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(parameters=[OpenApiParameter("dataset", str, description="Only runs over this dataset")],
@@ -391,8 +398,7 @@ class EvalRunListApi(APIView):
             dataset = access_dataset(user=request.user, dataset_id=request.query_params["dataset"],
                                      need="view")
             runs = runs.filter(dataset_version__dataset=dataset)
-        return paginated(request, self, runs, ("-created_at",),
-                         lambda items: EvalRunSerializer(items, many=True).data)
+        return paginated(request, self, runs, ("-created_at",), lambda items: _runs_body(request, items))
 
     @extend_schema(request=EvalRunCreateSerializer, responses={201: EvalRunSerializer},
                    description="Run every row of a dataset version through each column (prompt version, "
@@ -403,7 +409,7 @@ class EvalRunListApi(APIView):
         v = data.validated_data
         run = evalrun_create(user=request.user, dataset_id=v["dataset"], version_id=v["dataset_version"],
                              columns=v["columns"], evaluators=v["evaluators"], name=v["name"])
-        return Response(EvalRunSerializer(run).data, status=status.HTTP_201_CREATED)
+        return Response(_run_body(request, run), status=status.HTTP_201_CREATED)
 
 
 class EvalRunDetailApi(APIView):
@@ -412,89 +418,11 @@ class EvalRunDetailApi(APIView):
     def get(self, request, run_id):
         run = access_run(user=request.user, run_id=run_id)
         evalrun_resume_if_stale(run)
-        return Response(EvalRunSerializer(run).data)
+        return Response(_run_body(request, run))
 
 
 class EvalRunCancelApi(APIView):
     @extend_schema(request=None, responses=EvalRunSerializer)
     def post(self, request, run_id):
         run = evalrun_cancel(run=access_run(user=request.user, run_id=run_id, need="cancel"))
-        return Response(EvalRunSerializer(run).data)
-
-
-TOKEN = re.compile(r"\s+|[^\s]+")
-DIFF_MAX_CHARS = 4000
-
-
-def output_diff(base: str, other: str) -> list[list[str]]:
-    """Word diff of `other` against `base`: [["=" | "-" | "+", text], ...]."""
-    a, b = TOKEN.findall(base[:DIFF_MAX_CHARS]), TOKEN.findall(other[:DIFF_MAX_CHARS])
-    out = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            out.append(["=", "".join(a[i1:i2])])
-            continue
-        if i2 > i1:
-            out.append(["-", "".join(a[i1:i2])])
-        if j2 > j1:
-            out.append(["+", "".join(b[j1:j2])])
-    return out
-
-
-def _cell(result: EvalResult) -> dict:
-    return {"column": result.column.index, "output": result.output, "error": result.error_code or None,
-            "error_message": result.error_message or None, "scores": result.scores, "passed": result.passed,
-            "latency_ms": result.latency_ms, "prompt_tokens": result.prompt_tokens,
-            "completion_tokens": result.completion_tokens, "served": result.served or None,
-            "cache_hit": result.cache_hit or None}
-
-
-class EvalResultsApi(APIView):
-    @extend_schema(parameters=[
-        OpenApiParameter("start", START, description="First row index (default 0)"),
-        OpenApiParameter("limit", LIMIT, description=f"Rows per page (default 100, max {PAGE_MAX})"),
-        OpenApiParameter("filter", str, enum=["failed", "disagree"],
-                         description="failed: rows where some cell did not pass; disagree: rows where the "
-                                     "columns do not all pass or all fail")],
-        responses=ResultPageSerializer,
-        description="The grid, a page of rows at a time: each row's cells (one per column), their scores "
-                    "and a word diff against the first column's output.")
-    def get(self, request, run_id):
-        _refuse_unknown_params(request, {"start", "limit", "filter"})
-        run = access_run(user=request.user, run_id=run_id)
-        start = _int_param(request, "start", 0)
-        limit = _int_param(request, "limit", 100, low=1, high=PAGE_MAX)
-        which = request.query_params.get("filter")
-        if which not in (None, "failed", "disagree"):
-            raise ApiError("filter is failed or disagree.", code="invalid_request", field="filter")
-        row_count = run.dataset_version.row_count
-        out, cursor = [], start
-        while len(out) < limit and cursor < row_count:
-            span = limit if which is None else max(limit, 500)
-            results = (EvalResult.objects.filter(run=run, row_index__gte=cursor, row_index__lt=cursor + span)
-                       .select_related("column", "row").order_by("row_index", "column__index"))
-            grouped: dict[int, list[EvalResult]] = {}
-            for result in results:
-                grouped.setdefault(result.row_index, []).append(result)
-            for index in sorted(grouped):
-                cells = grouped[index]
-                passed = [c.passed is True for c in cells]
-                if which == "failed" and all(passed):
-                    continue
-                if which == "disagree" and (len(set(passed)) < 2):
-                    continue
-                row = cells[0].row
-                first = cells[0].output if cells[0].column.index == 0 else None
-                entries = [_cell(c) for c in cells]
-                for entry, cell in zip(entries, cells, strict=True):
-                    if first is not None and cell.column.index > 0 and not cell.error_code:
-                        entry["diff"] = output_diff(first, cell.output)
-                out.append({"row_index": index, "variables": row.variables, "expected": row.expected,
-                            "cells": entries})
-                if len(out) == limit:
-                    cursor = index + 1
-                    break
-            else:
-                cursor += span
-        nxt = cursor if cursor < row_count and (len(out) == limit) else None
-        return Response({"rows": out, "next": nxt})
+        return Response(_run_body(request, run))

@@ -24,6 +24,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.csvexport import FormulaSafeWriter
 from core.errors import ApiError
 from core.leases import drive_in_thread, job_slot_check, release_connection
 from inference_protocol.validation import InvalidInput, check_text
@@ -66,7 +67,7 @@ def check_row(data) -> dict:
         raise RowError("variables must be an object of name -> value.", "invalid_type", "variables")
     out = {}
     for name, value in variables.items():
-        if not isinstance(name, str) or not NAME.match(name):
+        if not isinstance(name, str) or not NAME.fullmatch(name):
             raise RowError(f"Invalid variable name {name!r}.", "invalid_variable_name", "variables")
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise RowError(
@@ -154,7 +155,7 @@ def _csv_items(text: str):
     header = [h.strip() for h in header]
     if not header or any(not h for h in header) or len(set(header)) != len(header):
         raise ApiError("The CSV header must name every column once.", code="invalid_csv_header", field="file")
-    bad = [h for h in header if h not in ("expected", "metadata") and not NAME.match(h)]
+    bad = [h for h in header if h not in ("expected", "metadata") and not NAME.fullmatch(h)]
     if bad:
         raise ApiError(
             f"CSV column {bad[0]!r} is not a valid variable name.", code="invalid_csv_header", field="file"
@@ -362,7 +363,7 @@ def dataset_export(*, version: DatasetVersion, fmt: str):
     if fmt != "csv":
         raise ApiError("format must be csv or jsonl.", code="invalid_format", field="format")
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = FormulaSafeWriter(buffer)
     columns = list(version.variables)
     writer.writerow([*columns, "expected", "metadata"])
     for variables, expected, metadata in rows:

@@ -85,7 +85,7 @@ NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 def register(name: str, *, version: int = 1, doc: str = "", needs_expected: bool = False,
              check: Callable[[dict], None] | None = None, args: tuple[str, ...] = ()):
     """Register `fn(output, *, expected, variables, args) -> Score` under `name`."""
-    if not NAME.match(name):
+    if not NAME.fullmatch(name):
         raise ValueError(f"evaluator names are lowercase identifiers: {name!r}")
 
     def wrap(fn):
@@ -153,7 +153,7 @@ def check_evaluators(specs) -> list[dict]:
         if evaluator.check:
             evaluator.check(args)
         key = spec.get("as") or evaluator.name
-        if not isinstance(key, str) or not NAME.match(key):
+        if not isinstance(key, str) or not NAME.fullmatch(key):
             raise _bad_arg(evaluator.name, "'as' must be a lowercase identifier.")
         if key in seen:
             raise _bad_arg(evaluator.name, f"Two evaluators are named {key!r}: give one an 'as'.")

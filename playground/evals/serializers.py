@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from .models import Dataset, DatasetRow, DatasetVersion, EvalColumn, EvalRun, GateDecision, LabelGate
+from .visibility import redact_evaluators
 
 
 class DatasetSerializer(serializers.ModelSerializer):
@@ -105,17 +106,32 @@ class EvaluatorSerializer(serializers.Serializer):
 
 
 class EvalColumnSerializer(serializers.ModelSerializer):
-    prompt = serializers.UUIDField(source="prompt_version.prompt_id")
-    version = serializers.UUIDField(source="prompt_version_id")
-    version_number = serializers.IntegerField(source="prompt_version.number")
-    prompt_title = serializers.CharField(source="prompt_version.prompt.title")
+    """Needs context["visibility"] (visibility.visibility_for): a column whose prompt
+    the reader may not view has its prompt and version fields null, redacted true."""
+
+    prompt = serializers.UUIDField(source="prompt_version.prompt_id", allow_null=True)
+    version = serializers.UUIDField(source="prompt_version_id", allow_null=True)
+    version_number = serializers.IntegerField(source="prompt_version.number", allow_null=True)
+    prompt_title = serializers.CharField(source="prompt_version.prompt.title", allow_null=True)
+    redacted = serializers.BooleanField(read_only=True, help_text=(
+        "You may not view this column's prompt: its ids, title, outputs and error messages are withheld."))
 
     class Meta:
         model = EvalColumn
-        fields = ["index", "prompt", "prompt_title", "version", "version_number", "model_name", "params"]
+        fields = ["index", "prompt", "prompt_title", "version", "version_number", "model_name", "params",
+                  "redacted"]
+
+    def to_representation(self, instance):
+        if self.context["visibility"].column(instance):
+            return {**super().to_representation(instance), "redacted": False}
+        return {"index": instance.index, "prompt": None, "prompt_title": None, "version": None,
+                "version_number": None, "model_name": instance.model_name, "params": instance.params,
+                "redacted": True}
 
 
 class EvalRunSerializer(serializers.ModelSerializer):
+    """Needs context["visibility"] for the runs it serializes (visibility.visibility_for)."""
+
     dataset = serializers.UUIDField(source="dataset_version.dataset_id")
     dataset_name = serializers.CharField(source="dataset_version.dataset.name")
     dataset_version_number = serializers.IntegerField(source="dataset_version.number")
@@ -128,6 +144,11 @@ class EvalRunSerializer(serializers.ModelSerializer):
                   "dataset_version_number",
                   "columns", "evaluators", "status", "total", "completed", "failed", "cancel_requested",
                   "summary", "created_at", "started_at", "finished_at"]
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["evaluators"] = redact_evaluators(data["evaluators"], self.context["visibility"])
+        return data
 
 
 class EvalRunCreateSerializer(serializers.Serializer):

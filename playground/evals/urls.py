@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api
+from . import api, api_results
 
 D = "<uuid:dataset_id>"
 V = f"{D}/versions/<str:version_id>"
@@ -26,5 +26,5 @@ eval_urls = [
     path("runs", api.EvalRunListApi.as_view(), name="api-eval-runs"),
     path("runs/<uuid:run_id>", api.EvalRunDetailApi.as_view(), name="api-eval-run"),
     path("runs/<uuid:run_id>/cancel", api.EvalRunCancelApi.as_view(), name="api-eval-run-cancel"),
-    path("runs/<uuid:run_id>/results", api.EvalResultsApi.as_view(), name="api-eval-run-results"),
+    path("runs/<uuid:run_id>/results", api_results.EvalResultsApi.as_view(), name="api-eval-run-results"),
 ]

@@ -87,7 +87,7 @@ def link_resolve(*, token, client_addr: str) -> ShareLink | None:
     address and only ever stops more failures (a 429 instead of the 404), so
     one guesser behind a shared address cannot lock out the link's holders."""
     link = None
-    if isinstance(token, str) and _TOKEN_RE.match(token):
+    if isinstance(token, str) and _TOKEN_RE.fullmatch(token):
         link = ShareLink.objects.filter(token_hash=token_hash(token)).first()
     now = timezone.now()
     expired = link is not None and link.expires_at is not None and link.expires_at <= now

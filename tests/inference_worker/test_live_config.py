@@ -14,7 +14,9 @@ from inference_worker import runtime
 from inference_worker.inprocess import InProcessBackend
 from tests.polling import wait_for
 
-pytestmark = pytest.mark.any_profile  # the same in both profiles
+# The same in both profiles. This process also signs (the control plane), whose
+# config floor is its database of published documents.
+pytestmark = [pytest.mark.any_profile, pytest.mark.django_db]
 
 ENGINE = {"engine": "fixed_cost", "max_inputs": 4, "call_s": 0.3}
 

@@ -179,11 +179,21 @@ function datasetPage() {
     const page = await api(`/api/evals/runs?dataset=${cfg.dataset.id}`);
     $("dataset-runs").replaceChildren(...(page.results.length ? page.results.map((r) => el("li", {},
       el("a", { href: `/evals/runs/${r.id}/`, text: `${r.name || "Run"} · v${r.dataset_version_number} · ` +
-        r.columns.map((c) => `${c.prompt_title} v${c.version_number}`).join(" vs ") }),
+        r.columns.map(promptName).join(" vs ") }),
       " ", el("span", { class: "badge muted", text: r.status }))) : [el("li", { class: "hint", text: "No runs yet." })]));
   }
   Promise.all([loadVersions(), loadPrompts(), loadEvaluators(), loadRuns()])
     .catch((err) => showAlert($("page-error"), err.message));
+}
+
+// A column whose prompt the reader may not view comes redacted: no title, output or message.
+const HIDDEN = "a prompt you cannot view";
+const promptName = (c) => (c.redacted ? HIDDEN : `${c.prompt_title} v${c.version_number}`);
+// A chart legend entry in its column's colour (set through CSSOM: the CSP allows no style attribute).
+function legendItem(colour, text) {
+  const item = el("span", { class: "legend-item" }, text);
+  item.style.color = colour;
+  return item;
 }
 
 // ---- A run ---------------------------------------------------------------
@@ -192,7 +202,7 @@ const COLOURS = ["#3b6fd4", "#d9822b", "#2e9e5b", "#b94a8f", "#7a6a2f", "#2b9fb3
 function runPage() {
   const base = `/api/evals/runs/${cfg.run}`;
   let run = null, grid = null;
-  const columnName = (c) => `${c.prompt_title} v${c.version_number}${c.model_name ? " · " + c.model_name : ""}`;
+  const columnName = (c) => `${promptName(c)}${c.model_name ? " · " + c.model_name : ""}`;
 
   function renderDiff(diff) {
     const out = document.createDocumentFragment();
@@ -205,7 +215,8 @@ function runPage() {
     if (!cell) return el("td", { class: "err", text: "–" });
     if (cell.error) return el("td", { class: "err" }, el("strong", { text: cell.error }), ` ${cell.error_message || ""}`);
     const td = el("td", { class: cell.passed ? "pass" : "fail" });
-    td.append(cell.diff ? renderDiff(cell.diff) : document.createTextNode(cell.output));
+    if (cell.redacted) td.append(el("em", { class: "hint", text: HIDDEN }));
+    else td.append(cell.diff ? renderDiff(cell.diff) : document.createTextNode(cell.output));
     for (const [name, s] of Object.entries(cell.scores)) {
       td.append(el("span", { class: "ev-score", title: s.reason || "", text: `${name}: ${fmt(s.score)}${s.reason ? " · " + s.reason : ""}` }));
     }
@@ -266,7 +277,7 @@ function runPage() {
       svg.append(label);
     }
     $("chart-legend").replaceChildren(...run.columns.map((c, g) =>
-      el("span", { style: `color:${COLOURS[g % COLOURS.length]};margin-right:1rem` }, `■ ${columnName(c)}`)));
+      legendItem(COLOURS[g % COLOURS.length], `■ ${columnName(c)}`)));
   }
   $("chart-evaluator").addEventListener("change", renderChart);
 

@@ -68,7 +68,7 @@ async function openVersion(id) {
       meta.append(el("dt", { text: k }), el("dd", { text: x }));
     }
     const progress = el("progress", { max: 1, value: 0, "aria-label": "Loading the body" });
-    view.replaceChildren(el("h3", { text: `Version ${v.number}`, style: "margin:0 0 .4rem" }), meta,
+    view.replaceChildren(el("h3", { text: `Version ${v.number}`, class: "version-title" }), meta,
       el("strong", { text: "System" }), el("pre", { class: "ro-text", text: v.system || "(none)" }),
       el("strong", { text: "User message template" }), progress);
     const text = await loadBody(v, { lazyBytes: cfg.lazyBodyBytes, onProgress: (f) => { progress.value = f; } });

@@ -54,6 +54,7 @@ def test_should_apply_new_tier_limits_in_a_running_gateway_within_two_seconds(ga
 
 
 @pytest.mark.any_profile
+@pytest.mark.django_db  # this process signs: its floor is its database of published documents
 def test_should_take_the_capacity_thresholds_from_the_current_document(settings):
     record = {"worker": "w", "model": "m", "healthy": True, "max_batch_size": 8, "queue_length": 12,
               "tokens_per_s": 0, "busy_fraction": 0}

@@ -4,6 +4,7 @@ rollouts with their figures, and the buttons."""
 import datetime
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.test import Client
 from django.utils import timezone
 
@@ -14,8 +15,11 @@ from tests.factories import UserFactory
 
 @pytest.fixture
 def staff(db):
+    """Staff with the publish_config permission (the actions need it)."""
+    user = UserFactory(is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="publish_config"))
     client = Client()
-    client.force_login(UserFactory(is_staff=True))
+    client.force_login(user)
     return client
 
 
