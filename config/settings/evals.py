@@ -39,3 +39,11 @@ EVAL_NO_WORKER_WAIT_S = env_float("EVAL_NO_WORKER_WAIT_S", 60.0)
 EVAL_EVALUATOR_MODULES = [m for m in env_str("EVAL_EVALUATOR_MODULES", "").split(",") if m]
 # Bootstrap resamples for the 95% confidence intervals of column means.
 EVAL_BOOTSTRAP_RESAMPLES = env_int("EVAL_BOOTSTRAP_RESAMPLES", 1000)
+
+# User-supplied regular expressions (the regex evaluator's pattern; pattern and
+# patternProperties in the JSON schemas the server validates against) run on RE2
+# (core.patterns), in time linear in the text. Longest pattern accepted
+# (characters), and the memory RE2 may use for one compiled pattern (bytes;
+# a pattern that needs more is refused).
+USER_PATTERN_MAX_CHARS = env_int("USER_PATTERN_MAX_CHARS", 1000)
+USER_PATTERN_MAX_MEM = env_int("USER_PATTERN_MAX_MEM", 8 * 1024 * 1024)

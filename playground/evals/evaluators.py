@@ -12,9 +12,9 @@ Built in:
 |---|---|---|---|
 | `exact` | 1 | `strip` (bool, default true), `case_sensitive` (default true) | 1 when output == expected |
 | `contains` | 1 | `value` (default: the expected output), `case_sensitive` | 1 when the output contains it |
-| `regex` | 1 | `pattern` (required), `full` (bool: the whole output must match) | 1 on a match |
+| `regex` | 2 | `pattern` (required, RE2 syntax), `full` (bool: the whole output must match) | 1 on a match |
 | `json_valid` | 1 | - | 1 when the output parses as JSON |
-| `json_schema` | 1 | `schema` (required, a JSON Schema) | 1 when the output parses and validates |
+| `json_schema` | 2 | `schema` (required, a JSON Schema; RE2 patterns) | 1 when it parses and validates |
 | `numeric` | 1 | `tolerance` (absolute), `relative` (fraction) | 1 when its first number is close |
 | `similarity` | 1 | `threshold` (default 0.8) | difflib's ratio to the expected; passes at the threshold |
 | `judge` | 1 | `prompt`, `version` (a saved prompt version), `threshold` (default 0.5) | the judge's score |
@@ -52,6 +52,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
+from core import patterns
 from core.errors import ApiError
 
 
@@ -233,19 +234,14 @@ def _check_regex(args):
     pattern = args.get("pattern")
     if not isinstance(pattern, str) or not pattern:
         raise _bad_arg("regex", "regex needs a pattern (a non-empty string).")
-    if len(pattern) > 1000:
-        raise _bad_arg("regex", "The pattern is longer than 1000 characters.")
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise _bad_arg("regex", f"The pattern does not compile: {exc}.") from None
+    patterns.check_pattern(pattern, field="evaluators.regex.pattern")
 
 
-@register("regex", doc="1 when `pattern` matches the output (anywhere; the whole output with full=true).",
+@register("regex", version=2, doc="1 when `pattern` (RE2 syntax) matches the output (anywhere; the whole "
+                                  "output with full=true).",
           args=("pattern", "full"), check=_check_regex)
 def regex(output, *, expected, variables, args):
-    pattern = re.compile(args["pattern"])
-    ok = bool(pattern.fullmatch(output) if _flag(args, "full", False) else pattern.search(output))
+    ok = patterns.matches(args["pattern"], output, full=_flag(args, "full", False))
     return Score(1.0 if ok else 0.0, ok, "" if ok else "no match")
 
 
@@ -259,28 +255,22 @@ def json_valid(output, *, expected, variables, args):
 
 
 def _check_schema(args):
-    import jsonschema
-
     schema = args.get("schema")
     if not isinstance(schema, dict):
         raise _bad_arg("json_schema", "json_schema needs a schema (a JSON Schema object).")
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise _bad_arg("json_schema", f"The schema is not a valid JSON Schema: {exc.message}.") from None
+    patterns.check_schema(schema, field="evaluators.json_schema.schema",
+                          invalid_code="invalid_evaluator_args")
 
 
-@register("json_schema", doc="1 when the output parses as JSON and validates against `schema`.",
+@register("json_schema", version=2, doc="1 when the output parses as JSON and validates against `schema` "
+                                        "(its patterns in RE2 syntax).",
           args=("schema",), check=_check_schema)
 def json_schema(output, *, expected, variables, args):
-    import jsonschema
-
     try:
         value = json.loads(output)
     except ValueError as exc:
         return Score(0.0, False, f"not JSON: {exc}")
-    validator = jsonschema.validators.validator_for(args["schema"])(args["schema"])
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    error = patterns.schema_error(args["schema"], value)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
         return Score(0.0, False, f"schema: {where}: {error.message}")
@@ -345,14 +335,14 @@ _REGISTRY["judge"] = Evaluator(
 
 def judge_score(text: str, *, schema: dict, threshold: float) -> Score:
     """A judge's reply as a score: JSON valid against the judge's schema, `score` clamped to 0..1."""
-    import jsonschema
-
     try:
         value = json.loads(text)
     except ValueError as exc:
         return Score(0.0, False, f"the judge's reply is not JSON: {exc}")
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    try:
+        error = patterns.schema_error(schema, value)
+    except patterns.PatternRefused as exc:  # a schema saved before its patterns were checked
+        return Score(0.0, False, f"the judge's schema cannot be checked: {exc}")
     if error is not None:
         return Score(0.0, False, f"the judge's reply does not fit its schema: {error.message}")
     score = value.get("score") if isinstance(value, dict) else None
