@@ -20,7 +20,8 @@ from core.streaming import for_request
 
 from . import selectors, services
 from .bodies import body_object_key, body_range, body_text
-from .diffing import Budget, line_diff, word_diff
+from .diffing import line_diff, word_diff
+from .matching import Budget
 from .models import Storage
 from .permissions import request_access
 from .runs import version_render

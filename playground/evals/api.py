@@ -4,7 +4,6 @@ selector and serialize; nothing else."""
 
 from __future__ import annotations
 
-import difflib
 import re
 
 from django.conf import settings
@@ -21,6 +20,7 @@ from core.errors import ApiError
 from core.jsonbody import BoundedJSONParser
 
 from ..api import Page, paginated
+from ..matching import Budget
 from ..sharing import selectors as sharing_selectors
 from ..sharing import services as sharing
 from ..sharing.serializers import (
@@ -426,11 +426,12 @@ TOKEN = re.compile(r"\s+|[^\s]+")
 DIFF_MAX_CHARS = 4000
 
 
-def output_diff(base: str, other: str) -> list[list[str]]:
-    """Word diff of `other` against `base`: [["=" | "-" | "+", text], ...]."""
+def output_diff(base: str, other: str, budget: Budget) -> list[list[str]]:
+    """Word diff of `other` against `base`: [["=" | "-" | "+", text], ...]; the
+    words of both past the budget's deadline are one change."""
     a, b = TOKEN.findall(base[:DIFF_MAX_CHARS]), TOKEN.findall(other[:DIFF_MAX_CHARS])
     out = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in budget.opcodes(a, b):
         if op == "equal":
             out.append(["=", "".join(a[i1:i2])])
             continue
@@ -468,6 +469,7 @@ class EvalResultsApi(APIView):
         if which not in (None, "failed", "disagree"):
             raise ApiError("filter is failed or disagree.", code="invalid_request", field="filter")
         row_count = run.dataset_version.row_count
+        budget = Budget(settings.EVAL_DIFF_TIMEOUT_S)  # for all the page's word diffs
         out, cursor = [], start
         while len(out) < limit and cursor < row_count:
             span = limit if which is None else max(limit, 500)
@@ -488,7 +490,7 @@ class EvalResultsApi(APIView):
                 entries = [_cell(c) for c in cells]
                 for entry, cell in zip(entries, cells, strict=True):
                     if first is not None and cell.column.index > 0 and not cell.error_code:
-                        entry["diff"] = output_diff(first, cell.output)
+                        entry["diff"] = output_diff(first, cell.output, budget)
                 out.append({"row_index": index, "variables": row.variables, "expected": row.expected,
                             "cells": entries})
                 if len(out) == limit:

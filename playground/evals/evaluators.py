@@ -16,7 +16,7 @@ Built in:
 | `json_valid` | 1 | - | 1 when the output parses as JSON |
 | `json_schema` | 2 | `schema` (required, a JSON Schema; RE2 patterns) | 1 when it parses and validates |
 | `numeric` | 1 | `tolerance` (absolute), `relative` (fraction) | 1 when its first number is close |
-| `similarity` | 1 | `threshold` (default 0.8) | difflib's ratio to the expected; passes at the threshold |
+| `similarity` | 2 | `threshold` (default 0.8) | share of characters in a common subsequence; passes at it |
 | `judge` | 1 | `prompt`, `version` (a saved prompt version), `threshold` (default 0.5) | the judge's score |
 
 **LLM-as-judge.** A judge is a saved prompt version, so it is versioned, diffed and
@@ -44,7 +44,6 @@ arguments when a run is created, so a bad argument is a 400, not N failed cells.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import importlib
 import json
 import re
@@ -54,6 +53,8 @@ from django.conf import settings
 
 from core import patterns
 from core.errors import ApiError
+
+from ..matching import Budget
 
 
 @dataclasses.dataclass(frozen=True)
@@ -309,13 +310,16 @@ def _check_similarity(args):
         raise _bad_arg("similarity", "threshold must be a number from 0 to 1.")
 
 
-@register("similarity", doc="difflib's ratio (0..1) of output and expected; passes at `threshold`.",
+@register("similarity", version=2, doc="The share (0..1) of output and expected that their longest common "
+                                       "subsequence covers; passes at `threshold`.",
           needs_expected=True, args=("threshold",), check=_check_similarity)
 def similarity(output, *, expected, variables, args):
-    ratio = difflib.SequenceMatcher(None, output.strip(), expected.strip(), autojunk=False).ratio()
+    budget = Budget(settings.EVAL_SIMILARITY_TIMEOUT_S)
+    ratio = budget.ratio(output.strip(), expected.strip())
     threshold = float(args.get("threshold", 0.8))
     ok = ratio >= threshold
-    return Score(ratio, ok, "" if ok else f"similarity {ratio:.2f} < {threshold:g}")
+    note = " (matching ran out of time, EVAL_SIMILARITY_TIMEOUT_S: a lower bound)" if budget.coarse else ""
+    return Score(ratio, ok, "" if ok else f"similarity {ratio:.2f} < {threshold:g}{note}")
 
 
 def _check_judge(args):
