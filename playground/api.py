@@ -271,7 +271,8 @@ class MergePreviewApi(PromptScopedApi):
                    description="A three-way merge of two heads against their common ancestor: the merged "
                                "body and system text, or their conflicts (base, ours, theirs) to resolve; "
                                "then create the merge with POST .../versions {parent: ours, merge_parent: "
-                               "theirs, body}.")
+                               "theirs, body}. `coarse`: matching ran out of PROMPT_DIFF_TIMEOUT_S, so "
+                               "changes and conflicts span more lines than they need to.")
     def post(self, request, prompt_id):
         from .merging_service import merge_preview
 
