@@ -20,7 +20,8 @@ from core.streaming import for_request
 
 from . import selectors, services
 from .bodies import body_object_key, body_range, body_text
-from .diffing import Budget, line_diff, word_diff
+from .diffing import line_diff, word_diff
+from .matching import Budget
 from .models import Storage
 from .permissions import request_access
 from .runs import version_render
@@ -270,7 +271,8 @@ class MergePreviewApi(PromptScopedApi):
                    description="A three-way merge of two heads against their common ancestor: the merged "
                                "body and system text, or their conflicts (base, ours, theirs) to resolve; "
                                "then create the merge with POST .../versions {parent: ours, merge_parent: "
-                               "theirs, body}.")
+                               "theirs, body}. `coarse`: matching ran out of PROMPT_DIFF_TIMEOUT_S, so "
+                               "changes and conflicts span more lines than they need to.")
     def post(self, request, prompt_id):
         from .merging_service import merge_preview
 

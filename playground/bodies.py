@@ -10,7 +10,6 @@ range or by a presigned GET without the server touching it.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import threading
@@ -21,6 +20,7 @@ from django.conf import settings
 
 from core.blobstore import get_blob_store
 
+from .matching import Budget
 from .models import Blob, PromptVersion, Storage
 
 
@@ -44,9 +44,9 @@ def common_affixes(a: list, b: list) -> tuple[int, int]:
     return pre, suf
 
 
-def delta_encode(base: list[str], new: list[str]) -> list:
-    # Trimming the common ends first makes small edits of huge bodies linear;
-    # SequenceMatcher only sees the changed middle.
+def delta_encode(base: list[str], new: list[str], budget: Budget) -> list:
+    """Ops that rebuild `new` from `base`. Trimming the common ends first makes
+    small edits of huge bodies linear; only the changed middle is matched."""
     pre, suf = common_affixes(base, new)
     ops: list = []
 
@@ -68,8 +68,7 @@ def delta_encode(base: list[str], new: list[str]) -> list:
 
     copy(0, pre)
     base_mid, new_mid = base[pre:len(base) - suf], new[pre:len(new) - suf]
-    matcher = difflib.SequenceMatcher(None, base_mid, new_mid)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in budget.opcodes(base_mid, new_mid):
         if tag == "equal":
             copy(pre + i1, pre + i2)
         else:
@@ -148,13 +147,16 @@ def _place(payload: bytes) -> dict:
 def storage_fields(*, data: bytes, text: str, parent: PromptVersion | None,
                    blob: Blob | None = None) -> dict:
     """Model fields that store this body: a diff against the parent when that
-    is allowed (chain shorter than PROMPT_SNAPSHOT_EVERY) and clearly smaller,
-    else a full snapshot. An uploaded `blob` already is the snapshot."""
+    is allowed (chain shorter than PROMPT_SNAPSHOT_EVERY), found within
+    PROMPT_DELTA_TIMEOUT_S and clearly smaller, else a full snapshot. An
+    uploaded `blob` already is the snapshot."""
     if blob is not None:
         return {"storage": Storage.FULL, "chain_length": 0, "payload_inline": None, "payload_blob": blob}
     if parent is not None and parent.chain_length + 1 < settings.PROMPT_SNAPSHOT_EVERY and data:
-        payload = pack_delta(delta_encode(split_lines(body_text(parent)), split_lines(text)))
-        if len(payload) < settings.PROMPT_DELTA_MAX_RATIO * len(data):
+        budget = Budget(settings.PROMPT_DELTA_TIMEOUT_S)
+        ops = delta_encode(split_lines(body_text(parent)), split_lines(text), budget)
+        payload = None if budget.coarse else pack_delta(ops)
+        if payload is not None and len(payload) < settings.PROMPT_DELTA_MAX_RATIO * len(data):
             return {"storage": Storage.DELTA, "chain_length": parent.chain_length + 1, **_place(payload)}
     return {"storage": Storage.FULL, "chain_length": 0, **_place(data)}
 

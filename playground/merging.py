@@ -1,17 +1,22 @@
 """Three-way merges of version texts (line based, diff3's rule): regions
 unchanged on both sides are kept; a region changed on one side takes that
 side; changed the same way on both, it takes that change; changed differently,
-it is a conflict, given with the base, ours and theirs for the user to resolve."""
+it is a conflict, given with the base, ours and theirs for the user to resolve.
+
+Lines are matched by playground.matching under the caller's budget: past its
+deadline the matching is coarser, so changes (and conflicts) span more lines,
+but every line kept as unchanged is unchanged."""
 
 from __future__ import annotations
 
-from difflib import SequenceMatcher
+from .matching import Budget
 
 
-def _sync_regions(base: list[str], a: list[str], b: list[str]) -> list[tuple[int, int, int, int, int, int]]:
+def _sync_regions(base: list[str], a: list[str], b: list[str],
+                  budget: Budget) -> list[tuple[int, int, int, int, int, int]]:
     """Base ranges matched, unchanged, in both a and b (with their places in a and b)."""
-    amatches = SequenceMatcher(None, base, a, autojunk=False).get_matching_blocks()
-    bmatches = SequenceMatcher(None, base, b, autojunk=False).get_matching_blocks()
+    amatches = budget.matching_blocks(base, a)
+    bmatches = budget.matching_blocks(base, b)
     ia = ib = 0
     regions = []
     while ia < len(amatches) and ib < len(bmatches):
@@ -29,7 +34,7 @@ def _sync_regions(base: list[str], a: list[str], b: list[str]) -> list[tuple[int
     return regions
 
 
-def merge3(base: str, ours: str, theirs: str) -> dict:
+def merge3(base: str, ours: str, theirs: str, budget: Budget) -> dict:
     """{"merged": the text, or None when there are conflicts, "conflicts": n,
     "hunks": [{"kind": "same", "text"} | {"kind": "conflict", "base", "ours", "theirs"}]}."""
     b, o, t = (s.splitlines(keepends=True) for s in (base, ours, theirs))
@@ -44,7 +49,7 @@ def merge3(base: str, ours: str, theirs: str) -> dict:
             hunks.append({"kind": "same", "text": "".join(lines)})
 
     iz = io = it = 0
-    for zstart, zend, ostart, oend, tstart, tend in _sync_regions(b, o, t):
+    for zstart, zend, ostart, oend, tstart, tend in _sync_regions(b, o, t, budget):
         if ostart > io or tstart > it or zstart > iz:
             same, mine, other = b[iz:zstart], o[io:ostart], t[it:tstart]
             if mine == other or other == same:

@@ -4,9 +4,12 @@ merge commit (a version with two parents)."""
 
 from __future__ import annotations
 
+from django.conf import settings
+
 from core.errors import ApiError
 
 from .bodies import body_text
+from .matching import Budget
 from .merging import merge3
 from .models import Prompt, PromptVersion
 from .selectors import version_get
@@ -74,8 +77,9 @@ def _merge_value(base, ours, theirs):
 def merge_preview(*, prompt: Prompt, ours_id, theirs_id) -> dict:
     ours, theirs = _pair(prompt, ours_id, theirs_id)
     base = version_get(prompt=prompt, version_id=common_ancestor(ours, theirs).pk)
-    body = merge3(body_text(base), body_text(ours), body_text(theirs))
-    system = merge3(base.system, ours.system, theirs.system)
+    budget = Budget(settings.PROMPT_DIFF_TIMEOUT_S)
+    body = merge3(body_text(base), body_text(ours), body_text(theirs), budget)
+    system = merge3(base.system, ours.system, theirs.system, budget)
     variables = {**theirs.variables, **ours.variables}
     differing = sorted(k for k in set(ours.variables) & set(theirs.variables)
                        if ours.variables[k] != theirs.variables[k])
@@ -84,6 +88,7 @@ def merge_preview(*, prompt: Prompt, ours_id, theirs_id) -> dict:
             "ours": str(ours.pk), "ours_number": ours.number,
             "theirs": str(theirs.pk), "theirs_number": theirs.number,
             "conflicts": body["conflicts"] + system["conflicts"], "body": body, "system": system,
+            "coarse": budget.coarse,
             "variables": variables, "variables_differing": differing,
             "tools": tools, "tools_differing": tools_differing,
             "model": ours.model_name, "message": f"Merge v{theirs.number} into v{ours.number}"}

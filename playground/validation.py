@@ -4,6 +4,7 @@ inference_protocol.validation's, the same as /v1's and the engines'."""
 
 from __future__ import annotations
 
+from core import patterns
 from core.errors import ApiError
 from inference_protocol import structured
 from inference_protocol import tools as protocol_tools
@@ -58,6 +59,8 @@ def check_params(*, model_name, temperature, max_tokens, top_p, stop, variables,
             structured.check_schema(response_schema, field="response_schema")
         except protocol.InvalidInput as exc:
             raise _bad("response_schema", str(exc), exc.kind) from None
+        # A judge's reply is validated against it by the server: its patterns must run on RE2.
+        patterns.check_schema(response_schema, field="response_schema", invalid_code="invalid_request")
     check_tools(tools, response_schema=response_schema)
 
 

@@ -50,5 +50,18 @@ EVAL_CELL_TIMEOUT_S = env_float("EVAL_CELL_TIMEOUT_S", 600.0)
 EVAL_NO_WORKER_WAIT_S = env_float("EVAL_NO_WORKER_WAIT_S", 60.0)
 # Modules imported before evaluators are looked up (custom evaluators register there).
 EVAL_EVALUATOR_MODULES = [m for m in env_str("EVAL_EVALUATOR_MODULES", "").split(",") if m]
+# Seconds the word diffs of one page of eval results may spend matching, and
+# one `similarity` score: past it a diff is one whole change and a similarity a
+# lower bound (playground.matching), so no output pins a core for long.
+EVAL_DIFF_TIMEOUT_S = env_float("EVAL_DIFF_TIMEOUT_S", 0.5)
+EVAL_SIMILARITY_TIMEOUT_S = env_float("EVAL_SIMILARITY_TIMEOUT_S", 0.5)
 # Bootstrap resamples for the 95% confidence intervals of column means.
 EVAL_BOOTSTRAP_RESAMPLES = env_int("EVAL_BOOTSTRAP_RESAMPLES", 1000)
+
+# User-supplied regular expressions (the regex evaluator's pattern; pattern and
+# patternProperties in the JSON schemas the server validates against) run on RE2
+# (core.patterns), in time linear in the text. Longest pattern accepted
+# (characters), and the memory RE2 may use for one compiled pattern (bytes;
+# a pattern that needs more is refused).
+USER_PATTERN_MAX_CHARS = env_int("USER_PATTERN_MAX_CHARS", 1000)
+USER_PATTERN_MAX_MEM = env_int("USER_PATTERN_MAX_MEM", 8 * 1024 * 1024)

@@ -31,6 +31,9 @@ PROMPT_SNAPSHOT_EVERY = env_int("PROMPT_SNAPSHOT_EVERY", 32)
 # A diff is kept only if its (compressed) size is below this fraction of the
 # body; otherwise a full snapshot is cheaper to store and to read.
 PROMPT_DELTA_MAX_RATIO = env_float("PROMPT_DELTA_MAX_RATIO", 0.5)
+# Seconds creating a version may spend matching its body against its parent's;
+# past it the version is stored as a full snapshot instead of a diff.
+PROMPT_DELTA_TIMEOUT_S = env_float("PROMPT_DELTA_TIMEOUT_S", 0.5)
 
 # Presigned upload URLs never live longer than 15 minutes, whatever
 # PRESIGN_PUT_EXPIRES says.
@@ -46,9 +49,10 @@ PROMPT_BODY_CACHE_BYTES = env_int("PROMPT_BODY_CACHE_BYTES", 64 * 1024 * 1024)
 
 # Lines of context around each hunk in the diff API.
 PROMPT_DIFF_CONTEXT_LINES = env_int("PROMPT_DIFF_CONTEXT_LINES", 3)
-# Seconds one diff may spend matching (diff-match-patch's deadline). Past it the
-# diff is still correct but coarser (larger changed blocks), and says so
-# (X-Diff-Coarse: true, and a last line): no body pins a core for long.
+# Seconds one diff or merge preview may spend matching (diff-match-patch's
+# deadline). Past it the diff is still correct but coarser (larger changed
+# blocks), and says so (X-Diff-Coarse: true and a last line; a preview's
+# "coarse": true, its conflicts larger): no body pins a core for long.
 PROMPT_DIFF_TIMEOUT_S = env_float("PROMPT_DIFF_TIMEOUT_S", 0.5)
 
 # The server's public base URL (e.g. https://promptyard.example.com) written into

@@ -4,15 +4,16 @@ is redacted (visibility)."""
 
 from __future__ import annotations
 
-import difflib
 import re
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import ApiError
 
+from ..matching import Budget
 from .api import LIMIT, PAGE_MAX, START, _int_param, _refuse_unknown_params
 from .models import EvalResult
 from .permissions import access_run
@@ -23,11 +24,12 @@ TOKEN = re.compile(r"\s+|[^\s]+")
 DIFF_MAX_CHARS = 4000
 
 
-def output_diff(base: str, other: str) -> list[list[str]]:
-    """Word diff of `other` against `base`: [["=" | "-" | "+", text], ...]."""
+def output_diff(base: str, other: str, budget: Budget) -> list[list[str]]:
+    """Word diff of `other` against `base`: [["=" | "-" | "+", text], ...]; the
+    words of both past the budget's deadline are one change."""
     a, b = TOKEN.findall(base[:DIFF_MAX_CHARS]), TOKEN.findall(other[:DIFF_MAX_CHARS])
     out = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in budget.opcodes(a, b):
         if op == "equal":
             out.append(["=", "".join(a[i1:i2])])
             continue
@@ -67,6 +69,7 @@ class EvalResultsApi(APIView):
         if which not in (None, "failed", "disagree"):
             raise ApiError("filter is failed or disagree.", code="invalid_request", field="filter")
         row_count = run.dataset_version.row_count
+        budget = Budget(settings.EVAL_DIFF_TIMEOUT_S)  # for all the page's word diffs
         out, cursor = [], start
         while len(out) < limit and cursor < row_count:
             span = limit if which is None else max(limit, 500)
@@ -91,7 +94,7 @@ class EvalResultsApi(APIView):
                 for cell in cells:
                     entry = _cell(cell)
                     if first is not None and cell.column.index > 0 and not cell.error_code:
-                        entry["diff"] = output_diff(first, cell.output)
+                        entry["diff"] = output_diff(first, cell.output, budget)
                     entries.append(redact_cell(entry, column_visible=seen.column(cell.column), judges=judges))
                 out.append({"row_index": index, "variables": row.variables, "expected": row.expected,
                             "cells": entries})

@@ -12,11 +12,11 @@ Built in:
 |---|---|---|---|
 | `exact` | 1 | `strip` (bool, default true), `case_sensitive` (default true) | 1 when output == expected |
 | `contains` | 1 | `value` (default: the expected output), `case_sensitive` | 1 when the output contains it |
-| `regex` | 1 | `pattern` (required), `full` (bool: the whole output must match) | 1 on a match |
+| `regex` | 2 | `pattern` (required, RE2 syntax), `full` (bool: the whole output must match) | 1 on a match |
 | `json_valid` | 1 | - | 1 when the output parses as JSON |
-| `json_schema` | 1 | `schema` (required, a JSON Schema) | 1 when the output parses and validates |
+| `json_schema` | 2 | `schema` (required, a JSON Schema; RE2 patterns) | 1 when it parses and validates |
 | `numeric` | 1 | `tolerance` (absolute), `relative` (fraction) | 1 when its first number is close |
-| `similarity` | 1 | `threshold` (default 0.8) | difflib's ratio to the expected; passes at the threshold |
+| `similarity` | 2 | `threshold` (default 0.8) | share of characters in a common subsequence; passes at it |
 | `judge` | 1 | `prompt`, `version` (a saved prompt version), `threshold` (default 0.5) | the judge's score |
 
 **LLM-as-judge.** A judge is a saved prompt version, so it is versioned, diffed and
@@ -44,7 +44,6 @@ arguments when a run is created, so a bad argument is a 400, not N failed cells.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import importlib
 import json
 import re
@@ -52,7 +51,10 @@ from collections.abc import Callable
 
 from django.conf import settings
 
+from core import patterns
 from core.errors import ApiError
+
+from ..matching import Budget
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,19 +235,14 @@ def _check_regex(args):
     pattern = args.get("pattern")
     if not isinstance(pattern, str) or not pattern:
         raise _bad_arg("regex", "regex needs a pattern (a non-empty string).")
-    if len(pattern) > 1000:
-        raise _bad_arg("regex", "The pattern is longer than 1000 characters.")
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise _bad_arg("regex", f"The pattern does not compile: {exc}.") from None
+    patterns.check_pattern(pattern, field="evaluators.regex.pattern")
 
 
-@register("regex", doc="1 when `pattern` matches the output (anywhere; the whole output with full=true).",
+@register("regex", version=2, doc="1 when `pattern` (RE2 syntax) matches the output (anywhere; the whole "
+                                  "output with full=true).",
           args=("pattern", "full"), check=_check_regex)
 def regex(output, *, expected, variables, args):
-    pattern = re.compile(args["pattern"])
-    ok = bool(pattern.fullmatch(output) if _flag(args, "full", False) else pattern.search(output))
+    ok = patterns.matches(args["pattern"], output, full=_flag(args, "full", False))
     return Score(1.0 if ok else 0.0, ok, "" if ok else "no match")
 
 
@@ -259,28 +256,22 @@ def json_valid(output, *, expected, variables, args):
 
 
 def _check_schema(args):
-    import jsonschema
-
     schema = args.get("schema")
     if not isinstance(schema, dict):
         raise _bad_arg("json_schema", "json_schema needs a schema (a JSON Schema object).")
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise _bad_arg("json_schema", f"The schema is not a valid JSON Schema: {exc.message}.") from None
+    patterns.check_schema(schema, field="evaluators.json_schema.schema",
+                          invalid_code="invalid_evaluator_args")
 
 
-@register("json_schema", doc="1 when the output parses as JSON and validates against `schema`.",
+@register("json_schema", version=2, doc="1 when the output parses as JSON and validates against `schema` "
+                                        "(its patterns in RE2 syntax).",
           args=("schema",), check=_check_schema)
 def json_schema(output, *, expected, variables, args):
-    import jsonschema
-
     try:
         value = json.loads(output)
     except ValueError as exc:
         return Score(0.0, False, f"not JSON: {exc}")
-    validator = jsonschema.validators.validator_for(args["schema"])(args["schema"])
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    error = patterns.schema_error(args["schema"], value)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
         return Score(0.0, False, f"schema: {where}: {error.message}")
@@ -319,13 +310,16 @@ def _check_similarity(args):
         raise _bad_arg("similarity", "threshold must be a number from 0 to 1.")
 
 
-@register("similarity", doc="difflib's ratio (0..1) of output and expected; passes at `threshold`.",
+@register("similarity", version=2, doc="The share (0..1) of output and expected that their longest common "
+                                       "subsequence covers; passes at `threshold`.",
           needs_expected=True, args=("threshold",), check=_check_similarity)
 def similarity(output, *, expected, variables, args):
-    ratio = difflib.SequenceMatcher(None, output.strip(), expected.strip(), autojunk=False).ratio()
+    budget = Budget(settings.EVAL_SIMILARITY_TIMEOUT_S)
+    ratio = budget.ratio(output.strip(), expected.strip())
     threshold = float(args.get("threshold", 0.8))
     ok = ratio >= threshold
-    return Score(ratio, ok, "" if ok else f"similarity {ratio:.2f} < {threshold:g}")
+    note = " (matching ran out of time, EVAL_SIMILARITY_TIMEOUT_S: a lower bound)" if budget.coarse else ""
+    return Score(ratio, ok, "" if ok else f"similarity {ratio:.2f} < {threshold:g}{note}")
 
 
 def _check_judge(args):
@@ -345,14 +339,14 @@ _REGISTRY["judge"] = Evaluator(
 
 def judge_score(text: str, *, schema: dict, threshold: float) -> Score:
     """A judge's reply as a score: JSON valid against the judge's schema, `score` clamped to 0..1."""
-    import jsonschema
-
     try:
         value = json.loads(text)
     except ValueError as exc:
         return Score(0.0, False, f"the judge's reply is not JSON: {exc}")
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    try:
+        error = patterns.schema_error(schema, value)
+    except patterns.PatternRefused as exc:  # a schema saved before its patterns were checked
+        return Score(0.0, False, f"the judge's schema cannot be checked: {exc}")
     if error is not None:
         return Score(0.0, False, f"the judge's reply does not fit its schema: {error.message}")
     score = value.get("score") if isinstance(value, dict) else None

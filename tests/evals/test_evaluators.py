@@ -49,7 +49,7 @@ def test_should_explain_a_schema_failure_and_a_missing_expected_output():
     ([], "evaluators_required"),
     (["nope"], "unknown_evaluator"),
     ([{"name": "regex"}], "invalid_evaluator_args"),
-    ([{"name": "regex", "args": {"pattern": "("}}], "invalid_evaluator_args"),
+    ([{"name": "regex", "args": {"pattern": "("}}], "unsupported_pattern"),
     ([{"name": "json_schema", "args": {"schema": {"type": 5}}}], "invalid_evaluator_args"),
     ([{"name": "exact", "args": {"tolerance": 1}}], "invalid_evaluator_args"),
     ([{"name": "numeric", "args": {"tolerance": -1}}], "invalid_evaluator_args"),

@@ -8,8 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from playground import services
-from playground.merging import merge3
+from playground.matching import Budget
+from playground.merging import merge3 as _merge3
 from tests.factories import PromptFactory
+
+
+def merge3(base, ours, theirs):
+    return _merge3(base, ours, theirs, Budget(60))
+
 
 LINES = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "d\n", "e\n", "x"]), max_size=8).map("".join)
 
