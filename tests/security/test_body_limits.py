@@ -191,6 +191,9 @@ def _assert_refused(answer: Answer, setting: str, limit: int) -> None:
     assert not answer.finished and answer.sent < HUGE  # refused while the client was still sending
 
 
+# A fixed id: the body is refused before any view looks it up, and test ids must be
+# the same in every pytest-xdist process.
+ANY_DATASET = "00000000-0000-4000-8000-000000000001"
 HUGE_BODIES = {
     "v1-chat": ("/v1/chat/completions", "INFERENCE_MAX_BODY_BYTES",
                 lambda: repeat(b'{"model": "m", "messages": [{"role": "user", "content": "', b"x", HUGE),
@@ -203,7 +206,7 @@ HUGE_BODIES = {
     "files": ("/v1/files", "BATCH_REQUEST_MAX_BYTES",
               lambda: repeat(form_head("in.jsonl", purpose="batch"), _jsonl_line(0), HUGE, FORM_TAIL),
               MULTIPART),
-    "dataset-import": (f"/api/datasets/{uuid.uuid4()}/import", "EVAL_DATASET_REQUEST_MAX_BYTES",
+    "dataset-import": (f"/api/datasets/{ANY_DATASET}/import", "EVAL_DATASET_REQUEST_MAX_BYTES",
                        lambda: repeat(form_head("rows.csv") + b"question,expected\n", b"abc,cba\n", HUGE,
                                       FORM_TAIL), MULTIPART),
     "blob-put": ("/api/prompts/blobs/local/token", "PROMPT_BODY_MAX_BYTES",
@@ -223,7 +226,7 @@ def test_a_256_mb_chunked_body_is_refused_while_sending_without_growing_memory(s
 @pytest.mark.parametrize(("path", "setting"), [
     ("/v1/chat/completions", "INFERENCE_MAX_BODY_BYTES"), ("/api/prompts/", "REQUEST_MAX_BYTES"),
     ("/v1/files", "BATCH_REQUEST_MAX_BYTES"),
-    (f"/api/datasets/{uuid.uuid4()}/import", "EVAL_DATASET_REQUEST_MAX_BYTES"),
+    (f"/api/datasets/{ANY_DATASET}/import", "EVAL_DATASET_REQUEST_MAX_BYTES"),
 ])
 def test_a_content_length_over_the_limit_is_refused_before_any_body_byte_is_read(server, path, setting):
     limit = getattr(settings, setting)
