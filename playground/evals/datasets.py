@@ -43,11 +43,16 @@ class RowError(ValueError):
         self.code, self.field = code, field
 
 
+NUL_MESSAGE = "{} contains a NUL character, which a row cannot store."
+
+
 def _text(value, field: str) -> str:
     try:
         check_text(value, field=field)
     except InvalidInput as exc:
         raise RowError(str(exc), "invalid_unicode", field) from None
+    if "\x00" in value:
+        raise RowError(NUL_MESSAGE.format(field), "null_characters_not_allowed", field)
     if len(value.encode()) > settings.EVAL_ROW_VALUE_MAX_BYTES:
         limit = settings.EVAL_ROW_VALUE_MAX_BYTES
         raise RowError(f"{field} is longer than {limit} bytes.", "value_too_large", field)
@@ -84,8 +89,11 @@ def check_row(data) -> dict:
     metadata = data.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise RowError("metadata must be an object.", "invalid_type", "metadata")
-    if len(json.dumps(metadata).encode()) > settings.EVAL_ROW_VALUE_MAX_BYTES:
+    dumped = json.dumps(metadata)
+    if len(dumped.encode()) > settings.EVAL_ROW_VALUE_MAX_BYTES:
         raise RowError("metadata is too large.", "value_too_large", "metadata")
+    if "\\u0000" in dumped:  # json.dumps escapes NUL, in keys and values alike
+        raise RowError(NUL_MESSAGE.format("metadata"), "null_characters_not_allowed", "metadata")
     row = {"variables": out, "expected": expected, "metadata": metadata}
     if data.get("key") is not None:
         try:

@@ -136,6 +136,15 @@ def test_should_refuse_bad_dataset_input(user):
     assert response.json()["error"]["code"] == "dataset_empty"
 
 
+@pytest.mark.parametrize("row", [{"variables": {"q": "a\x00b"}}, {"expected": "\x00"},
+                                 {"metadata": {"note": "x\x00"}}, {"metadata": {"k\x00": 1}}])
+def test_should_refuse_a_row_with_a_nul_character_the_database_cannot_store(user, row):
+    """PostgreSQL's jsonb stores no NUL: it used to be a 500 (found by the API fuzzer)."""
+    response = _client(user).post("/api/datasets/", {"name": "nul", "rows": [row]}, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == "null_characters_not_allowed"
+
+
 def test_should_gate_a_label_move_on_a_passing_run(user, echo_version, backend):
     client = _client(user)
     dataset, _ = _dataset(client)
