@@ -360,6 +360,8 @@ STATE_DEPENDENT = {
     "invalid_csv": "the same", "invalid_csv_header": "the same",
     "invalid_format": "an imported file whose name says neither csv nor jsonl, and no format",
     "dataset_empty": "an import's text with no rows",
+    "null_characters_not_allowed": "a NUL in a row's free-form metadata (keys included): OpenAPI 3.0 "
+                                   "has no propertyNames to forbid it in any key",
 }
 
 
