@@ -355,6 +355,7 @@ STATE_DEPENDENT = {
     "invalid_expiry": "an expiry must be in the future, which a date in a schema cannot say",
     "webhook_url_forbidden": "a webhook host that resolves to a private address (DNS, at call time)",
     "invalid_file": "a batch file's content (JSONL of requests), which OpenAPI 3.0 cannot describe",
+    "empty_file": "the same (a batch file of blank lines)",
     "invalid_rows": "an import's text (CSV or JSONL rows), which OpenAPI 3.0 cannot describe",
     "file_not_utf8": "the same",
     "invalid_csv": "the same", "invalid_csv_header": "the same",
