@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from .keycache import account_tier_changed, keys_changed
 from .models import Account, ApiKey, Membership, Team, TeamInvitation, Tier, generate_raw_key, hash_key
@@ -18,19 +18,19 @@ User = get_user_model()
 def user_create(*, username: str, password: str, email: str = "") -> User:
     username = (username or "").strip()
     if not username:
-        raise ApiError("Choose a username.", code="username_required", field="username")
+        raise DomainError("Choose a username.", code="username_required", field="username")
     if User.objects.filter(username__iexact=username).exists():
-        raise ApiError(f"The username '{username}' is taken.", code="username_taken",
-                       field="username")
+        raise DomainError(f"The username '{username}' is taken.", code="username_taken",
+                          field="username")
     try:
         validate_password(password, User(username=username, email=email))
     except DjangoValidationError as exc:
-        raise ApiError(" ".join(exc.messages), code="weak_password", field="password") from exc
+        raise DomainError(" ".join(exc.messages), code="weak_password", field="password") from exc
     try:
         return User.objects.create_user(username=username, password=password, email=email)
     except IntegrityError as exc:  # lost a race with a concurrent signup
-        raise ApiError(f"The username '{username}' is taken.", code="username_taken",
-                       field="username") from exc
+        raise DomainError(f"The username '{username}' is taken.", code="username_taken",
+                          field="username") from exc
 
 
 def api_key_create(*, user, name: str, tier: str | None = None) -> tuple[ApiKey, str]:
@@ -39,11 +39,11 @@ def api_key_create(*, user, name: str, tier: str | None = None) -> tuple[ApiKey,
     The key has its account's tier. Naming another tier is refused: a tier is
     set on the account by staff, never chosen by the user (account_tier_set)."""
     if tier is not None and tier not in Tier.values:
-        raise ApiError(f"Unknown tier '{tier}'.", code="invalid_tier", field="tier")
+        raise DomainError(f"Unknown tier '{tier}'.", code="invalid_tier", field="tier")
     has = account_tier(user=user)
     if tier is not None and tier != has:
-        raise ApiError(f"This account has the {has} tier; a key gets its account's tier, and "
-                       f"only staff change it.", code="tier_not_allowed", field="tier", status_code=403)
+        raise DomainError(f"This account has the {has} tier; a key gets its account's tier, and "
+                          f"only staff change it.", code="tier_not_allowed", field="tier")
     raw = generate_raw_key()
     key = ApiKey.objects.create(user=user, name=name or "default", tier=has,
                                 prefix=raw[:10], key_hash=hash_key(raw))
@@ -56,7 +56,7 @@ def account_tier_set(*, user, tier: str) -> Account:
     tier; all its keys and its browser sessions take it, in this process at once,
     in every other within the key cache's 30 s."""
     if tier not in Tier.values:
-        raise ApiError(f"Unknown tier '{tier}'.", code="invalid_tier", field="tier")
+        raise DomainError(f"Unknown tier '{tier}'.", code="invalid_tier", field="tier")
     account, _ = Account.objects.select_for_update().get_or_create(user=user)
     account.tier = tier
     account.save()
@@ -111,12 +111,12 @@ def team_member_add(*, team: Team, user) -> None:
 def team_leave(*, team: Team, user) -> None:
     """A member leaves a team (its grants stop reaching them on the next request)."""
     if user.pk == team.owner_id:
-        raise ApiError("The owner cannot leave their team.", code="owner_cannot_leave")
+        raise DomainError("The owner cannot leave their team.", code="owner_cannot_leave")
     if not Membership.objects.filter(team=team, user=user).delete()[0]:
-        raise ApiError("No such team.", code="team_not_found", status_code=404)
+        raise DomainError("No such team.", code="team_not_found")
 
 
 def team_member_remove(*, team: Team, user) -> None:
     if user.pk == team.owner_id:
-        raise ApiError("The owner cannot leave their team.", code="owner_cannot_leave")
+        raise DomainError("The owner cannot leave their team.", code="owner_cannot_leave")
     Membership.objects.filter(team=team, user=user).delete()

@@ -15,7 +15,8 @@ from django.core.cache import cache
 from django.shortcuts import render
 
 from core.clientip import client_ip
-from core.errors import ApiError, is_api_path, json_error
+from core.error_codes import DomainError
+from core.errors import is_api_path, json_error
 
 LOGIN_LOCKED_MESSAGE = "Too many failed logins from this address; try again in {minutes} minutes."
 
@@ -26,7 +27,7 @@ def lockout_response(request, original_response=None, credentials=None):
     message = LOGIN_LOCKED_MESSAGE.format(minutes=max(1, retry // 60))
     headers = {"Retry-After": str(retry)}
     if is_api_path(request.path) or "application/json" in request.headers.get("Accept", ""):
-        return json_error("too_many_login_attempts", message, 429, headers=headers, retry_after=retry)
+        return json_error("too_many_login_attempts", message, headers=headers, retry_after=retry)
     response = render(request, "accounts/login.html", {"locked": message}, status=429)
     response["Retry-After"] = str(retry)
     return response
@@ -45,6 +46,6 @@ def check_signup_allowed(request) -> None:
     if count > settings.SIGNUP_LIMIT:
         ttl = cache.ttl(key) if hasattr(cache, "ttl") else None  # django-redis knows the real TTL
         retry = max(1, int(ttl)) if ttl else window
-        raise ApiError(f"Too many new accounts from this address; try again in {max(1, retry // 60)} "
-                       "minutes.", code="too_many_signups", status_code=429,
-                       headers={"Retry-After": str(retry)}, extra={"retry_after": retry})
+        raise DomainError(f"Too many new accounts from this address; try again in {max(1, retry // 60)} "
+                          "minutes.", code="too_many_signups",
+                          headers={"Retry-After": str(retry)}, extra={"retry_after": retry})

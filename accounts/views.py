@@ -6,7 +6,7 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from . import services
 from .throttling import check_signup_allowed
@@ -30,9 +30,9 @@ def signup(request):
             user = services.user_create(username=request.POST.get("username", ""),
                                         password=request.POST.get("password", ""),
                                         email=request.POST.get("email", ""))
-        except ApiError as exc:
-            error = {"field": exc.field, "message": str(exc.detail)}
-            status, headers = exc.status_code, exc.headers
+        except DomainError as exc:
+            error = {"field": exc.field, "message": exc.message}
+            status, headers = exc.status, exc.headers
         else:
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             return redirect(safe_next(request) or "home")

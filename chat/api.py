@@ -6,7 +6,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.ids import parse_uint
 
 from . import selectors, services
@@ -19,7 +19,7 @@ def _query_int(request, name: str, default: int | None) -> int | None:
         return default
     value = parse_uint(raw)
     if value is None:
-        raise ApiError(f"`{name}` must be a non-negative integer.", code="invalid_request", field=name)
+        raise DomainError(f"`{name}` must be a non-negative integer.", code="invalid_request", field=name)
     return value
 
 

@@ -18,7 +18,8 @@ from django.conf import settings
 
 from accounts.websocket import AccessEndsMixin
 from core import adb
-from core.errors import ApiError
+from core.error_codes import DomainError
+from core.errors import error_frame
 from core.ids import parse_uint
 from core.jsonbody import JsonTooDeep, json_loads
 
@@ -39,7 +40,7 @@ def _int(value, field: str, *, optional: bool = False) -> int | None:
     if value is None and optional:
         return None
     if not isinstance(value, int) or parse_uint(value) is None:
-        raise ApiError(f"`{field}` must be a non-negative integer.", code="invalid_cursor", field=field)
+        raise DomainError(f"`{field}` must be a non-negative integer.", code="invalid_cursor", field=field)
     return value
 
 
@@ -49,13 +50,13 @@ def _cursors(raw) -> dict[int, int]:
         return {}
     limit = settings.CHAT_HELLO_MAX_CURSORS
     if isinstance(raw, dict) and len(raw) > limit:
-        raise ApiError(f"`cursors` names {len(raw)} conversations; a hello takes at most {limit}.",
-                       code="too_many_cursors", field="cursors",
-                       extra={"limit": "CHAT_HELLO_MAX_CURSORS", "max_cursors": limit})
+        raise DomainError(f"`cursors` names {len(raw)} conversations; a hello takes at most {limit}.",
+                          code="too_many_cursors", field="cursors",
+                          extra={"limit": "CHAT_HELLO_MAX_CURSORS", "max_cursors": limit})
     ids = [parse_uint(k) for k in raw] if isinstance(raw, dict) else [None]
     if not all(ids):  # not an object, or a key that is no conversation id (0 is none)
-        raise ApiError("`cursors` maps conversation ids to sequence numbers.", code="invalid_cursor",
-                       field="cursors")
+        raise DomainError("`cursors` maps conversation ids to sequence numbers.", code="invalid_cursor",
+                          field="cursors")
     return {conv: _int(seq, "cursors") for conv, seq in zip(ids, raw.values(), strict=True)}
 
 
@@ -132,16 +133,14 @@ class ChatConsumer(AccessEndsMixin, AsyncWebsocketConsumer):
             return
         try:
             await handler(frame)
-        except ApiError as exc:
-            await self._error(exc.get_codes(), str(exc.detail), field=exc.field,
-                              ref=_ref(frame), **exc.extra)
+        except DomainError as exc:
+            await self.send_json(error_frame(exc, ref=_ref(frame)))
         except Exception:  # a bug must not take the socket down: the client gets an error frame
             logger.exception("chat frame %r failed", frame["type"][:40])
-            await self._error("internal_error", "The server could not handle this frame.", ref=_ref(frame))
+            await self._error("server_error", "The server could not handle this frame.", ref=_ref(frame))
 
-    async def _error(self, code, message, **extra):
-        await self.send_json({"type": "error", "code": code, "message": message,
-                              **{k: v for k, v in extra.items() if v is not None}})
+    async def _error(self, code: str, message: str, *, field: str | None = None, **extra):
+        await self.send_json(error_frame(DomainError(message, code=code, field=field), **extra))
 
     # --- client frames -------------------------------------------------------
 
@@ -163,8 +162,8 @@ class ChatConsumer(AccessEndsMixin, AsyncWebsocketConsumer):
         """{"type": "ack", "upto": inbox_seq}: everything up to it reached the client."""
         upto = _int(frame.get("upto"), "upto")
         if self.cursor is None or upto > self.cursor:
-            raise ApiError(f"Cannot ack {upto}: only {self.cursor or 0} was sent.",
-                           code="cursor_from_future", field="upto")
+            raise DomainError(f"Cannot ack {upto}: only {self.cursor or 0} was sent.",
+                              code="cursor_from_future", field="upto")
         if adb.enabled():
             await services.inbox_mark_delivered_async(user=self.user, upto=upto)
         else:
@@ -234,7 +233,7 @@ class ChatConsumer(AccessEndsMixin, AsyncWebsocketConsumer):
         """{"type": "typing", "to": user_id}: relayed, never stored."""
         to = frame.get("to")
         if to not in self.contacts:
-            raise ApiError("Typing goes only to your contacts.", code="unknown_contact", field="to")
+            raise DomainError("Typing goes only to your contacts.", code="unknown_contact", field="to")
         await self.channel_layer.group_send(user_group(to), {"type": "chat.typing", "user": self.user.pk})
 
     async def on_heartbeat(self, frame):

@@ -6,7 +6,7 @@ from django.db.models import BooleanField, Count, Max, Min, Q
 from django.db.models.expressions import RawSQL
 
 from core import adb
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.ids import parse_uint
 
 from .models import Block, ChatProfile, Conversation, InboxEntry, Message
@@ -52,9 +52,9 @@ def access_conversation(*, user, conversation_id) -> Conversation:
     return conv
 
 
-def _no_such_conversation() -> ApiError:
-    return ApiError("No such conversation.", code="unknown_conversation", status_code=404,
-                    field="conversation")
+def _no_such_conversation() -> DomainError:
+    return DomainError("No such conversation.", code="unknown_conversation",
+                       field="conversation")
 
 
 def inbox_head(*, user_id: int) -> int:
@@ -74,8 +74,8 @@ def catchup_start(*, user, since: int | None, cursors: dict[int, int]) -> int:
     head = inbox_head(user_id=user.pk)
     if since is not None:
         if since > head:
-            raise ApiError(f"Cursor since={since} is ahead of your inbox ({head}).",
-                           code="cursor_from_future", field="since")
+            raise DomainError(f"Cursor since={since} is ahead of your inbox ({head}).",
+                              code="cursor_from_future", field="since")
         return since
     candidates = []
     oldest_undelivered = (InboxEntry.objects.filter(user=user, delivered_at__isnull=True)
@@ -101,8 +101,8 @@ def check_cursors(*, user, cursors: dict[int, int]) -> None:
         if conv is None or not conv.has_member(user.pk):
             raise _no_such_conversation()
         if seq > conv.last_seq:
-            raise ApiError(f"Cursor {seq} for conversation {conv_id} is ahead of it ({conv.last_seq}).",
-                           code="cursor_from_future", field="cursors")
+            raise DomainError(f"Cursor {seq} for conversation {conv_id} is ahead of it ({conv.last_seq}).",
+                              code="cursor_from_future", field="cursors")
 
 
 def inbox_after(*, user, after: int, limit: int, cursors: dict[int, int] | None = None) -> list[dict]:
@@ -191,11 +191,12 @@ def message_search(*, user, query) -> list[dict]:
     over the GIN index of migration 0003; SQLite: every word as a substring (LIKE).
     Deleted messages never match (their body is gone)."""
     if not isinstance(query, str) or not query.strip() or "\x00" in query:
-        raise ApiError("Give words to search for in `q` (text without NUL).", code="invalid_query", field="q")
+        raise DomainError("Give words to search for in `q` (text without NUL).", code="invalid_query",
+                          field="q")
     query = query.strip()
     if len(query) > SEARCH_MAX_QUERY:
-        raise ApiError(f"`q` is {len(query)} characters; a search has at most {SEARCH_MAX_QUERY}.",
-                       code="query_too_long", field="q")
+        raise DomainError(f"`q` is {len(query)} characters; a search has at most {SEARCH_MAX_QUERY}.",
+                          code="query_too_long", field="q")
     convs = {c.pk: c for c in Conversation.objects.filter(Q(user_low=user) | Q(user_high=user))}
     found = Message.objects.filter(conversation_id__in=list(convs), deleted_at__isnull=True)
     if connection.vendor == "postgresql":
@@ -235,12 +236,13 @@ def people_find(*, user, query) -> list[dict]:
     from accounts.models import Membership
 
     if not isinstance(query, str) or not query.strip() or "\x00" in query:
-        raise ApiError("Give part of a username in `q` (text without NUL).", code="invalid_query", field="q")
+        raise DomainError("Give part of a username in `q` (text without NUL).", code="invalid_query",
+                          field="q")
     query = query.strip()
     limit = User._meta.get_field("username").max_length
     if len(query) > limit:
-        raise ApiError(f"`q` is {len(query)} characters; a username has at most {limit}.",
-                       code="query_too_long", field="q")
+        raise DomainError(f"`q` is {len(query)} characters; a username has at most {limit}.",
+                          code="query_too_long", field="q")
     teams = Membership.objects.filter(user=user).values("team_id")
     known = set(Membership.objects.filter(team_id__in=teams).values_list("user_id", flat=True))
     known |= {c.peer_id(user.pk) for c in Conversation.objects.filter(Q(user_low=user) | Q(user_high=user))}

@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from core import adb
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from . import realtime
 from .models import Block, ChatProfile, Conversation, InboxEntry, Message
@@ -37,29 +37,29 @@ User = get_user_model()
 class Rule:
     name: str  # also the column the statement returns for it
     sql: str  # true when the send may go ahead
-    error: Callable[[dict], ApiError] | None  # None: the duplicate rule (answered, not refused)
+    error: Callable[[dict], DomainError] | None  # None: the duplicate rule (answered, not refused)
 
 
 def _unknown(p):
-    return ApiError(f"No user with id {p['recipient']}.", code="unknown_user", status_code=404, field="to")
+    return DomainError(f"No user with id {p['recipient']}.", code="user_not_found", field="to")
 
 
 def _blocked(p):
-    return ApiError("This user does not accept messages from you.", code="blocked", status_code=403,
-                    field="to")
+    return DomainError("This user does not accept messages from you.", code="blocked",
+                       field="to")
 
 
 def _you_blocked(p):
-    return ApiError("You blocked this user; unblock them to send.", code="you_blocked", status_code=403,
-                    field="to")
+    return DomainError("You blocked this user; unblock them to send.", code="you_blocked",
+                       field="to")
 
 
-def rate_limited(retry: float) -> ApiError:
-    return ApiError(f"Send rate limit reached: {settings.CHAT_SEND_RATE:g} messages/s, bursts of "
-                    f"{settings.CHAT_SEND_BURST} (CHAT_SEND_RATE). Retry in {retry:.1f}s.",
-                    code="rate_limited", status_code=429,
-                    extra={"limit": "CHAT_SEND_RATE", "retry_after": round(retry, 3)},
-                    headers={"Retry-After": str(max(1, round(retry)))})
+def rate_limited(retry: float) -> DomainError:
+    return DomainError(f"Send rate limit reached: {settings.CHAT_SEND_RATE:g} messages/s, bursts of "
+                       f"{settings.CHAT_SEND_BURST} (CHAT_SEND_RATE). Retry in {retry:.1f}s.",
+                       code="rate_limit_exceeded",
+                       extra={"limit": "CHAT_SEND_RATE", "retry_after": round(retry, 3)},
+                       headers={"Retry-After": str(max(1, round(retry)))})
 
 
 # In order: the first that fails answers. A retry of an accepted send is answered
@@ -215,8 +215,8 @@ def _outcome(row: tuple, params: dict) -> tuple[Message, bool]:
             raise rule.error(params)
         dup_id, dup_conv, dup_seq, dup_at, dup_body, edited_at, deleted_at, version, low, high = dup
         if params["recipient"] not in (low, high):
-            raise ApiError("This client_msg_id was already used for another conversation.",
-                           code="client_msg_id_reused", status_code=409, field="client_msg_id")
+            raise DomainError("This client_msg_id was already used for another conversation.",
+                              code="client_msg_id_reused", field="client_msg_id")
         return Message(id=dup_id, conversation_id=dup_conv, seq=dup_seq, sender_id=params["sender"],
                        client_msg_id=params["cid"], body=dup_body, created_at=_aware(dup_at),
                        edited_at=_aware(edited_at), deleted_at=_aware(deleted_at), version=version), False
@@ -227,8 +227,8 @@ def _outcome(row: tuple, params: dict) -> tuple[Message, bool]:
     return msg, True
 
 
-def _conflict() -> ApiError:
-    return ApiError("The send could not be stored; retry it.", code="send_conflict", status_code=409)
+def _conflict() -> DomainError:
+    return DomainError("The send could not be stored; retry it.", code="send_conflict")
 
 
 async def run_async(*, sender_id: int, recipient_id: int, client_msg_id: str,

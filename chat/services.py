@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import adb
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.ids import parse_uint
 from inference_protocol.validation import InvalidInput, check_text
 
@@ -21,32 +21,32 @@ User = get_user_model()
 
 def check_body(body) -> str:
     if not isinstance(body, str) or not body.strip():
-        raise ApiError("A message needs a non-empty text body.", code="empty_body", field="body")
+        raise DomainError("A message needs a non-empty text body.", code="empty_body", field="body")
     try:
         check_text(body, field="body")
     except InvalidInput as exc:
-        raise ApiError(str(exc), code="invalid_unicode", field="body") from None
+        raise DomainError(str(exc), code="invalid_unicode", field="body") from None
     if "\x00" in body:  # no database text column holds NUL
-        raise ApiError("A message cannot contain a NUL character.", code="invalid_body", field="body")
+        raise DomainError("A message cannot contain a NUL character.", code="invalid_body", field="body")
     size, limit = len(body.encode()), settings.CHAT_MAX_MESSAGE_BYTES
     if size > limit:
-        raise ApiError(f"Message body is {size} bytes; the limit is {limit} bytes "
-                       "(CHAT_MAX_MESSAGE_BYTES).", code="message_too_large", status_code=413,
-                       field="body", extra={"limit": "CHAT_MAX_MESSAGE_BYTES", "max_bytes": limit})
+        raise DomainError(f"Message body is {size} bytes; the limit is {limit} bytes "
+                          "(CHAT_MAX_MESSAGE_BYTES).", code="message_too_large",
+                          field="body", extra={"limit": "CHAT_MAX_MESSAGE_BYTES", "max_bytes": limit})
     return body
 
 
 def check_client_msg_id(client_msg_id) -> str:
     if not isinstance(client_msg_id, str) or not 0 < len(client_msg_id) <= 64:
-        raise ApiError("client_msg_id must be a string of 1-64 characters.", code="invalid_client_msg_id",
-                       field="client_msg_id")
+        raise DomainError("client_msg_id must be a string of 1-64 characters.", code="invalid_client_msg_id",
+                          field="client_msg_id")
     return client_msg_id
 
 
 def _recipient_id(recipient_id) -> int:
     number = parse_uint(recipient_id)
     if number is None:
-        raise ApiError("`to` must be a user id.", code="invalid_recipient", field="to")
+        raise DomainError("`to` must be a user id.", code="invalid_recipient", field="to")
     return number
 
 
@@ -56,7 +56,7 @@ def _check_send(*, sender, recipient_id, client_msg_id, body) -> dict:
     body = check_body(body)
     rid = _recipient_id(recipient_id)
     if rid == sender.pk:
-        raise ApiError("You cannot send a message to yourself.", code="self_message", field="to")
+        raise DomainError("You cannot send a message to yourself.", code="self_message", field="to")
     return {"sender_id": sender.pk, "recipient_id": rid, "client_msg_id": client_msg_id, "body": body}
 
 
@@ -103,18 +103,17 @@ def _message_change(*, user, message_id, body: str | None) -> Message:
         msg = (Message.objects.select_for_update(of=("self",)).select_related("conversation")
                .filter(pk=number).first() if number is not None else None)
         if msg is None or not msg.conversation.has_member(user.pk):
-            raise ApiError("No such message.", code="unknown_message", status_code=404, field="id")
+            raise DomainError("No such message.", code="unknown_message", field="id")
         if msg.sender_id != user.pk:
-            raise ApiError("Only the sender can change a message.", code="not_your_message",
-                           status_code=403, field="id")
+            raise DomainError("Only the sender can change a message.", code="not_your_message", field="id")
         if msg.deleted_at is not None:
-            raise ApiError("This message was deleted; it cannot change any more.", code="message_deleted",
-                           status_code=409, field="id")
+            raise DomainError("This message was deleted; it cannot change any more.", code="message_deleted",
+                              field="id")
         peer_id = msg.conversation.peer_id(user.pk)
         if body is not None:
             if selectors.block_exists_between(user_a_id=user.pk, user_b_id=peer_id):
-                raise ApiError("You cannot edit messages in this conversation while a block is in place.",
-                               code="blocked", status_code=403, field="id")
+                raise DomainError("You cannot edit messages in this conversation while a block is in place.",
+                                  code="blocked", field="id")
             if body == msg.body:
                 return msg  # nothing changes: no version, no event
         allowed, retry, _ = realtime.state().take_send_token(user.pk)
@@ -156,10 +155,10 @@ def conversation_mark_read(*, user, conversation_id, upto) -> int:
     """Marks the user's entries up to `upto` read; the peer hears it live."""
     conv = selectors.access_conversation(user=user, conversation_id=conversation_id)
     if isinstance(upto, bool) or not isinstance(upto, int) or upto < 0:
-        raise ApiError("`upto` must be a sequence number.", code="invalid_cursor", field="upto")
+        raise DomainError("`upto` must be a sequence number.", code="invalid_cursor", field="upto")
     if upto > conv.last_seq:
-        raise ApiError(f"Sequence {upto} is ahead of the conversation ({conv.last_seq}).",
-                       code="cursor_from_future", field="upto")
+        raise DomainError(f"Sequence {upto} is ahead of the conversation ({conv.last_seq}).",
+                          code="cursor_from_future", field="upto")
     now = timezone.now()
     with transaction.atomic():
         entries = InboxEntry.objects.filter(user=user, conversation=conv, seq__lte=upto, read_at__isnull=True)
@@ -178,9 +177,9 @@ def block_create(*, blocker, blocked_id) -> Block:
     number = parse_uint(blocked_id)
     blocked = User.objects.filter(pk=number).first() if number is not None else None
     if blocked is None:
-        raise ApiError(f"No user with id {blocked_id}.", code="unknown_user", status_code=404, field="user")
+        raise DomainError(f"No user with id {blocked_id}.", code="user_not_found", field="user")
     if blocked.pk == blocker.pk:
-        raise ApiError("You cannot block yourself.", code="self_block", field="user")
+        raise DomainError("You cannot block yourself.", code="self_block", field="user")
     with transaction.atomic():
         block, _ = Block.objects.get_or_create(blocker=blocker, blocked=blocked)
         _contacts_changed(blocker.pk, blocked.pk)

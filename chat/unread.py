@@ -11,6 +11,8 @@ from channels.db import database_sync_to_async as db
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from accounts.websocket import AccessEndsMixin
+from core.error_codes import DomainError
+from core.errors import error_frame
 from core.jsonbody import json_loads
 
 from . import selectors
@@ -78,8 +80,8 @@ class UnreadConsumer(AccessEndsMixin, AsyncWebsocketConsumer):
             # The chat socket's codes: not a JSON object, or a type this socket lacks.
             typed = isinstance(frame, dict) and isinstance(frame.get("type"), str)
             code = "unknown_type" if typed else "bad_frame"
-            await self.send(text_data=json.dumps({"type": "error", "code": code,
-                                                  "message": 'This socket takes only {"type": "sync"}.'}))
+            refusal = DomainError('This socket takes only {"type": "sync"}.', code=code)
+            await self.send(text_data=json.dumps(error_frame(refusal)))
             return
         self._recount(force=True)
 

@@ -17,24 +17,24 @@ from core.errors import json_error
 def blob_local(request, token):
     store = get_blob_store()
     if not isinstance(store, LocalBlobStore):
-        return json_error("not_found", "The local blob endpoint is off: an object store is configured.", 404)
+        return json_error("not_found", "The local blob endpoint is off: an object store is configured.")
     method = request.method
     # The grant's own signed deadline, within the longest lifetime of its kind.
     max_age = settings.PROMPT_UPLOAD_EXPIRES if method == "PUT" else settings.PRESIGN_GET_MAX_EXPIRES
     try:
         grant = store.unsign(token, max_age=max_age)
     except signing.SignatureExpired:
-        return json_error("url_expired", "This URL has expired.", 403)
+        return json_error("url_expired")
     except signing.BadSignature:
-        return json_error("url_invalid", "This URL is not valid.", 403)
+        return json_error("url_invalid")
     if not isinstance(grant.get("d"), int) or time.time() > grant["d"]:
-        return json_error("url_expired", "This URL has expired.", 403)
+        return json_error("url_expired")
     if grant["m"] != method:
-        return json_error("method_not_allowed", f"This URL allows {grant['m']} only.", 405)
+        return json_error("method_not_allowed", f"This URL allows {grant['m']} only.")
     if method == "PUT":
         return _put(request, store, grant["k"], grant["s"])
     if store.size(grant["k"]) is None:
-        return json_error("not_found", "No such object.", 404)
+        return json_error("not_found", "No such object.")
     # A presigned URL is a short-lived capability: no cache keeps what it served.
     return StreamingHttpResponse(store.iter_chunks(grant["k"]), content_type="application/octet-stream",
                                  headers={"Cache-Control": "no-store"})
@@ -47,7 +47,7 @@ class _WrongSize(Exception):
 def _put(request, store, key, size):
     declared = request.headers.get("Content-Length")
     if declared is not None and declared != str(size):
-        return json_error("size_mismatch", f"This URL accepts exactly {size} bytes.", 400)
+        return json_error("size_mismatch", f"This URL accepts exactly {size} bytes.")
     # Read the stream, not request.body: it is bounded by the signed size, not by
     # DATA_UPLOAD_MAX_MEMORY_SIZE; written as it comes, one read in memory at a time,
     # and a body of another size leaves nothing stored.
@@ -58,5 +58,5 @@ def _put(request, store, key, size):
             if writer.bytes != size:
                 raise _WrongSize
     except _WrongSize:
-        return json_error("size_mismatch", f"This URL accepts exactly {size} bytes.", 400)
+        return json_error("size_mismatch", f"This URL accepts exactly {size} bytes.")
     return HttpResponse(status=200)

@@ -22,15 +22,16 @@ import re
 
 from django.conf import settings
 
-from core.errors import error_body
+from core.error_codes import DomainError
+from core.errors import domain_error_body
 
 DEFAULT_LIMIT = "REQUEST_MAX_BYTES"
 
 
 def too_large_body(setting: str, limit: int) -> bytes:
-    return json.dumps(error_body(
-        "request_too_large", f"The request body is larger than {limit} bytes ({setting}).", 413,
-        limit=setting, max_bytes=limit)).encode()
+    refusal = DomainError(f"The request body is larger than {limit} bytes ({setting}).",
+                          code="request_too_large", extra={"limit": setting, "max_bytes": limit})
+    return json.dumps(domain_error_body(refusal)).encode()
 
 
 def _declared_length(scope) -> int | None:

@@ -4,6 +4,10 @@
 
 `code`, `message`, `field` are ours; `type` and `param` repeat them the way
 OpenAI's SDKs read errors, so /v1 clients get the shape they expect.
+
+Services raise core.error_codes.DomainError; this module is the one place that
+turns it into HTTP (the DRF exception handler, json_error for plain views and
+the /v1 gateway) or into a websocket error frame (error_frame).
 """
 
 import logging
@@ -15,9 +19,12 @@ from django.db import OperationalError as DbOperationalError
 from django.http import Http404, HttpResponse, JsonResponse
 from django.utils.html import escape
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework import exceptions, status
+from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_default_handler
+from rest_framework.views import set_rollback
+
+from core.error_codes import DomainError
 
 try:  # redis is optional in the embedded default
     from redis.exceptions import ConnectionError as RedisConnectionError
@@ -26,18 +33,6 @@ except ImportError:  # pragma: no cover
     RedisConnectionError = RedisTimeoutError = ()
 
 logger = logging.getLogger(__name__)
-
-
-class ApiError(exceptions.APIException):
-    """Raise from services and views with a stable code and a status."""
-
-    def __init__(self, message: str, *, code: str, status_code: int = 400,
-                 field: str | None = None, extra: dict | None = None, headers: dict | None = None):
-        super().__init__(detail=message, code=code)
-        self.status_code = status_code
-        self.field = field
-        self.extra = extra or {}
-        self.headers = headers or {}
 
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -57,6 +52,21 @@ def error_body(code: str, message: str, status_code: int, field: str | None = No
     return {"error": body}
 
 
+def domain_error_body(exc: DomainError) -> dict:
+    return error_body(exc.code, exc.message, exc.status, exc.field, **exc.extra)
+
+
+def domain_error_response(exc: DomainError) -> JsonResponse:
+    return JsonResponse(domain_error_body(exc), status=exc.status, headers=exc.headers)
+
+
+def error_frame(exc: DomainError, **extra) -> dict:
+    """A websocket's error frame: the body's code, message and fields, flat."""
+    frame = {"type": "error", "code": exc.code, "message": exc.message, "field": exc.field,
+             **exc.extra, **extra}
+    return {k: v for k, v in frame.items() if v is not None}
+
+
 def _first_validation_error(detail, prefix: str = "") -> tuple[str | None, str, str]:
     """Walk DRF's nested ValidationError detail to the first message; returns
     (dotted field, message, code)."""
@@ -71,6 +81,9 @@ def _first_validation_error(detail, prefix: str = "") -> tuple[str | None, str, 
 
 
 def api_exception_handler(exc, context):
+    if isinstance(exc, DomainError):
+        set_rollback()
+        return Response(domain_error_body(exc), status=exc.status, headers=exc.headers)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
@@ -79,10 +92,7 @@ def api_exception_handler(exc, context):
     if response is None:
         return None  # not an API exception: Django's 500 handler (JSON for API paths)
 
-    if isinstance(exc, ApiError):
-        body = error_body(exc.get_codes(), str(exc.detail), exc.status_code, exc.field, **exc.extra)
-        response = Response(body, status=exc.status_code, headers={**response.headers, **exc.headers})
-    elif isinstance(exc, exceptions.ValidationError):
+    if isinstance(exc, exceptions.ValidationError):
         field, message, code = _first_validation_error(exc.detail)
         if code == "invalid":
             code = "invalid_request"
@@ -95,15 +105,15 @@ def api_exception_handler(exc, context):
     return response
 
 
-def json_error(code: str, message: str, status_code: int, *, headers: dict | None = None,
-               **extra) -> JsonResponse:
-    return JsonResponse(error_body(code, message, status_code, **extra), status=status_code,
-                        headers=headers)
+def json_error(code: str, message: str | None = None, *, field: str | None = None,
+               headers: dict | None = None, **extra) -> JsonResponse:
+    """A plain view's error response: the status is the code's (core.error_codes)."""
+    return domain_error_response(DomainError(message, code=code, field=field, extra=extra, headers=headers))
 
 
 @csrf_exempt  # an unknown route is a 404 for every method, never a CSRF page first
 def api_not_found(request, *args, **kwargs):
-    return json_error("not_found", f"No API route matches {request.path}.", status.HTTP_404_NOT_FOUND)
+    return json_error("not_found", f"No API route matches {request.path}.")
 
 
 def is_api_path(path: str) -> bool:
@@ -124,7 +134,7 @@ def handler500(request):
     if exc is not None and (response := service_unavailable_response(request, exc)):
         return response
     if is_api_path(request.path):
-        return json_error("server_error", "The server failed to handle this request.", 500)
+        return json_error("server_error")
     from django.views.defaults import server_error
 
     return server_error(request)
@@ -143,11 +153,12 @@ def service_unavailable_response(request, exception: Exception) -> HttpResponse 
     service = _service_for(exception)
     if service is None:
         return None
+    code = "database_unavailable" if service == "database" else "cache_unavailable"
     logger.error("%s unavailable: %s", service, exception)
     cause = f"{exception.__class__.__name__}: {exception}".strip()
     message = f"The {service} is unavailable ({cause}); try again shortly."
     headers = {"Retry-After": "5"}
     if is_api_path(request.path):
-        return json_error(f"{service}_unavailable", message, 503, headers=headers)
+        return json_error(code, message, headers=headers)
     return HttpResponse(f"<h1>Service unavailable</h1><p>{escape(message)}</p>", status=503,
                         headers=headers)

@@ -31,7 +31,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 logger = logging.getLogger(__name__)
 
@@ -117,8 +117,8 @@ def job_slot_check(*, user, active: QuerySet, limit: int, setting: str, kind: st
     list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True))
     count = active.count()
     if count >= limit:
-        raise ApiError(f"You have {count} active {kind} jobs; at most {limit} may be active at once "
-                       f"({setting}). Wait for one to finish, or cancel one.",
-                       code="too_many_active_jobs", status_code=429,
-                       extra={"kind": kind, "limit": limit, "active": count, "setting": setting},
-                       headers={"Retry-After": str(JOB_SLOT_RETRY_AFTER_S)})
+        raise DomainError(f"You have {count} active {kind} jobs; at most {limit} may be active at once "
+                          f"({setting}). Wait for one to finish, or cancel one.",
+                          code="too_many_active_jobs",
+                          extra={"kind": kind, "limit": limit, "active": count, "setting": setting},
+                          headers={"Retry-After": str(JOB_SLOT_RETRY_AFTER_S)})

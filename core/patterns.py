@@ -26,7 +26,7 @@ import re2
 from django.conf import settings
 from jsonschema.exceptions import ValidationError, best_match
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 
 class PatternRefused(ValueError):
@@ -61,9 +61,9 @@ def compile_pattern(pattern: str):
             limit=settings.USER_PATTERN_MAX_MEM if "too large" in reason else None) from None
 
 
-def refusal(exc: PatternRefused, field: str) -> ApiError:
+def refusal(exc: PatternRefused, field: str) -> DomainError:
     extra = {"limit": exc.limit} if exc.limit is not None else {}
-    return ApiError(str(exc), code=exc.code, field=field, extra=extra)
+    return DomainError(str(exc), code=exc.code, field=field, extra=extra)
 
 
 def check_pattern(pattern: str, *, field: str) -> None:
@@ -184,8 +184,8 @@ def check_schema(schema: dict, *, field: str, invalid_code: str) -> None:
         where = ".".join([field, *(str(p) for p in error.absolute_path)])
         raise refusal(exc, where)
     if errors:
-        raise ApiError(f"The schema is not a valid JSON Schema: {best_match(errors).message}.",
-                       code=invalid_code, field=field)
+        raise DomainError(f"The schema is not a valid JSON Schema: {best_match(errors).message}.",
+                          code=invalid_code, field=field)
 
 
 def schema_error(schema: dict, instance) -> ValidationError | None:

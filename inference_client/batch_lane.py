@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 
 from accounts.selectors import account_tier
-from core.errors import ApiError
+from core.error_codes import DomainError
 from inference_client.models import UsageRecord
 from inference_client.services import SessionCaller, completion_create
 from inference_client.validation import check_chat_request
@@ -131,8 +131,8 @@ class BatchLane:
                 chat = check_chat_request(request["body"])
                 record = asyncio.get_running_loop().create_future()
                 completion = await self._admitted(request, chat, stop, record, timeout_s, no_worker_wait_s)
-            except ApiError as exc:
-                events[index] = _error(exc.get_codes(), str(exc.detail))
+            except DomainError as exc:
+                events[index] = _error(exc.code, exc.message)
                 continue
             if completion is not None:
                 started[index] = completion
@@ -170,8 +170,8 @@ class BatchLane:
                     timeout_s=timeout_s,
                     record_sink=lambda fields: record.done() or record.set_result(fields))
                 return completion
-            except ApiError as exc:
-                code = exc.get_codes()
+            except DomainError as exc:
+                code = exc.code
                 if code == "rate_limit_exceeded":
                     wait_s = int(exc.headers.get("retry-after-ms", 1000)) / 1000
                 elif code == "model_unavailable" and time.monotonic() < deadline:

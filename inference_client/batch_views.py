@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import ApiKey
-from core.errors import ApiError
+from core.error_codes import DomainError
 from inference_client import batches
 from inference_client.models import Batch, BatchFile
 
@@ -27,16 +27,16 @@ def _file(request, file_id: str) -> BatchFile:
     try:
         return BatchFile.objects.get(pk=file_id, user=request.user)
     except BatchFile.DoesNotExist:
-        raise ApiError(f"No file with id {file_id!r}.", code="file_not_found", status_code=404,
-                       field="file_id") from None
+        raise DomainError(f"No file with id {file_id!r}.", code="file_not_found",
+                          field="file_id") from None
 
 
 def _batch(request, batch_id: str) -> Batch:
     try:
         return Batch.objects.get(pk=batch_id, user=request.user)
     except Batch.DoesNotExist:
-        raise ApiError(f"No batch with id {batch_id!r}.", code="batch_not_found", status_code=404,
-                       field="batch_id") from None
+        raise DomainError(f"No batch with id {batch_id!r}.", code="batch_not_found",
+                          field="batch_id") from None
 
 
 # The request shapes batches.file_create and batch_create accept (OpenAI's).
@@ -66,8 +66,9 @@ class FileListApi(APIView):
     def post(self, request):
         upload = request.FILES.get("file")
         if upload is None:
-            raise ApiError("Send the file as multipart form field 'file'.", code="missing_required_parameter",
-                           field="file")
+            raise DomainError("Send the file as multipart form field 'file'.",
+                              code="missing_required_parameter",
+                              field="file")
         f = batches.file_create(user=request.user, upload=upload, purpose=request.data.get("purpose", ""))
         return Response(batches.file_body(f))
 
@@ -109,8 +110,8 @@ class BatchListApi(APIView):
         data = request.data if isinstance(request.data, dict) else {}
         unknown = sorted(set(data) - set(BATCH_CREATE["properties"]))
         if unknown:
-            raise ApiError(f"Unrecognized request argument supplied: {unknown[0]}",
-                           code="unknown_parameter", field=unknown[0])
+            raise DomainError(f"Unrecognized request argument supplied: {unknown[0]}",
+                              code="unknown_parameter", field=unknown[0])
         batch = batches.batch_create(user=request.user, api_key=_key(request),
                                      input_file_id=data.get("input_file_id"), endpoint=data.get("endpoint"),
                                      completion_window=data.get("completion_window", "24h"),

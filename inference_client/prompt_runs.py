@@ -14,19 +14,20 @@ from __future__ import annotations
 
 from django.views.decorators.csrf import csrf_exempt
 
-from core.errors import ApiError, json_error
+from core.error_codes import DomainError
+from core.errors import domain_error_response, json_error
 from inference_client.idempotency import body_fingerprint, check_idempotency_key
 from inference_client.services import completion_create
 from inference_client.threads import run_db
 from inference_client.validation import check_body_size, check_chat_request, parse_json
-from inference_client.views import authenticate_caller, completion_response, error_response
+from inference_client.views import authenticate_caller, completion_response
 from playground.permissions import SHARE_TOKEN_HEADER, client_address
 from playground.runs import run_prepare
 
 
 async def _run(request, *, prompt_id, version_id=None, label=None):
     if request.method != "POST":
-        return json_error("method_not_allowed", "Use POST to run a prompt.", 405)
+        return json_error("method_not_allowed", "Use POST to run a prompt.")
     try:
         caller = await authenticate_caller(request)
         user = caller.user  # a key acts for its owner
@@ -47,8 +48,8 @@ async def _run(request, *, prompt_id, version_id=None, label=None):
             api_key_or_user=caller, model=chat.model, messages=chat.messages, params=chat.params,
             stream=chat.stream, idempotency_key=idempotency_key, fingerprint=fingerprint,
             prompt_ref={"version": str(prepared.version.pk), "label": prepared.label})
-    except ApiError as exc:
-        return error_response(exc)
+    except DomainError as exc:
+        return domain_error_response(exc)
     return await completion_response(completion, stream=chat.stream, model=chat.model, headers={
         "x-prompt-version": str(prepared.version.pk),
         "x-prompt-version-number": str(prepared.version.number)})

@@ -8,26 +8,25 @@ from collections.abc import AsyncIterator
 
 import numpy as np
 
+from core.error_codes import CODES
 from core.errors import error_body
 from inference_client.completion import Completion, spawn
 from inference_protocol import tools
 
-# Terminal error codes of a generation -> (HTTP status, the param to name).
-ERROR_STATUS = {
-    "model_not_found": (404, "model"), "context_length_exceeded": (400, "messages"),
-    "max_tokens_exceeded": (400, "max_tokens"), "request_too_large": (400, "max_tokens"),
-    "empty_input": (400, "messages"), "invalid_max_tokens": (400, "max_tokens"),
-    "invalid_temperature": (400, "temperature"), "invalid_top_p": (400, "top_p"),
-    "invalid_stop": (400, "stop"), "queue_full": (429, None), "deadline_exceeded": (504, None),
-    "timeout": (504, None), "cancelled": (499, None), "scheduler_stopped": (503, None),
-    "rate_limit_exceeded": (429, None), "events_unavailable": (503, None),
+# The param a terminal error of a generation names; its status is the code's
+# (core.error_codes), 502 for a code the registry lacks (a newer worker's).
+ERROR_PARAM = {
+    "model_not_found": "model", "context_length_exceeded": "messages", "max_tokens_exceeded": "max_tokens",
+    "too_many_tokens": "max_tokens", "empty_input": "messages",
 }
 
 
 def error_status(event: dict) -> tuple[int, dict]:
-    status, param = ERROR_STATUS.get(event.get("code"), (502, None))
-    return status, error_body(event.get("code") or "engine_error",
-                              event.get("message") or "generation failed", status, param)
+    code = event.get("code") or "engine_error"
+    entry = CODES.get(code)
+    status = entry.status if entry else 502
+    message = event.get("message") or "generation failed"
+    return status, error_body(code, message, status, ERROR_PARAM.get(code))
 
 
 def usage(result: dict) -> dict:

@@ -19,7 +19,7 @@ from django.conf import settings
 from redis.exceptions import RedisError
 
 from accounts.models import ApiKey
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.redis import enabled as redis_enabled
 from inference_client import admission, capacity, prompt_cache, routing, usage
 from inference_client import metrics as m
@@ -99,22 +99,22 @@ async def _admit(principal: Principal, model: str, request_id: str, tokens: int,
 def _refuse(principal: Principal, decision: admission.Decision, tokens: int):
     if decision.reason == "key_revoked":  # revoked since this process cached the key
         m.REJECTED.labels(principal.tier, "key_revoked").inc()
-        raise ApiError("This API key has been revoked.", code="revoked_api_key", status_code=401,
-                       headers={"WWW-Authenticate": "Bearer"})
+        raise DomainError("This API key has been revoked.", code="revoked_api_key",
+                          headers={"WWW-Authenticate": "Bearer"})
     headers = admission.ratelimit_headers(decision)
     if decision.reason == "no_worker":
         m.REJECTED.labels(principal.tier, "no_worker").inc()
         retry_s = settings.INFERENCE_NO_WORKER_RETRY_AFTER_S
-        raise ApiError("No worker is serving this model right now; retry shortly.",
-                       code="model_unavailable", status_code=503,
-                       headers={**headers, "Retry-After": str(retry_s),
+        raise DomainError("No worker is serving this model right now; retry shortly.",
+                          code="model_unavailable",
+                          headers={**headers, "Retry-After": str(retry_s),
                                 "retry-after-ms": str(retry_s * 1000)})
     reason = "queue_full" if decision.reason == "queue_full" else decision.failed_bucket
     if decision.retry_after_ms < 0 and reason == "tokens":
         limit = decision.buckets["tokens"]["limit"]
-        raise ApiError(f"Request too large: it needs about {tokens} tokens (prompt + max_tokens) but "
-                       f"your limit is {limit} tokens per minute. Lower max_tokens.",
-                       code="request_too_large", status_code=400, field="max_tokens", headers=headers)
+        raise DomainError(f"Request too large: it needs about {tokens} tokens (prompt + max_tokens) but "
+                          f"your limit is {limit} tokens per minute. Lower max_tokens.",
+                          code="too_many_tokens", field="max_tokens", headers=headers)
     if decision.retry_after_ms < 0:
         # The free share of the global bucket is zero (red zone): the soonest the
         # controller may lift it is after its calm periods.
@@ -127,10 +127,10 @@ def _refuse(principal: Principal, decision: admission.Decision, tokens: int):
     what = {"requests": "requests per minute", "tokens": "tokens per minute",
             "global": "the model's current capacity", "capacity": "the model's current capacity",
             "queue_full": "the model's queue length"}[reason]
-    raise ApiError(f"Rate limit reached for {what} ({principal.tier} tier). Please try again in "
-                   f"{retry_ms / 1000:.1f}s.", code="rate_limit_exceeded", status_code=429,
-                   extra={"reason": reason},
-                   headers={**headers, "Retry-After": str(max(1, math.ceil(retry_ms / 1000))),
+    raise DomainError(f"Rate limit reached for {what} ({principal.tier} tier). Please try again in "
+                      f"{retry_ms / 1000:.1f}s.", code="rate_limit_exceeded",
+                      extra={"reason": reason},
+                      headers={**headers, "Retry-After": str(max(1, math.ceil(retry_ms / 1000))),
                             "retry-after-ms": str(retry_ms)})
 
 
@@ -150,7 +150,7 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
                             request_id: str | None = None, timeout_s: float | None = None,
                             record_sink=None) -> Completion:
     """Admit and start a completion (or attach to / replay an earlier one).
-    Raises ApiError (404 model, 429/503 refusals, 422 idempotency mismatch).
+    Raises DomainError (404 model, 429/503 refusals, 422 idempotency mismatch).
 
     ``lane`` "batch" (inference_client.batch_lane): priority batch, admitted by the
     batch rules of admission.key_buckets / global_bucket, no in-flight slot (batch
@@ -163,16 +163,16 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
     try:
         spec = model_spec(model, snapshot)
     except UnknownModel as exc:
-        raise ApiError(str(exc), code="model_not_found", status_code=404, field="model") from None
+        raise DomainError(str(exc), code="model_not_found", field="model") from None
     if (kind == "embed") == features.generates(spec):
         what = "generates text; use /v1/chat/completions" if kind == "embed" else \
             "computes embeddings only; use /v1/embeddings"
-        raise ApiError(f"The model '{model}' {what}.", code="model_not_supported", status_code=400,
-                       field="model")
+        raise DomainError(f"The model '{model}' {what}.", code="model_not_supported",
+                          field="model")
     missing = features.unsupported(spec, params.features()) if params.features() else None
     if missing:
-        raise ApiError(f"The model '{model}' (engine {spec.get('engine')}) does not implement "
-                       f"'{missing[0]}'.", code="unsupported_parameter", status_code=400, field=missing[0])
+        raise DomainError(f"The model '{model}' (engine {spec.get('engine')}) does not implement "
+                          f"'{missing[0]}'.", code="unsupported_parameter", field=missing[0])
     request_id, created = request_id or uuid.uuid4().hex, int(time.time())
     use_redis = redis_enabled()
     shape = dict(kind=kind, n=params.n, logprobs=params.logprobs is not None, tools=params.tools,
@@ -264,10 +264,10 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
                                        buckets=_buckets(principal, model, 0, snapshot)[1:],
                                        deltas=_refund(lane, estimate), record="", stream=usage.USAGE_STREAM)
                 m.REJECTED.labels(principal.tier, "no_ready_version").inc()
-                raise ApiError(f"No worker is ready for any serving version of '{model}' "
-                               f"({', '.join(f'{v}: {w}%' for v, w in weights.items())}); retry shortly.",
-                               code="model_unavailable", status_code=503,
-                               headers={**headers,
+                raise DomainError(f"No worker is ready for any serving version of '{model}' "
+                                  f"({', '.join(f'{v}: {w}%' for v, w in weights.items())}); retry shortly.",
+                                  code="model_unavailable",
+                                  headers={**headers,
                                         "Retry-After": str(settings.INFERENCE_NO_WORKER_RETRY_AFTER_S)})
             ctx["version"], served = version, served_name(model, version)
         if settings.INFERENCE_ROUTING == "soonest" and (not weights or version == guess):
@@ -297,8 +297,8 @@ async def _start(principal, model, messages, params, new: dict, use_redis: bool,
                                    buckets=_buckets(principal, model, 0, snapshot)[1:],
                                    deltas=_refund(lane, estimate),
                                    record="", stream=usage.USAGE_STREAM)
-        raise ApiError(f"The task queue is unavailable ({type(exc).__name__}: {exc}); try again shortly.",
-                       code="queue_unavailable", status_code=503, headers={"Retry-After": "5"}) from exc
+        raise DomainError(f"The task queue is unavailable ({type(exc).__name__}: {exc}); try again shortly.",
+                          code="queue_unavailable", headers={"Retry-After": "5"}) from exc
     timings["publish"] = (time.perf_counter() - publish_start) * 1000
     completion = Completion(**new, headers=headers, timings=timings)
     return completion.start(read_events(request_id, timeout_s=timeout_s + 5),

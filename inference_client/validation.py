@@ -13,7 +13,7 @@ import uuid
 
 from django.conf import settings
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.jsonbody import JsonTooDeep, json_loads
 from inference_protocol import structured, tools
 from inference_protocol import validation as protocol
@@ -93,8 +93,8 @@ class ChatRequest:
     stream: bool
 
 
-def bad(message: str, param: str | None, code: str = "invalid_value") -> ApiError:
-    return ApiError(message, code=code, status_code=400, field=param)
+def bad(message: str, param: str | None, code: str = "invalid_value") -> DomainError:
+    return DomainError(message, code=code, field=param)
 
 
 def check_body_size(length: int) -> None:
@@ -387,16 +387,16 @@ def check_prompt_ref(headers) -> dict | None:
     if version is None and label is None:
         return None
     if version is None:
-        raise ApiError("X-Prompt-Label needs X-Prompt-Version.", code="invalid_prompt_ref",
-                       field="X-Prompt-Version")
+        raise DomainError("X-Prompt-Label needs X-Prompt-Version.", code="invalid_prompt_ref",
+                          field="X-Prompt-Version")
     try:
         version = str(uuid.UUID(version))
     except ValueError:
-        raise ApiError("X-Prompt-Version must be a version id (a UUID).", code="invalid_prompt_ref",
-                       field="X-Prompt-Version") from None
+        raise DomainError("X-Prompt-Version must be a version id (a UUID).", code="invalid_prompt_ref",
+                          field="X-Prompt-Version") from None
     if label is not None and not PROMPT_LABEL.fullmatch(label):
-        raise ApiError("X-Prompt-Label is not a label name.", code="invalid_prompt_ref",
-                       field="X-Prompt-Label")
+        raise DomainError("X-Prompt-Label is not a label name.", code="invalid_prompt_ref",
+                          field="X-Prompt-Label")
     return {"version": version, "label": label or ""}
 
 

@@ -23,7 +23,8 @@ from accounts.keycache import cached_account_tier, cached_key_lookup
 from accounts.models import ApiKey
 from accounts.selectors import account_tier
 from core.bearer import MalformedBearer, bearer_token
-from core.errors import ApiError, json_error
+from core.error_codes import DomainError
+from core.errors import domain_error_response, json_error
 from core.monitoring import monitoring_allowed
 from inference_client import metrics as m
 from inference_client import selectors
@@ -42,19 +43,14 @@ from inference_client.validation import (
 from inference_protocol import config
 
 
-def error_response(exc: ApiError) -> JsonResponse:
-    return json_error(exc.get_codes(), str(exc.detail), exc.status_code, headers=exc.headers,
-                      field=exc.field, **exc.extra)
-
-
 def _csrf_rejected(request) -> bool:
     """Session-authenticated calls come from our own pages: they need the CSRF
     token like any form post (Bearer calls cannot be forged by another site)."""
     return CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}) is not None
 
 
-def _unauthorized(message: str, code: str) -> ApiError:
-    return ApiError(message, code=code, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+def _unauthorized(message: str, code: str) -> DomainError:
+    return DomainError(message, code=code, headers={"WWW-Authenticate": "Bearer"})
 
 
 async def authenticate_caller(request) -> ApiKey | SessionCaller:
@@ -69,8 +65,8 @@ async def authenticate_caller(request) -> ApiKey | SessionCaller:
         user = await request.auser() if not header else None
         if user is not None and user.is_authenticated:
             if _csrf_rejected(request):
-                raise ApiError("CSRF check failed: send the X-CSRFToken header with a session call.",
-                               code="csrf_failed", status_code=403)
+                raise DomainError("CSRF check failed: send the X-CSRFToken header with a session call.",
+                                  code="csrf_failed")
             return SessionCaller(user, await cached_account_tier(user, _tier_from_database))
         raise _unauthorized("You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.",
                             "missing_api_key")
@@ -108,7 +104,7 @@ async def completions(request):
 async def embeddings(request):
     """Vectors for one input or a batch, through the same admission and scheduler."""
     if request.method != "POST":
-        return json_error("method_not_allowed", "Use POST for /v1/embeddings.", 405)
+        return json_error("method_not_allowed", "Use POST for /v1/embeddings.")
     model = None
     try:
         api_key = await authenticate_caller(request)
@@ -117,9 +113,9 @@ async def embeddings(request):
         model = embed.model
         completion = await completion_create(api_key_or_user=api_key, model=model, messages=embed.messages,
                                              params=embed.params, kind="embed")
-    except ApiError as exc:
-        _count(model, exc.status_code)
-        return error_response(exc)
+    except DomainError as exc:
+        _count(model, exc.status)
+        return domain_error_response(exc)
     headers = {**completion.headers, "x-request-id": completion.request_id}
     try:
         terminal = await completion.final()
@@ -139,7 +135,7 @@ async def embeddings(request):
 
 async def _generate(request, check, *, kind: str, path: str):
     if request.method != "POST":
-        return json_error("method_not_allowed", f"Use POST for {path}.", 405)
+        return json_error("method_not_allowed", f"Use POST for {path}.")
     model = None
     started = time.perf_counter()
     try:
@@ -156,9 +152,9 @@ async def _generate(request, check, *, kind: str, path: str):
             stream=chat.stream, idempotency_key=idempotency_key, kind=kind,
             fingerprint=body_fingerprint({**body, "_endpoint": kind}) if idempotency_key else None,
             prompt_ref=check_prompt_ref(request.headers))
-    except ApiError as exc:
-        _count(model, exc.status_code)
-        return error_response(exc)
+    except DomainError as exc:
+        _count(model, exc.status)
+        return domain_error_response(exc)
     completion.timings = {"auth": (authenticated - started) * 1000,
                           "parse": (parsed - authenticated) * 1000, **completion.timings}
     return await completion_response(completion, stream=chat.stream, model=model, started=started)
@@ -205,8 +201,8 @@ class ModelDetailApi(APIView):
         for entry in selectors.model_list():
             if entry["id"] == model:
                 return Response(entry)
-        raise ApiError(f"The model '{model}' does not exist.", code="model_not_found", status_code=404,
-                       field="model")
+        raise DomainError(f"The model '{model}' does not exist.", code="model_not_found",
+                          field="model")
 
 
 class UsageApi(APIView):
@@ -218,7 +214,7 @@ class UsageApi(APIView):
         try:
             limit = min(max(int(request.query_params.get("limit", 50)), 1), 500)
         except ValueError:
-            raise ApiError("'limit' must be an integer.", code="invalid_value", field="limit") from None
+            raise DomainError("'limit' must be an integer.", code="invalid_value", field="limit") from None
         rows = selectors.usage_list(user=request.user, model=model)[:limit]
         data = [{"request_id": r.request_id, "model": r.model,
                  "api_key": r.api_key.prefix if r.api_key else None,
@@ -234,13 +230,14 @@ class UsageApi(APIView):
             out["by_prompt_version"] = selectors.usage_by_prompt_version(
                 user=request.user, label=request.query_params.get("prompt_label") or None)
         elif request.query_params.get("group_by"):
-            raise ApiError("group_by can only be 'prompt_version'.", code="invalid_value", field="group_by")
+            raise DomainError("group_by can only be 'prompt_version'.", code="invalid_value",
+                              field="group_by")
         return Response(out)
 
 
 def metrics_view(request):
     if not monitoring_allowed(request):  # worker hosts, pids, models: for the operators only
         return json_error("unauthorized", "Send 'Authorization: Bearer <METRICS_TOKEN>' "
-                          "(or sign in as staff).", 401, headers={"WWW-Authenticate": "Bearer"})
+                          "(or sign in as staff).", headers={"WWW-Authenticate": "Bearer"})
     body, content_type = m.render()
     return HttpResponse(body, content_type=content_type)

@@ -122,7 +122,7 @@ class Scheduler:
         all of the new settings and none before it did; a running step is not
         disturbed. Running sequences keep their room (their tokens were
         reserved); a waiting request that no longer fits in one batch (a lower
-        max_batch_tokens) fails with request_too_large, since left at the head
+        max_batch_tokens) fails with too_many_tokens, since left at the head
         of its queue it would block everything behind it for ever."""
         size, tokens, slots = self._limits(config)
         events = []
@@ -137,7 +137,7 @@ class Scheduler:
                     self._failed += 1
                     events.append((h, self._finish(h, error=RequestFailed(
                         f"request needs {h._footprint} tokens (prompt + max_tokens), more than one "
-                        f"batch holds under the new settings ({tokens})", code="request_too_large")),
+                        f"batch holds under the new settings ({tokens})", code="too_many_tokens")),
                         False))
             self._dirty = True
             self._lock.notify_all()
@@ -175,7 +175,7 @@ class Scheduler:
             if footprint > self.max_batch_tokens:
                 raise EngineError(
                     f"request needs {footprint} tokens (prompt + max_tokens), more than one "
-                    f"batch holds ({self.max_batch_tokens})", code="request_too_large")
+                    f"batch holds ({self.max_batch_tokens})", code="too_many_tokens")
             footprints.append(footprint)
         now = self.clock.now()
         if timeout is not None:

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.blobstore import get_blob_store
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.streaming import for_request
 
 from . import selectors, services
@@ -124,8 +124,8 @@ class VersionDetailApi(PromptScopedApi):
 def _parse_range(header: str, size: int) -> tuple[int, int] | None:
     if not header:
         return None
-    error = ApiError("Unsupported or unsatisfiable Range.", code="range_not_satisfiable",
-                     status_code=416, field="Range", headers={"Content-Range": f"bytes */{size}"})
+    error = DomainError("Unsupported or unsatisfiable Range.", code="range_not_satisfiable", field="Range",
+                        headers={"Content-Range": f"bytes */{size}"})
     unit, _, spec = header.partition("=")
     if unit.strip() != "bytes" or "," in spec:
         raise error
@@ -243,15 +243,15 @@ class DiffApi(PromptScopedApi):
         prompt = request_access(request, prompt_id=prompt_id, need="view")
         mode = request.query_params.get("mode", "line")
         if mode not in ("line", "word"):
-            raise ApiError("mode must be 'line' or 'word'.", code="invalid_request", field="mode")
+            raise DomainError("mode must be 'line' or 'word'.", code="invalid_request", field="mode")
         part = request.query_params.get("part", "body")
         if part not in DIFF_PARTS:
-            raise ApiError(f"part must be one of {', '.join(DIFF_PARTS)}.", code="invalid_request",
-                           field="part")
+            raise DomainError(f"part must be one of {', '.join(DIFF_PARTS)}.", code="invalid_request",
+                              field="part")
         ends = {}
         for end in ("from", "to"):
             if not request.query_params.get(end):
-                raise ApiError(f"Query parameter {end!r} is required.", code="invalid_request", field=end)
+                raise DomainError(f"Query parameter {end!r} is required.", code="invalid_request", field=end)
             ends[end] = selectors.version_get(prompt=prompt, version_id=request.query_params[end])
         differ = line_diff if mode == "line" else word_diff
         budget = Budget(settings.PROMPT_DIFF_TIMEOUT_S)

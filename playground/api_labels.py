@@ -6,7 +6,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serial
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from . import protection, selectors, services
 from .api import Page, PromptScopedApi, paginated
@@ -75,7 +75,7 @@ class LabelDetailApi(PromptScopedApi):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
         expected = request.query_params.get("expected") or None
         if expected is not None and not _is_uuid(expected):
-            raise ApiError("expected must be a version id.", code="invalid_request", field="expected")
+            raise DomainError("expected must be a version id.", code="invalid_request", field="expected")
         services.label_delete(prompt=prompt, name=name, actor=request.user, expected_version_id=expected)
         return Response(status=204)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from .bodies import body_text
 from .matching import Budget
@@ -31,34 +31,36 @@ def _ancestors(version: PromptVersion) -> dict:
 
 def _pair(prompt: Prompt, ours_id, theirs_id) -> tuple[PromptVersion, PromptVersion]:
     if ours_id is None or theirs_id is None:
-        raise ApiError("Name both versions: ours and theirs.", code="invalid_request",
-                       field="ours" if ours_id is None else "theirs")
+        raise DomainError("Name both versions: ours and theirs.", code="invalid_request",
+                          field="ours" if ours_id is None else "theirs")
     if str(ours_id) == str(theirs_id):
-        raise ApiError("A version cannot be merged with itself.", code="merge_same_version", field="theirs")
+        raise DomainError("A version cannot be merged with itself.", code="merge_same_version",
+                          field="theirs")
     ours = version_get(prompt=prompt, version_id=ours_id)
     try:
         theirs = version_get(prompt=prompt, version_id=theirs_id)
-    except ApiError:
-        raise ApiError("The version to merge is not a version of this prompt: merges stay within one "
-                       "prompt.", code="version_not_found", status_code=404, field="theirs") from None
+    except DomainError:
+        raise DomainError("The version to merge is not a version of this prompt: merges stay within one "
+                          "prompt.", code="version_not_found", field="theirs") from None
     return ours, theirs
 
 
 def common_ancestor(ours: PromptVersion, theirs: PromptVersion) -> PromptVersion:
     mine, other = _ancestors(ours), _ancestors(theirs)
     if theirs.pk in mine or ours.pk in other:
-        raise ApiError("One version already contains the other: nothing to merge (move the label or "
-                       "edit the newer one).", code="merge_not_needed", field="theirs")
+        raise DomainError("One version already contains the other: nothing to merge (move the label or "
+                          "edit the newer one).", code="merge_not_needed", field="theirs")
     shared = [v for vid, v in mine.items() if vid in other]
     if not shared:  # cannot happen within one prompt tree (one root); kept as a clear error
-        raise ApiError("These versions share no ancestor.", code="merge_no_common_ancestor", field="theirs")
+        raise DomainError("These versions share no ancestor.", code="merge_no_common_ancestor",
+                          field="theirs")
     return max(shared, key=lambda v: (v.depth, v.number))
 
 
 def check_merge_parents(*, prompt: Prompt, parent: PromptVersion | None, merge_parent_id) -> PromptVersion:
     """The second parent of a merge commit, checked against the first."""
     if parent is None:
-        raise ApiError("A merge names its first parent too.", code="parent_required", field="parent")
+        raise DomainError("A merge names its first parent too.", code="parent_required", field="parent")
     ours, theirs = _pair(prompt, parent.pk, merge_parent_id)
     common_ancestor(ours, theirs)
     return version_get(prompt=prompt, version_id=theirs.pk)

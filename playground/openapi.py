@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from inference_protocol.catalog import model_names
 
 from .evals.evaluators import evaluator_list
@@ -43,7 +43,7 @@ def _takes_no_arguments(evaluator) -> bool:
     if evaluator.check is not None:
         try:
             evaluator.check({})
-        except ApiError:
+        except DomainError:
             return False  # regex needs its pattern, json_schema its schema...
     return True
 

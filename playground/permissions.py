@@ -28,7 +28,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from core.clientip import client_ip
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from .models import Prompt
 from .sharing.models import Grant, GrantRole, LinkMode
@@ -52,12 +52,12 @@ class Role(enum.IntEnum):
 _REQUIRED = {"view": Role.LINK, "fork": Role.LINK, "edit": Role.EDITOR, "own": Role.OWNER}
 
 
-def _not_found() -> ApiError:
-    return ApiError("Prompt not found.", code="prompt_not_found", status_code=404)
+def _not_found() -> DomainError:
+    return DomainError("Prompt not found.", code="prompt_not_found")
 
 
-def _forbidden(message: str) -> ApiError:
-    return ApiError(message, code="forbidden", status_code=403)
+def _forbidden(message: str) -> DomainError:
+    return DomainError(message, code="forbidden")
 
 
 def _signed_in(user) -> bool:
@@ -109,13 +109,12 @@ def access_prompt(*, user, prompt_id, need: Need, share_token: str | None = None
         raise _forbidden("Only the owner may do this." if need == "own" else
                          "Your access to this prompt is read-only.")
     if need == "fork" and not _signed_in(user):
-        raise ApiError("Sign in to fork a prompt into your library.", code="login_required",
-                       status_code=401)
+        raise DomainError("Sign in to fork a prompt into your library.", code="login_required")
     if pinned is not None:
         if version_id == ALL_VERSIONS:
             raise _forbidden("This link shares one version only.")
         if version_id is not None and str(version_id) != str(pinned):
-            raise ApiError("Version not found.", code="version_not_found", status_code=404, field="version")
+            raise DomainError("Version not found.", code="version_not_found", field="version")
     prompt.access_role = role
     prompt.pinned_version_id = pinned
     return prompt

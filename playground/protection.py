@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from .audit import audit_record
 from .models import Label, PendingLabelMove, PendingStatus, Prompt, PromptVersion
@@ -22,24 +22,26 @@ def check_label_unlocked(label: Label | None, *, prompt: Prompt, action: str, ap
     if label is None or not label.protected:
         return
     if action == "delete" and getattr(prompt, "access_role", Role.OWNER) != Role.OWNER:
-        raise ApiError(f"Label {label.name!r} is protected: only the owner may remove it.",
-                       code="label_protected", status_code=403, field="name")
+        raise DomainError(f"Label {label.name!r} is protected: only the owner may remove it.",
+                          code="label_protected", field="name")
     if label.require_approval and not approved:
-        raise ApiError(f"Label {label.name!r} needs a second editor's approval to move: POST .../move "
-                       "creates a pending move that another editor approves.", code="approval_required",
-                       status_code=409, field="name")
+        raise DomainError(f"Label {label.name!r} needs a second editor's approval to move: POST .../move "
+                          "creates a pending move that another editor approves.", code="approval_required",
+                          field="name")
 
 
 def label_protect(*, prompt: Prompt, name: str, protected: bool, require_approval: bool, actor) -> Label:
     if not isinstance(protected, bool) or not isinstance(require_approval, bool):
-        raise ApiError("protected and require_approval are booleans.", code="invalid_type", field="protected")
+        raise DomainError("protected and require_approval are booleans.", code="invalid_type",
+                          field="protected")
     if require_approval and not protected:
-        raise ApiError("require_approval needs protected.", code="invalid_request", field="require_approval")
+        raise DomainError("require_approval needs protected.", code="invalid_request",
+                          field="require_approval")
     with transaction.atomic():
         label = Label.objects.select_for_update().filter(prompt=prompt, name=name).first()
         if label is None:
-            raise ApiError(f"No label {name!r} on this prompt.", code="label_not_found", status_code=404,
-                           field="name")
+            raise DomainError(f"No label {name!r} on this prompt.", code="label_not_found",
+                              field="name")
         label.protected, label.require_approval = protected, require_approval
         label.save(update_fields=["protected", "require_approval", "updated_at"])
         audit_record(prompt_id=prompt.pk, actor=actor, action="label.protect", target=f"label:{name}",
@@ -53,17 +55,17 @@ def label_move_request(*, prompt: Prompt, name: str, version_id, expected_versio
     the version must be this prompt's and the label must hold `expected`)."""
     target = PromptVersion.objects.filter(pk=version_id, prompt=prompt).first()
     if target is None:
-        raise ApiError("The version is not a version of this prompt.", code="version_not_found",
-                       field="version")
+        raise DomainError("The version is not a version of this prompt.", code="version_not_found",
+                          field="version")
     with transaction.atomic():
         label = Label.objects.select_for_update().filter(prompt=prompt, name=name).first()
         if label is None:
-            raise ApiError(f"No label {name!r} on this prompt.", code="label_not_found", status_code=404,
-                           field="name")
+            raise DomainError(f"No label {name!r} on this prompt.", code="label_not_found",
+                              field="name")
         if str(label.version_id) != str(expected_version_id):
-            raise ApiError(f"Label {name!r} does not hold the expected version.", code="label_conflict",
-                           status_code=409, field="expected",
-                           extra={"current_version": str(label.version_id)})
+            raise DomainError(f"Label {name!r} does not hold the expected version.", code="label_conflict",
+                              field="expected",
+                              extra={"current_version": str(label.version_id)})
         pending = PendingLabelMove.objects.create(label=label, from_version_id=label.version_id,
                                                   to_version=target, requested_by=actor,
                                                   eval_run=eval_run or "")
@@ -87,31 +89,31 @@ def pending_decide(*, prompt: Prompt, name: str, pending_id, actor, approve: boo
     from .services import label_move
 
     if not isinstance(reason, str) or len(reason) > 500:
-        raise ApiError("reason is a string of at most 500 characters.", code="invalid_request",
-                       field="reason")
+        raise DomainError("reason is a string of at most 500 characters.", code="invalid_request",
+                          field="reason")
     pending = pending_list(prompt=prompt, name=name).filter(pk=pending_id).first()
     if pending is None:
-        raise ApiError("Pending move not found.", code="pending_not_found", status_code=404)
+        raise DomainError("Pending move not found.", code="pending_not_found")
     if pending.status != PendingStatus.PENDING:
-        raise ApiError(f"This move was already {pending.status}.", code="already_decided", status_code=409)
+        raise DomainError(f"This move was already {pending.status}.", code="already_decided")
     if pending.requested_by_id == getattr(actor, "pk", None):
-        raise ApiError("A second editor must decide: you requested this move.", code="second_editor_required",
-                       status_code=403)
+        raise DomainError("A second editor must decide: you requested this move.",
+                          code="second_editor_required")
     if approve and gate is not None:
         gate(pending)
     conflict = None
     with transaction.atomic():
         locked = PendingLabelMove.objects.select_for_update().get(pk=pending.pk)
         if locked.status != PendingStatus.PENDING:
-            raise ApiError(f"This move was already {locked.status}.", code="already_decided", status_code=409)
+            raise DomainError(f"This move was already {locked.status}.", code="already_decided")
         status = PendingStatus.APPROVED if approve else PendingStatus.REJECTED
         if approve:
             try:
                 with transaction.atomic():
                     label_move(prompt=prompt, name=name, version_id=locked.to_version_id,
                                expected_version_id=locked.from_version_id, actor=actor, approved=True)
-            except ApiError as exc:
-                if exc.get_codes() != "label_conflict":
+            except DomainError as exc:
+                if exc.code != "label_conflict":
                     raise
                 # Recorded as rejected (committed), then the 409 says why.
                 status, reason, conflict = PendingStatus.REJECTED, "the label moved since the request", exc

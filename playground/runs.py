@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from . import selectors
 from .bodies import body_text
@@ -78,21 +78,21 @@ class PreparedRun:
 def check_run_request(data) -> tuple[dict, bool]:
     """(variables, stream) of a run request; anything else is a 400 naming the field."""
     if not isinstance(data, dict):
-        raise ApiError("The request body must be a JSON object.", code="invalid_json")
+        raise DomainError("The request body must be a JSON object.", code="invalid_json")
     for field in data:
         if field in FROZEN_FIELDS:
-            raise ApiError(f"'{field}' cannot be set on a run: the saved version's model and parameters "
-                           "apply. Save a new version to change them.", code="frozen_parameter",
-                           field=field)
+            raise DomainError(f"'{field}' cannot be set on a run: the saved version's model and parameters "
+                              "apply. Save a new version to change them.", code="frozen_parameter",
+                              field=field)
         if field not in RUN_FIELDS:
-            raise ApiError(f"Unrecognized field: {field}.", code="unknown_parameter", field=field)
+            raise DomainError(f"Unrecognized field: {field}.", code="unknown_parameter", field=field)
     variables = data.get("variables") or {}
     if not isinstance(variables, dict):
-        raise ApiError("variables must be an object of name -> value.", code="invalid_type",
-                       field="variables")
+        raise DomainError("variables must be an object of name -> value.", code="invalid_type",
+                          field="variables")
     stream = data.get("stream", False)
     if not isinstance(stream, bool):
-        raise ApiError("stream must be a boolean.", code="invalid_type", field="stream")
+        raise DomainError("stream must be a boolean.", code="invalid_type", field="stream")
     return variables, stream
 
 

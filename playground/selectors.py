@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from .models import Label, LabelMove, Prompt, PromptVersion
 from .permissions import prompts_visible_to
@@ -26,7 +26,7 @@ def version_get(*, prompt: Prompt, version_id) -> PromptVersion:
     version = (PromptVersion.objects.select_related("payload_blob")
                .filter(prompt=prompt, pk=version_id).first() if _is_uuid(version_id) else None)
     if version is None:
-        raise ApiError("Version not found.", code="version_not_found", status_code=404, field="version")
+        raise DomainError("Version not found.", code="version_not_found", field="version")
     return version
 
 
@@ -72,8 +72,8 @@ def label_list(*, prompt: Prompt) -> QuerySet[Label]:
 def label_get(*, prompt: Prompt, name: str) -> Label:
     label = Label.objects.select_related("version__payload_blob").filter(prompt=prompt, name=name).first()
     if label is None:
-        raise ApiError(f"No label {name!r} on this prompt.", code="label_not_found", status_code=404,
-                       field="name")
+        raise DomainError(f"No label {name!r} on this prompt.", code="label_not_found",
+                          field="name")
     return label
 
 

@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from .audit import audit_record
 from .bodies import body_cache, storage_fields
@@ -33,16 +33,16 @@ def prompt_create(*, owner, title: str, description: str = "") -> Prompt:
 def _check_parent(*, prompt: Prompt, parent_id, version_id) -> PromptVersion | None:
     if parent_id is None:
         if PromptVersion.objects.filter(prompt=prompt).exists():
-            raise ApiError("This prompt already has versions: name the version you edited as parent.",
-                           code="parent_required", field="parent")
+            raise DomainError("This prompt already has versions: name the version you edited as parent.",
+                              code="parent_required", field="parent")
         return None
     if version_id is not None and str(parent_id) == str(version_id):
-        raise ApiError("A version cannot be its own parent.", code="parent_cycle", field="parent")
+        raise DomainError("A version cannot be its own parent.", code="parent_cycle", field="parent")
     parent = PromptVersion.objects.select_related("payload_blob").filter(pk=parent_id).first()
     if parent is None or parent.prompt_id != prompt.pk:
         # Same answer for "absent" and "another prompt's": no probing across prompts.
-        raise ApiError("The parent is not a version of this prompt.", code="parent_not_found",
-                       field="parent")
+        raise DomainError("The parent is not a version of this prompt.", code="parent_not_found",
+                          field="parent")
     return parent
 
 
@@ -54,9 +54,9 @@ def _check_changed(parent: PromptVersion, **fields) -> None:
     """A child identical to its parent in every field a run uses is refused: it
     would be a version that changes nothing (a merge records two parents, so it may)."""
     if all(getattr(parent, name) == fields[name] for name in VERSION_FIELDS):
-        raise ApiError(f"Nothing changed from version {parent.number}: edit the prompt, its model or "
-                       "its parameters before saving.", code="version_unchanged", status_code=409,
-                       field="body")
+        raise DomainError(f"Nothing changed from version {parent.number}: edit the prompt, its model or "
+                          "its parameters before saving.", code="version_unchanged",
+                          field="body")
 
 
 def version_create(
@@ -77,7 +77,7 @@ def version_create(
     check_utf8(system, field="system", max_bytes=settings.PROMPT_SYSTEM_MAX_BYTES)
     check_utf8(message, field="message", max_bytes=settings.PROMPT_SYSTEM_MAX_BYTES)
     if (body is None) == (body_upload is None):
-        raise ApiError("Give exactly one of body or body_upload.", code="body_required", field="body")
+        raise DomainError("Give exactly one of body or body_upload.", code="body_required", field="body")
     parent = _check_parent(prompt=prompt, parent_id=parent_id, version_id=version_id)
     merge_parent = None
     if merge_parent_id is not None:
@@ -85,14 +85,13 @@ def version_create(
 
         merge_parent = check_merge_parents(prompt=prompt, parent=parent, merge_parent_id=merge_parent_id)
     if version_id is not None and PromptVersion.objects.filter(pk=version_id).exists():
-        raise ApiError("A version with this id already exists.", code="version_exists",
-                       status_code=409, field="id")
+        raise DomainError("A version with this id already exists.", code="version_exists", field="id")
 
     if body is not None:
         data = check_utf8(body, field="body", max_bytes=settings.PROMPT_BODY_MAX_BYTES)
         if not body.strip():
-            raise ApiError("The body is empty: write the message template the version runs.",
-                           code="body_empty", field="body")
+            raise DomainError("The body is empty: write the message template the version runs.",
+                              code="empty_body", field="body")
         sha, blob, text = hashlib.sha256(data).hexdigest(), None, body
     else:
         blob = upload_verify(user=author, prompt=prompt, handle=body_upload.get("upload", ""),
@@ -133,14 +132,14 @@ def version_create(
 
 def _check_label_name(name: str) -> None:
     if not re.fullmatch(LABEL_NAME_PATTERN, name or ""):
-        raise ApiError("Label names are 1-63 characters: lowercase letters, digits, '.', '_' or '-', "
-                       "starting with a letter or digit.", code="invalid_label_name", field="name")
+        raise DomainError("Label names are 1-63 characters: lowercase letters, digits, '.', '_' or '-', "
+                          "starting with a letter or digit.", code="invalid_label_name", field="name")
 
 
-def _conflict(name: str, current_id) -> ApiError:
-    return ApiError(f"Label {name!r} does not hold the expected version.", code="label_conflict",
-                    status_code=409, field="expected",
-                    extra={"current_version": str(current_id) if current_id else None})
+def _conflict(name: str, current_id) -> DomainError:
+    return DomainError(f"Label {name!r} does not hold the expected version.", code="label_conflict",
+                       field="expected",
+                       extra={"current_version": str(current_id) if current_id else None})
 
 
 def _record(*, label: Label, kind: str, from_id, to_id, actor, reverts=None) -> LabelMove:
@@ -165,8 +164,8 @@ def label_move(*, prompt: Prompt, name: str, version_id, expected_version_id, ac
     _check_label_name(name)
     target = PromptVersion.objects.filter(pk=version_id, prompt=prompt).values_list("pk", flat=True).first()
     if target is None:
-        raise ApiError("The version is not a version of this prompt.", code="version_not_found",
-                       field="version")
+        raise DomainError("The version is not a version of this prompt.", code="version_not_found",
+                          field="version")
     with transaction.atomic():
         label = Label.objects.select_for_update().filter(prompt=prompt, name=name).first()
         current = label.version_id if label else None
@@ -215,8 +214,8 @@ def label_split(*, prompt: Prompt, name: str, variants, expected_version_id, act
         i for i in ids if _is_uuid(i)]).values_list("pk", flat=True)}
     missing = [i for i in ids if i not in found]
     if missing:
-        raise ApiError(f"Not versions of this prompt: {', '.join(missing)}.", code="version_not_found",
-                       field="variants", extra={"missing": missing})
+        raise DomainError(f"Not versions of this prompt: {', '.join(missing)}.", code="version_not_found",
+                          field="variants", extra={"missing": missing})
     primary = variants[0]["version"]
     with transaction.atomic():
         label = Label.objects.select_for_update().filter(prompt=prompt, name=name).first()
@@ -276,8 +275,8 @@ def _locked_label(prompt: Prompt, name: str) -> Label:
     _check_label_name(name)
     label = Label.objects.select_for_update().filter(prompt=prompt, name=name).first()
     if label is None:
-        raise ApiError(f"No label {name!r} on this prompt.", code="label_not_found", status_code=404,
-                       field="name")
+        raise DomainError(f"No label {name!r} on this prompt.", code="label_not_found",
+                          field="name")
     return label
 
 
@@ -291,8 +290,8 @@ def _step(*, prompt, name, actor, expected_version_id, kind) -> Label:
         stack = undo if kind == MoveKind.UNDO else redo
         # Undoing the label's creation would leave it pointing nowhere.
         if not stack or stack[-1].from_version_id is None:
-            raise ApiError(f"Nothing to {kind} for label {name!r}.", code=f"nothing_to_{kind}",
-                           status_code=409, field="name")
+            code = "nothing_to_undo" if kind == MoveKind.UNDO else "nothing_to_redo"
+            raise DomainError(f"Nothing to {kind} for label {name!r}.", code=code, field="name")
         top = stack[-1]
         current = label.version_id
         label.version_id, label.split = top.from_version_id, None

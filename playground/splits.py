@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 TOTAL_WEIGHT = 100
 MAX_VARIANTS = 10
@@ -41,8 +41,8 @@ def check_user_key(user) -> str | None:
     if user is None:
         return None
     if not isinstance(user, str) or not user or len(user) > MAX_USER_KEY:
-        raise ApiError(f"user must be a non-empty string of at most {MAX_USER_KEY} characters.",
-                       code="invalid_user_key", field="user")
+        raise DomainError(f"user must be a non-empty string of at most {MAX_USER_KEY} characters.",
+                          code="invalid_user_key", field="user")
     return user
 
 
@@ -50,22 +50,23 @@ def check_variants(variants) -> list[dict]:
     """[{"version": id, "weight": int}, ...]: 2 to MAX_VARIANTS distinct versions,
     integer weights of at least 1 adding up to TOTAL_WEIGHT."""
     if not isinstance(variants, list) or not 2 <= len(variants) <= MAX_VARIANTS:
-        raise ApiError(f"variants must be a list of 2 to {MAX_VARIANTS} {{version, weight}} objects.",
-                       code="invalid_split", field="variants")
+        raise DomainError(f"variants must be a list of 2 to {MAX_VARIANTS} {{version, weight}} objects.",
+                          code="invalid_split", field="variants")
     out = []
     for i, v in enumerate(variants):
         if not isinstance(v, dict) or set(v) != {"version", "weight"}:
-            raise ApiError(f"variants[{i}] must be an object with exactly 'version' and 'weight'.",
-                           code="invalid_split", field=f"variants[{i}]")
+            raise DomainError(f"variants[{i}] must be an object with exactly 'version' and 'weight'.",
+                              code="invalid_split", field=f"variants[{i}]")
         weight = v["weight"]
         if not isinstance(weight, int) or isinstance(weight, bool) or weight < 1:
-            raise ApiError(f"variants[{i}].weight must be an integer of at least 1.", code="invalid_weights",
-                           field=f"variants[{i}].weight")
+            raise DomainError(f"variants[{i}].weight must be an integer of at least 1.",
+                              code="invalid_weights",
+                              field=f"variants[{i}].weight")
         out.append({"version": str(v["version"]), "weight": weight})
     total = sum(v["weight"] for v in out)
     if total != TOTAL_WEIGHT:
-        raise ApiError(f"The weights add up to {total}, not {TOTAL_WEIGHT}.", code="invalid_weights",
-                       field="variants", extra={"total": total})
+        raise DomainError(f"The weights add up to {total}, not {TOTAL_WEIGHT}.", code="invalid_weights",
+                          field="variants", extra={"total": total})
     if len({v["version"] for v in out}) != len(out):
-        raise ApiError("Each version may appear once in a split.", code="invalid_split", field="variants")
+        raise DomainError("Each version may appear once in a split.", code="invalid_split", field="variants")
     return out

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core import signing
 
 from core.blobstore import BlobNotFound, get_blob_store
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from .models import Blob
 
@@ -34,8 +34,8 @@ _STAGING_KEY = re.compile(r"uploads/[0-9a-f]{32}")
 
 def upload_presign(*, user, prompt, size: int) -> dict:
     if size < 1 or size > settings.PROMPT_BODY_MAX_BYTES:
-        raise ApiError(f"size must be between 1 and {settings.PROMPT_BODY_MAX_BYTES} bytes.",
-                       code="body_too_large" if size > 0 else "invalid_size", field="size")
+        raise DomainError(f"size must be between 1 and {settings.PROMPT_BODY_MAX_BYTES} bytes.",
+                          code="body_too_large" if size > 0 else "invalid_size", field="size")
     key = f"{UPLOAD_PREFIX}{uuid.uuid4().hex}"
     expires = settings.PROMPT_UPLOAD_EXPIRES
     target = get_blob_store().presign_put(key, size=size, expires=expires)
@@ -48,15 +48,15 @@ def _check_handle(handle: str, *, user, prompt) -> dict:
     try:
         data = signing.loads(handle, salt=_SALT, max_age=settings.PROMPT_UPLOAD_HANDLE_MAX_AGE)
     except signing.BadSignature as exc:
-        raise ApiError("The upload handle is invalid or expired.", code="upload_invalid",
-                       field="body_upload.upload") from exc
+        raise DomainError("The upload handle is invalid or expired.", code="upload_invalid",
+                          field="body_upload.upload") from exc
     if not isinstance(data, dict) or not isinstance(data.get("k"), str) \
             or not _STAGING_KEY.fullmatch(data["k"]) or not isinstance(data.get("s"), int):
-        raise ApiError("The upload handle is invalid or expired.", code="upload_invalid",
-                       field="body_upload.upload")
+        raise DomainError("The upload handle is invalid or expired.", code="upload_invalid",
+                          field="body_upload.upload")
     if data.get("u") != user.pk or data.get("p") != str(prompt.pk):
-        raise ApiError("The upload handle belongs to another prompt or user.", code="upload_invalid",
-                       field="body_upload.upload")
+        raise DomainError("The upload handle belongs to another prompt or user.", code="upload_invalid",
+                          field="body_upload.upload")
     return data
 
 
@@ -91,27 +91,27 @@ def upload_verify(*, user, prompt, handle: str, sha256: str) -> Blob:
     # Even when these bytes are already stored, the upload itself is required:
     # knowing a hash must never grant access to someone else's body.
     if store.size(staging) is None:
-        raise ApiError("Nothing was uploaded for this handle.", code="upload_missing",
-                       field="body_upload")
+        raise DomainError("Nothing was uploaded for this handle.", code="upload_missing",
+                          field="body_upload")
     private = f"verify/{uuid.uuid4().hex}"
     try:
         store.copy(staging, private)
         size, actual, utf8 = _scan(store, private)
         if size != data["s"]:
-            raise ApiError(f"The uploaded object has {size} bytes, {data['s']} were declared.",
-                           code="upload_size_mismatch", field="body_upload")
+            raise DomainError(f"The uploaded object has {size} bytes, {data['s']} were declared.",
+                              code="upload_size_mismatch", field="body_upload")
         if actual != sha256:
-            raise ApiError("The uploaded object's SHA-256 does not match body_upload.sha256.",
-                           code="upload_hash_mismatch", field="body_upload.sha256")
+            raise DomainError("The uploaded object's SHA-256 does not match body_upload.sha256.",
+                              code="upload_hash_mismatch", field="body_upload.sha256")
         if not utf8:
-            raise ApiError("The body is not valid UTF-8.", code="body_not_utf8", field="body")
+            raise DomainError("The body is not valid UTF-8.", code="body_not_utf8", field="body")
         if existing is None:
             store.copy(private, f"sha256/{actual}")
             existing, _ = Blob.objects.get_or_create(sha256=actual, defaults={"size": size})
         return existing
     except BlobNotFound as exc:
-        raise ApiError("Nothing was uploaded for this handle.", code="upload_missing",
-                       field="body_upload") from exc
+        raise DomainError("Nothing was uploaded for this handle.", code="upload_missing",
+                          field="body_upload") from exc
     finally:
         store.delete(private)
         store.delete(staging)

@@ -5,7 +5,7 @@ inference_protocol.validation's, the same as /v1's and the engines'."""
 from __future__ import annotations
 
 from core import patterns
-from core.errors import ApiError
+from core.error_codes import DomainError
 from inference_protocol import structured
 from inference_protocol import tools as protocol_tools
 from inference_protocol import validation as protocol
@@ -14,8 +14,8 @@ from inference_protocol.catalog import model_names
 from .templating import NAME
 
 
-def _bad(field: str, message: str, code: str = "invalid_request") -> ApiError:
-    return ApiError(message, code=code, field=field)
+def _bad(field: str, message: str, code: str = "invalid_request") -> DomainError:
+    return DomainError(message, code=code, field=field)
 
 
 def check_utf8(text: str, *, field: str, max_bytes: int) -> bytes:
@@ -32,7 +32,7 @@ def check_params(*, model_name, temperature, max_tokens, top_p, stop, variables,
                  tools=()) -> None:
     if model_name not in model_names():
         known = ", ".join(sorted(model_names()))
-        raise _bad("model", f"Unknown model {model_name!r}; known models: {known}.", "unknown_model")
+        raise _bad("model", f"Unknown model {model_name!r}; known models: {known}.", "model_not_found")
     try:
         protocol.check_sampling(temperature=temperature, max_tokens=max_tokens, top_p=top_p)
         protocol.check_stop(stop)

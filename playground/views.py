@@ -11,7 +11,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from inference_protocol.catalog import model_names
 
 from . import selectors, services
@@ -24,7 +24,7 @@ LAZY_BODY_BYTES = 1024 * 1024
 def _access_or_404(request, prompt_id, need):
     try:
         return access_prompt(user=request.user, prompt_id=prompt_id, need=need)
-    except ApiError as exc:
+    except DomainError as exc:
         # A stranger gets the same page as for a prompt that does not exist.
         raise Http404("Prompt not found.") from exc
 
@@ -75,7 +75,7 @@ def playground(request, prompt_id):
     else:
         try:
             version_id = str(selectors.version_get(prompt=prompt, version_id=version_id).pk)
-        except ApiError as exc:
+        except DomainError as exc:
             raise Http404("Version not found.") from exc
     return render(request, "playground/playground.html", {
         "prompt": prompt,
@@ -111,9 +111,9 @@ def pending_decide(request, prompt_id, pending_id, decision):
     prompt = _access_or_404(request, prompt_id, "view")
     try:
         if decision not in ("approve", "reject"):
-            raise ApiError("Unknown decision.", code="invalid_request")
+            raise DomainError("Unknown decision.", code="invalid_request")
         if prompt.access_role < Role.EDITOR:
-            raise ApiError("Your access to this prompt is read-only.", code="forbidden", status_code=403)
+            raise DomainError("Your access to this prompt is read-only.", code="forbidden")
         name = request.POST.get("label", "")
 
         def gate(p):
@@ -123,6 +123,6 @@ def pending_decide(request, prompt_id, pending_id, decision):
         decide(prompt=prompt, name=name, pending_id=pending_id, actor=request.user,
                approve=decision == "approve", reason=request.POST.get("reason", ""), gate=gate)
         messages.success(request, f"Move {decision}d.")
-    except ApiError as exc:
-        messages.error(request, str(exc.detail))
+    except DomainError as exc:
+        messages.error(request, exc.message)
     return redirect("prompt-history", prompt_id=prompt.pk)

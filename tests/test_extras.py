@@ -24,12 +24,12 @@ try:
     build_engine("tiny", {"engine": "transformers", "model_dir": "/nowhere"})
 except EngineLoadError as exc:
     print("engine:", exc)
-from core.errors import ApiError
+from core.error_codes import DomainError
 from inference_client.prompt_cache import semantic_scope
 try:
     semantic_scope(tenant="u1", model="m", messages=[{"role": "user", "content": "q"}], params={})
-except ApiError as exc:
-    print("cache:", exc.status_code, exc.get_codes(), exc.field, exc.detail)
+except DomainError as exc:
+    print("cache:", exc.status, exc.code, exc.field, exc.message)
 """
 
 

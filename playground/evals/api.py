@@ -14,7 +14,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.jsonbody import BoundedJSONParser
 
 from ..api import Page, paginated
@@ -59,8 +59,8 @@ def _version(dataset, version_id) -> DatasetVersion:
     version = (DatasetVersion.objects.filter(dataset=dataset, pk=version_id).first()
                if services._is_uuid(version_id) else None)
     if version is None:
-        raise ApiError("Dataset version not found.", code="version_not_found", status_code=404,
-                       field="version")
+        raise DomainError("Dataset version not found.", code="version_not_found",
+                          field="version")
     return version
 
 
@@ -71,17 +71,17 @@ def _int_param(request, name: str, default: int, *, low: int = 0, high: int | No
     try:
         value = int(raw)
     except ValueError:
-        raise ApiError(f"{name} must be an integer.", code="invalid_request", field=name) from None
+        raise DomainError(f"{name} must be an integer.", code="invalid_request", field=name) from None
     if value < low or (high is not None and value > high):
-        raise ApiError(f"{name} must be from {low} to {high}.", code="out_of_range", field=name)
+        raise DomainError(f"{name} must be from {low} to {high}.", code="out_of_range", field=name)
     return value
 
 
 def _refuse_unknown_params(request, allowed: set[str]) -> None:
     unknown = sorted(set(request.query_params) - allowed)
     if unknown:
-        raise ApiError(f"Unrecognized query parameter: {unknown[0]}.", code="unknown_parameter",
-                       field=unknown[0])
+        raise DomainError(f"Unrecognized query parameter: {unknown[0]}.", code="unknown_parameter",
+                          field=unknown[0])
 
 
 class DatasetListApi(APIView):
@@ -122,7 +122,8 @@ class DatasetDetailApi(APIView):
         fields = set(request.data) if isinstance(request.data, dict) else set()
         unknown = sorted(fields - {"name", "description"})
         if unknown:
-            raise ApiError(f"Unrecognized field: {unknown[0]}.", code="unknown_parameter", field=unknown[0])
+            raise DomainError(f"Unrecognized field: {unknown[0]}.", code="unknown_parameter",
+                              field=unknown[0])
         data = DatasetUpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         dataset = services.dataset_update(dataset=dataset, **data.validated_data)
@@ -202,7 +203,7 @@ class DatasetExportApi(APIView):
         version = _version(dataset, version_id)
         fmt = request.query_params.get("as", "jsonl")
         if fmt not in ("csv", "jsonl"):
-            raise ApiError("as must be csv or jsonl.", code="invalid_format", field="as")
+            raise DomainError("as must be csv or jsonl.", code="invalid_format", field="as")
         response = StreamingHttpResponse(services.dataset_export(version=version, fmt=fmt),
                                          content_type="text/csv" if fmt == "csv" else "application/jsonl")
         filename = f"{dataset.name[:50]}-v{version.number}.{fmt}"
@@ -229,22 +230,22 @@ class DatasetImportApi(APIView):
         v = data.validated_data
         upload, text, fmt = v.get("file"), v.get("text"), v.get("format")
         if (upload is None) == (text is None):
-            raise ApiError("Give exactly one of file or text.", code="file_required", field="file")
+            raise DomainError("Give exactly one of file or text.", code="file_required", field="file")
         if upload is not None:
             if upload.size > settings.EVAL_IMPORT_MAX_BYTES:
-                raise ApiError(f"The file is larger than {settings.EVAL_IMPORT_MAX_BYTES} bytes.",
-                               code="file_too_large", field="file")
+                raise DomainError(f"The file is larger than {settings.EVAL_IMPORT_MAX_BYTES} bytes.",
+                                  code="file_too_large", field="file")
             fmt = fmt or {"csv": "csv", "jsonl": "jsonl", "ndjson": "jsonl"}.get(
                 upload.name.rpartition(".")[2].lower())
             try:
                 text = upload.read().decode("utf-8-sig")
             except UnicodeDecodeError:
-                raise ApiError("The file is not UTF-8 text.", code="file_not_utf8", field="file") from None
+                raise DomainError("The file is not UTF-8 text.", code="file_not_utf8", field="file") from None
         if fmt is None:
-            raise ApiError("Say the format (csv or jsonl): the file name does not.", code="invalid_format",
-                           field="format")
+            raise DomainError("Say the format (csv or jsonl): the file name does not.", code="invalid_format",
+                              field="format")
         if fmt not in ("csv", "jsonl"):
-            raise ApiError("format must be csv or jsonl.", code="invalid_format", field="format")
+            raise DomainError("format must be csv or jsonl.", code="invalid_format", field="format")
         data_bytes = text.encode()
         if len(data_bytes) > settings.EVAL_IMPORT_BACKGROUND_BYTES and not v["dry_run"]:
             base = v["base"]
@@ -262,12 +263,12 @@ class DatasetImportApi(APIView):
         if v["dry_run"]:
             return Response(body)
         if errors and not v["skip_invalid"]:
-            raise ApiError(f"{len(errors)} rows do not import (first: line {errors[0]['line']}: "
-                           f"{errors[0]['message']}). Fix them, or import with skip_invalid.",
-                           code="invalid_rows", field="file",
-                           extra={"errors": errors[:1000], "error_count": len(errors)})
+            raise DomainError(f"{len(errors)} rows do not import (first: line {errors[0]['line']}: "
+                              f"{errors[0]['message']}). Fix them, or import with skip_invalid.",
+                              code="invalid_rows", field="file",
+                              extra={"errors": errors[:1000], "error_count": len(errors)})
         if not rows:
-            raise ApiError("The file has no rows.", code="dataset_empty", field="file")
+            raise DomainError("The file has no rows.", code="dataset_empty", field="file")
         base = v["base"]
         if base is None and v["mode"] == "append":
             latest = dataset.versions.order_by("-number").first()
@@ -296,7 +297,7 @@ class DatasetImportStatusApi(APIView):
         dataset = request_dataset(request, dataset_id=dataset_id, need="view")
         job = DatasetImport.objects.filter(dataset=dataset, pk=import_id).select_related("version").first()
         if job is None:
-            raise ApiError("Import not found.", code="import_not_found", status_code=404)
+            raise DomainError("Import not found.", code="import_not_found")
         return Response(_import_body(job))
 
 

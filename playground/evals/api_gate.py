@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from ..api import Page, PromptScopedApi, paginated
 from ..permissions import request_access
@@ -16,7 +16,7 @@ from .serializers import GateDecisionSerializer, LabelGateRequestSerializer, Lab
 def _gate_or_404(prompt, name):
     gate = gate_get(prompt=prompt, name=name)
     if gate is None:
-        raise ApiError(f"Label {name!r} has no gate.", code="gate_not_found", status_code=404)
+        raise DomainError(f"Label {name!r} has no gate.", code="gate_not_found")
     return gate
 
 

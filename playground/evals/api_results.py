@@ -11,7 +11,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from ..matching import Budget
 from .api import LIMIT, PAGE_MAX, START, _int_param, _refuse_unknown_params
@@ -67,7 +67,7 @@ class EvalResultsApi(APIView):
         limit = _int_param(request, "limit", 100, low=1, high=PAGE_MAX)
         which = request.query_params.get("filter")
         if which not in (None, "failed", "disagree"):
-            raise ApiError("filter is failed or disagree.", code="invalid_request", field="filter")
+            raise DomainError("filter is failed or disagree.", code="invalid_request", field="filter")
         row_count = run.dataset_version.row_count
         budget = Budget(settings.EVAL_DIFF_TIMEOUT_S)  # for all the page's word diffs
         out, cursor = [], start

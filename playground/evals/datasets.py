@@ -25,7 +25,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from core.csvexport import FormulaSafeWriter
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.leases import drive_in_thread, job_slot_check, release_connection
 from inference_protocol.validation import InvalidInput, check_text
 
@@ -111,7 +111,7 @@ def parse_rows(*, fmt: str, text: str, on_progress=None) -> tuple[list[dict], li
     elif fmt == "jsonl":
         items = _jsonl_items(text)
     else:
-        raise ApiError("format must be csv or jsonl.", code="invalid_format", field="format")
+        raise DomainError("format must be csv or jsonl.", code="invalid_format", field="format")
     rows, errors = [], []
     for count, (line, item) in enumerate(items, start=1):
         if on_progress is not None and count % 2000 == 0:
@@ -123,7 +123,7 @@ def parse_rows(*, fmt: str, text: str, on_progress=None) -> tuple[list[dict], li
         except RowError as exc:
             errors.append({"line": line, "code": exc.code, "message": str(exc), "field": exc.field})
         if len(rows) > settings.EVAL_DATASET_MAX_ROWS:
-            raise ApiError(
+            raise DomainError(
                 f"A dataset version holds at most {settings.EVAL_DATASET_MAX_ROWS} rows.",
                 code="too_many_rows",
                 field="file",
@@ -159,13 +159,15 @@ def _csv_items(text: str):
     except StopIteration:
         return
     except csv.Error as exc:
-        raise ApiError(f"The CSV header does not parse: {exc}.", code="invalid_csv", field="file") from None
+        raise DomainError(f"The CSV header does not parse: {exc}.", code="invalid_csv",
+                          field="file") from None
     header = [h.strip() for h in header]
     if not header or any(not h for h in header) or len(set(header)) != len(header):
-        raise ApiError("The CSV header must name every column once.", code="invalid_csv_header", field="file")
+        raise DomainError("The CSV header must name every column once.", code="invalid_csv_header",
+                          field="file")
     bad = [h for h in header if h not in ("expected", "metadata") and not NAME.fullmatch(h)]
     if bad:
-        raise ApiError(
+        raise DomainError(
             f"CSV column {bad[0]!r} is not a valid variable name.", code="invalid_csv_header", field="file"
         )
     while True:
@@ -198,7 +200,8 @@ def _csv_items(text: str):
 def dataset_create(*, owner, name: str, description: str = "") -> Dataset:
     name = (name or "").strip()
     if not name or len(name) > 200:
-        raise ApiError("Give the dataset a name of 1 to 200 characters.", code="invalid_name", field="name")
+        raise DomainError("Give the dataset a name of 1 to 200 characters.", code="invalid_name",
+                          field="name")
     return Dataset.objects.create(owner=owner, name=name, description=description)
 
 
@@ -208,8 +211,8 @@ def dataset_update(*, dataset: Dataset, name: str | None = None, description: st
     if name is not None:
         name = name.strip() if isinstance(name, str) else ""
         if not name or len(name) > 200:
-            raise ApiError("Give the dataset a name of 1 to 200 characters.", code="invalid_name",
-                           field="name")
+            raise DomainError("Give the dataset a name of 1 to 200 characters.", code="invalid_name",
+                              field="name")
         dataset.name = name
         fields.append("name")
     if description is not None:
@@ -232,11 +235,11 @@ def dataset_delete(*, dataset: Dataset) -> None:
         runs = EvalRun.objects.filter(dataset_version__dataset=locked).count()
         gates = LabelGate.objects.filter(dataset=locked).count()
         if runs or gates:
-            raise ApiError(f"The dataset is in use: {runs} run(s) used its versions and {gates} label "
-                           "gate(s) name it. A run keeps exactly what it used, so a dataset a run used "
-                           "stays; "
-                           "a gate goes when its label's gate is removed.",
-                           code="dataset_in_use", status_code=409, extra={"runs": runs, "gates": gates})
+            raise DomainError(f"The dataset is in use: {runs} run(s) used its versions and {gates} label "
+                              "gate(s) name it. A run keeps exactly what it used, so a dataset a run used "
+                              "stays; "
+                              "a gate goes when its label's gate is removed.",
+                              code="dataset_in_use", extra={"runs": runs, "gates": gates})
         locked.delete()
 
 
@@ -244,7 +247,8 @@ def _api_row(data, where: str) -> dict:
     try:
         return check_row(data)
     except RowError as exc:
-        raise ApiError(f"{where}: {exc}", code=exc.code, field=f"{where}.{exc.field}".rstrip(".")) from None
+        raise DomainError(f"{where}: {exc}", code=exc.code,
+                          field=f"{where}.{exc.field}".rstrip(".")) from None
 
 
 def _check_base(dataset: Dataset, base_version_id) -> DatasetVersion | None:
@@ -256,11 +260,10 @@ def _check_base(dataset: Dataset, base_version_id) -> DatasetVersion | None:
         else None
     )
     if base is None:
-        raise ApiError(
+        raise DomainError(
             "The base is not a version of this dataset.",
             code="version_not_found",
             field="base",
-            status_code=404,
         )
     return base
 
@@ -289,7 +292,7 @@ def dataset_version_create(
     (key -> row) applied, plus `add`. A version's rows are checked first."""
     base = _check_base(dataset, base_version_id)
     if base is None and not replace and dataset.versions.exists():
-        raise ApiError(
+        raise DomainError(
             "This dataset already has versions: name the version you edited as base.",
             code="base_required",
             field="base",
@@ -308,17 +311,16 @@ def dataset_version_create(
             rows.append({**update[key], "key": row["key"]} if key in update else row)
         missing = sorted((set(update) | delete) - known)
         if missing:
-            raise ApiError(
+            raise DomainError(
                 f"No row with key {missing[0]} in the base version.",
                 code="row_not_found",
                 field="rows",
-                status_code=404,
             )
     rows.extend(add)
     if not rows:
-        raise ApiError("A dataset version needs at least one row.", code="dataset_empty", field="rows")
+        raise DomainError("A dataset version needs at least one row.", code="dataset_empty", field="rows")
     if len(rows) > settings.EVAL_DATASET_MAX_ROWS:
-        raise ApiError(
+        raise DomainError(
             f"A dataset version holds at most {settings.EVAL_DATASET_MAX_ROWS} rows.",
             code="too_many_rows",
             field="rows",
@@ -369,7 +371,7 @@ def dataset_export(*, version: DatasetVersion, fmt: str):
             )
         return
     if fmt != "csv":
-        raise ApiError("format must be csv or jsonl.", code="invalid_format", field="format")
+        raise DomainError("format must be csv or jsonl.", code="invalid_format", field="format")
     buffer = io.StringIO()
     writer = FormulaSafeWriter(buffer)
     columns = list(version.variables)
@@ -427,7 +429,7 @@ def dataset_import_start(
         with transaction.atomic():
             _import_slot_check(author)
             job.save()
-    except ApiError:
+    except DomainError:
         get_blob_store().delete(job.object_key)
         raise
     if settings.EVAL_DISPATCH == "thread":
@@ -470,13 +472,13 @@ def dataset_import_run(import_id) -> str:
             errors=errors[:1000],
         )
         if errors and not job.skip_invalid:
-            raise ApiError(
+            raise DomainError(
                 f"{len(errors)} rows do not import (first: line {errors[0]['line']}: "
                 f"{errors[0]['message']}). Fix them, or import with skip_invalid.",
                 code="invalid_rows",
             )
         if not rows:
-            raise ApiError("The file has no rows.", code="dataset_empty")
+            raise DomainError("The file has no rows.", code="dataset_empty")
         version = dataset_version_create(
             dataset=job.dataset,
             author=job.author,
@@ -486,8 +488,8 @@ def dataset_import_run(import_id) -> str:
             message=job.message or f"import ({job.fmt}, {len(rows)} rows)",
         )
         status, fields = "done", {"version": version}
-    except ApiError as exc:
-        status, fields = "failed", {"error_code": exc.get_codes(), "error_message": str(exc.detail)}
+    except DomainError as exc:
+        status, fields = "failed", {"error_code": exc.code, "error_message": exc.message}
     except UnicodeDecodeError:
         status, fields = (
             "failed",

@@ -52,7 +52,7 @@ from collections.abc import Callable
 from django.conf import settings
 
 from core import patterns
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from ..matching import Budget
 
@@ -107,8 +107,8 @@ def evaluator_get(name: str) -> Evaluator:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ApiError(f"Unknown evaluator {name!r}; available: {', '.join(sorted(_REGISTRY))}.",
-                       code="unknown_evaluator", field="evaluators") from None
+        raise DomainError(f"Unknown evaluator {name!r}; available: {', '.join(sorted(_REGISTRY))}.",
+                          code="unknown_evaluator", field="evaluators") from None
 
 
 _loaded = False
@@ -122,28 +122,29 @@ def _load_custom() -> None:
             importlib.import_module(module)
 
 
-def _bad_arg(name: str, message: str) -> ApiError:
-    return ApiError(message, code="invalid_evaluator_args", field=f"evaluators.{name}")
+def _bad_arg(name: str, message: str) -> DomainError:
+    return DomainError(message, code="invalid_evaluator_args", field=f"evaluators.{name}")
 
 
 def check_evaluators(specs) -> list[dict]:
     """Resolve a run's evaluator list ([name] or [{"name", "args"}]) into stored
     specs ({"name", "version", "args"}); unknown names and bad arguments are 400s."""
     if not isinstance(specs, list) or not specs:
-        raise ApiError("Give at least one evaluator.", code="evaluators_required", field="evaluators")
+        raise DomainError("Give at least one evaluator.", code="evaluators_required", field="evaluators")
     if len(specs) > 20:
-        raise ApiError("At most 20 evaluators per run.", code="too_many_evaluators", field="evaluators")
+        raise DomainError("At most 20 evaluators per run.", code="too_many_evaluators", field="evaluators")
     out, seen = [], set()
     for spec in specs:
         if isinstance(spec, str):
             spec = {"name": spec}
         if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
-            raise ApiError("Each evaluator is a name or {\"name\", \"args\"}.", code="invalid_evaluator",
-                           field="evaluators")
+            raise DomainError("Each evaluator is a name or {\"name\", \"args\"}.", code="invalid_evaluator",
+                              field="evaluators")
         unknown = set(spec) - {"name", "args", "as"}
         if unknown:
-            raise ApiError(f"Unrecognized evaluator field: {sorted(unknown)[0]}.", code="unknown_parameter",
-                           field="evaluators")
+            raise DomainError(f"Unrecognized evaluator field: {sorted(unknown)[0]}.",
+                              code="unknown_parameter",
+                              field="evaluators")
         evaluator = evaluator_get(spec["name"])
         args = spec.get("args") or {}
         if not isinstance(args, dict):
@@ -195,8 +196,8 @@ def _check_bools(*names):
     def check(args):
         for name in names:
             if name in args and not isinstance(args[name], bool):
-                raise ApiError(f"{name} must be a boolean.", code="invalid_evaluator_args",
-                               field=f"evaluators.{name}")
+                raise DomainError(f"{name} must be a boolean.", code="invalid_evaluator_args",
+                                  field=f"evaluators.{name}")
     return check
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from .models import EvalRun, GateDecision, LabelGate, RunStatus
 from .permissions import access_dataset, access_run
@@ -34,10 +34,11 @@ def gate_set(*, prompt, name: str, user, dataset_id, evaluator: str, margin: flo
     _check_label_name(name)
     dataset = access_dataset(user=user, dataset_id=dataset_id, need="view")
     if not isinstance(evaluator, str) or not evaluator:
-        raise ApiError("Name the evaluator (its key in the runs) the gate compares.", code="invalid_request",
-                       field="evaluator")
+        raise DomainError("Name the evaluator (its key in the runs) the gate compares.",
+                          code="invalid_request",
+                          field="evaluator")
     if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin <= 1:
-        raise ApiError("margin is a score difference from 0 to 1.", code="out_of_range", field="margin")
+        raise DomainError("margin is a score difference from 0 to 1.", code="out_of_range", field="margin")
     with transaction.atomic():
         gate, _ = LabelGate.objects.update_or_create(
             prompt=prompt, label_name=name,
@@ -54,8 +55,8 @@ def _check_move(*, prompt, name: str, candidate_id, baseline_id) -> None:
     from ..services import _conflict
 
     if not PromptVersion.objects.filter(pk=candidate_id, prompt=prompt).exists():
-        raise ApiError("The version is not a version of this prompt.", code="version_not_found",
-                       field="version")
+        raise DomainError("The version is not a version of this prompt.", code="version_not_found",
+                          field="version")
     current = Label.objects.filter(prompt=prompt, name=name).values_list("version_id", flat=True).first()
     if str(current) != str(baseline_id):
         raise _conflict(name, current)
@@ -131,6 +132,6 @@ def _record(gate, run, user, candidate_id, baseline_id, passed, code, reason, fi
 
 def _refuse(gate, run, user, candidate_id, baseline_id, code, reason, figures):
     decision = _record(gate, run, user, candidate_id, baseline_id, False, code, reason, figures)
-    raise ApiError(reason, code=code, status_code=409, field="require_eval", extra={
+    raise DomainError(reason, code=code, field="require_eval", extra={
         "run": str(run.pk) if run else None, "run_url": run_url(run.pk) if run else None,
         "figures": figures, "decision": decision.pk if decision else None})

@@ -23,7 +23,7 @@ from typing import Literal
 from django.core.exceptions import ValidationError
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from ..permissions import SHARE_TOKEN_HEADER, Role, client_address, live_grants_for
 from ..sharing.models import GrantRole, LinkMode
@@ -40,8 +40,8 @@ def _signed_in(user) -> bool:
     return user is not None and user.is_authenticated
 
 
-def dataset_not_found() -> ApiError:
-    return ApiError("Dataset not found.", code="dataset_not_found", status_code=404, field="dataset")
+def dataset_not_found() -> DomainError:
+    return DomainError("Dataset not found.", code="dataset_not_found", field="dataset")
 
 
 def dataset_role(*, user, dataset: Dataset) -> Role:
@@ -72,8 +72,8 @@ def access_dataset(*, user, dataset_id, need: Need, share_token: str | None = No
     if role == Role.NONE:
         raise dataset_not_found()
     if role < _REQUIRED[need]:
-        raise ApiError("Only the owner may do this." if need == "own" else
-                       "Your access to this dataset is read-only.", code="forbidden", status_code=403)
+        raise DomainError("Only the owner may do this." if need == "own" else
+                          "Your access to this dataset is read-only.", code="forbidden")
     dataset.access_role = role
     return dataset
 
@@ -93,8 +93,8 @@ def datasets_visible_to(*, user) -> QuerySet[Dataset]:
     return Dataset.objects.filter(Q(owner=user) | Exists(granted))
 
 
-def run_not_found() -> ApiError:
-    return ApiError("Run not found.", code="run_not_found", status_code=404, field="run")
+def run_not_found() -> DomainError:
+    return DomainError("Run not found.", code="run_not_found", field="run")
 
 
 def access_run(*, user, run_id, need: Literal["view", "cancel"] = "view") -> EvalRun:
@@ -107,8 +107,7 @@ def access_run(*, user, run_id, need: Literal["view", "cancel"] = "view") -> Eva
     if role == Role.NONE:
         raise run_not_found()
     if need == "cancel" and run.owner_id != user.pk and role < Role.OWNER:
-        raise ApiError("Only the run's creator or the dataset's owner may cancel it.", code="forbidden",
-                       status_code=403)
+        raise DomainError("Only the run's creator or the dataset's owner may cancel it.", code="forbidden")
     return run
 
 

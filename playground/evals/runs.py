@@ -40,7 +40,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.leases import (
     drive_in_thread,
     job_slot_check,
@@ -76,8 +76,8 @@ def cell_request_id(run_id, column_id, row_id) -> str:
     return uuid.uuid5(CELL_NAMESPACE, f"{run_id}/{column_id}/{row_id}").hex
 
 
-def _column_error(i: int, message: str, code: str, field: str = "") -> ApiError:
-    return ApiError(message, code=code, field=f"columns[{i}]{'.' + field if field else ''}")
+def _column_error(i: int, message: str, code: str, field: str = "") -> DomainError:
+    return DomainError(message, code=code, field=f"columns[{i}]{'.' + field if field else ''}")
 
 
 def _check_column_params(i: int, params) -> dict:
@@ -102,11 +102,12 @@ def _check_column_params(i: int, params) -> dict:
 
 def _check_columns(user, columns) -> list[dict]:
     if not isinstance(columns, list) or not columns:
-        raise ApiError("Give at least one column (a prompt version to run).", code="columns_required",
-                       field="columns")
+        raise DomainError("Give at least one column (a prompt version to run).", code="columns_required",
+                          field="columns")
     if len(columns) > settings.EVAL_RUN_MAX_COLUMNS:
-        raise ApiError(f"At most {settings.EVAL_RUN_MAX_COLUMNS} columns per run.", code="too_many_columns",
-                       field="columns")
+        raise DomainError(f"At most {settings.EVAL_RUN_MAX_COLUMNS} columns per run.",
+                          code="too_many_columns",
+                          field="columns")
     out = []
     for i, spec in enumerate(columns):
         if not isinstance(spec, dict):
@@ -141,15 +142,15 @@ def _check_model(model, params: dict, field: str) -> None:
     except UnknownModel:
         spec = None
     if spec is None:
-        raise ApiError(f"Unknown model {model!r}; known models: {', '.join(sorted(model_names()))}.",
-                       code="unknown_model", field=field)
+        raise DomainError(f"Unknown model {model!r}; known models: {', '.join(sorted(model_names()))}.",
+                          code="model_not_found", field=field)
     if params.get("tools"):  # a cell scores text; calls would need answering: refused, not ignored
-        raise ApiError("Evaluation runs do not run tools: evaluate a version without tools.",
-                       code="unsupported_parameter", field=field)
+        raise DomainError("Evaluation runs do not run tools: evaluate a version without tools.",
+                          code="unsupported_parameter", field=field)
     missing = unsupported(spec, {"response_format"} if params.get("response_format") else set())
     if missing:
-        raise ApiError(f"The model {model!r} does not implement {missing[0]} (the version's response "
-                       "schema needs it).", code="unsupported_parameter", field=field)
+        raise DomainError(f"The model {model!r} does not implement {missing[0]} (the version's response "
+                          "schema needs it).", code="unsupported_parameter", field=field)
 
 
 def _check_judges(user, specs: list[dict]) -> None:
@@ -164,13 +165,13 @@ def _check_judges(user, specs: list[dict]) -> None:
         version = prompt_selectors.version_get(prompt=prompt, version_id=spec["args"]["version"])
         schema = version.response_schema
         if schema is None:
-            raise ApiError("A judge prompt needs a response schema with a score (number) and a reason "
-                           "(string): save the judge version with one.", code="judge_without_schema",
-                           field=field)
+            raise DomainError("A judge prompt needs a response schema with a score (number) and a reason "
+                              "(string): save the judge version with one.", code="judge_without_schema",
+                              field=field)
         properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         if not {"score", "reason"} <= set(properties):
-            raise ApiError("The judge's response schema must have the properties score and reason.",
-                           code="judge_schema_invalid", field=field)
+            raise DomainError("The judge's response schema must have the properties score and reason.",
+                              code="judge_schema_invalid", field=field)
         _check_model(version.model_name, version_params(version), field)
 
 
@@ -183,17 +184,17 @@ def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, na
     if version_id is None:
         version = versions.order_by("-number").first()
         if version is None:
-            raise ApiError("The dataset has no version yet: add rows first.", code="dataset_empty",
-                           field="dataset")
+            raise DomainError("The dataset has no version yet: add rows first.", code="dataset_empty",
+                              field="dataset")
     else:
         version = versions.filter(pk=version_id).first() if _is_uuid(version_id) else None
         if version is None:
-            raise ApiError("Dataset version not found.", code="version_not_found", status_code=404,
-                           field="dataset_version")
+            raise DomainError("Dataset version not found.", code="version_not_found",
+                              field="dataset_version")
     if version.row_count == 0:
-        raise ApiError("The dataset version has no rows.", code="dataset_empty", field="dataset_version")
+        raise DomainError("The dataset version has no rows.", code="dataset_empty", field="dataset_version")
     if not isinstance(name, str) or len(name) > 200:
-        raise ApiError("name is at most 200 characters.", code="invalid_name", field="name")
+        raise DomainError("name is at most 200 characters.", code="invalid_name", field="name")
     specs = check_evaluators(evaluators)
     _check_judges(user, specs)
     checked = _check_columns(user, columns)
@@ -272,7 +273,7 @@ def evalrun_cancel(*, run: EvalRun) -> EvalRun:
     """Ask the driver to stop (it cancels what it has in flight); a run no
     driver holds is cancelled at once. Finished runs are a 409."""
     if run.status not in ACTIVE:
-        raise ApiError(f"The run is already {run.status}.", code="run_finished", status_code=409)
+        raise DomainError(f"The run is already {run.status}.", code="run_finished")
     EvalRun.objects.filter(pk=run.pk).update(cancel_requested=True)
     now = timezone.now()
     EvalRun.objects.filter(pk=run.pk, status__in=ACTIVE).filter(unheld(now)).update(
@@ -389,8 +390,8 @@ def _execute(run: EvalRun, cells: list, lane, owner: str,
         column = col.column
         try:
             _, messages = version_render(version=col.version, variables=row["variables"], body=col.body)
-        except ApiError as exc:  # a missing or unknown variable: this row fails, the rest runs
-            out.append(_failure(run, row, col, exc.get_codes(), str(exc.detail)))
+        except DomainError as exc:  # a missing or unknown variable: this row fails, the rest runs
+            out.append(_failure(run, row, col, exc.code, exc.message))
             continue
         request_id = cell_request_id(run.pk, column.pk, row["id"])
         requests.append({"request_id": request_id, "prompt_version": str(col.version.pk),
@@ -426,8 +427,8 @@ def _judge_all(run: EvalRun, done: list, lane, owner: str, judges: list) -> list
             try:
                 _, messages = version_render(version=judge.version, body=judge.body,
                                              variables={k: v for k, v in values.items() if k in judge.uses})
-            except ApiError as exc:
-                score = Score(0.0, False, f"the judge could not render: {exc.detail}")
+            except DomainError as exc:
+                score = Score(0.0, False, f"the judge could not render: {exc.message}")
                 scores[index][judge.key] = score.as_dict()
                 continue
             request_id = uuid.uuid5(CELL_NAMESPACE, f"{cell_request_id(run.pk, col.column.pk, row['id'])}"

@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import render
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from ..permissions import Role
 from .permissions import access_dataset, access_run, datasets_visible_to, runs_visible_to
@@ -25,7 +25,7 @@ def evals_home(request):
 def dataset_page(request, dataset_id):
     try:
         dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
-    except ApiError as exc:
+    except DomainError as exc:
         raise Http404("Dataset not found.") from exc
     return render(request, "evals/dataset.html", {
         "dataset": dataset, "is_owner": dataset.access_role == Role.OWNER, "config": {
@@ -38,6 +38,6 @@ def dataset_page(request, dataset_id):
 def run_page(request, run_id):
     try:
         run = access_run(user=request.user, run_id=run_id)
-    except ApiError as exc:
+    except DomainError as exc:
         raise Http404("Run not found.") from exc
     return render(request, "evals/run.html", {"run": run, "config": {"page": "run", "run": str(run.pk)}})

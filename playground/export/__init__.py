@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from playground.bodies import body_text
 from playground.models import Label, PromptVersion
 
@@ -54,8 +54,8 @@ def export_reference(*, version: PromptVersion, label: str | None = None) -> Ref
                        key=lambda name: (name != PREFERRED_LABEL, name))
         label = names[0] if names else None
     elif not Label.objects.filter(prompt_id=version.prompt_id, name=label).exists():
-        raise ApiError(f"No label {label!r} on this prompt.", code="label_not_found", status_code=404,
-                       field="label")
+        raise DomainError(f"No label {label!r} on this prompt.", code="label_not_found",
+                          field="label")
     if label is not None:
         return Reference("label", label, f"{base}/labels/{label}/run")
     return Reference("version", str(version.pk), f"{base}/versions/{version.pk}/run")
@@ -69,8 +69,8 @@ def version_spec(*, version: PromptVersion, base_url: str, label: str | None = N
 def snippets_render(*, spec: ExportSpec, langs: list[str] | None = None) -> list[dict]:
     unknown = sorted(set(langs or ()) - set(LANGUAGES))
     if unknown:
-        raise ApiError(f"Unknown language {unknown[0]!r}; choose from {', '.join(LANGUAGES)}.",
-                       code="invalid_value", field="lang")
+        raise DomainError(f"Unknown language {unknown[0]!r}; choose from {', '.join(LANGUAGES)}.",
+                          code="invalid_value", field="lang")
     out = []
     for lang, (title, filename, forms) in LANGUAGES.items():
         if langs and lang not in langs:

@@ -7,7 +7,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import render
 from django.urls import path
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from playground.bodies import body_text
 from playground.evals.permissions import access_dataset
 from playground.models import PromptVersion
@@ -17,9 +17,9 @@ from .models import LinkMode
 from .tokens import link_resolve
 
 
-def _error_page(request, exc: ApiError):
+def _error_page(request, exc: DomainError):
     response = render(request, "playground/share_error.html",
-                      {"status": exc.status_code, "message": str(exc.detail)}, status=exc.status_code)
+                      {"status": exc.status, "message": exc.message}, status=exc.status)
     for name, value in exc.headers.items():
         response[name] = value
     return response
@@ -42,13 +42,12 @@ def share_link_page(request, token: str):
         if link is not None and link.mode == LinkMode.LOGIN and not request.user.is_authenticated:
             return _private(redirect_to_login(request.get_full_path()))
         if link is None:
-            raise ApiError("This link does not exist or is no longer shared.", code="link_not_found",
-                           status_code=404)
+            raise DomainError("This link does not exist or is no longer shared.", code="link_not_found")
         if link.dataset_id is not None:
             return _private(_dataset_page(request, link, token, addr))
         prompt = access_prompt(user=request.user, prompt_id=link.prompt_id, need="view", share_token=token,
                                client_addr=addr, version_id=link.version_id or "all")
-    except ApiError as exc:
+    except DomainError as exc:
         return _private(_error_page(request, exc))
     versions = PromptVersion.objects.filter(prompt=prompt).defer("payload_inline")
     # A pinned link shows its version; otherwise the newest one.

@@ -3,7 +3,7 @@
 from django.utils import timezone
 from rest_framework import serializers
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from playground.serializers import PromptSerializer
 
 from .models import AuditEvent, Grant, ShareLink
@@ -27,8 +27,8 @@ class DatasetLinkCreateSerializer(LinkCreateSerializer):
 
     def to_internal_value(self, data):
         if isinstance(data, dict) and data.get("version") is not None:
-            raise ApiError("A dataset link reaches all its versions; it takes no version.",
-                           code="unsupported_parameter", field="version")
+            raise DomainError("A dataset link reaches all its versions; it takes no version.",
+                              code="unsupported_parameter", field="version")
         return {**super().to_internal_value(data), "version": None}
 
 

@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import Team
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.ids import parse_uint
 from playground.audit import audit_record
 from playground.bodies import body_text
@@ -62,14 +62,14 @@ class _Subject:
 
 def _check_expiry(expires_at, field: str = "expires_at") -> None:
     if expires_at is not None and expires_at <= timezone.now():
-        raise ApiError("The expiry must be in the future.", code="invalid_expiry", field=field)
+        raise DomainError("The expiry must be in the future.", code="invalid_expiry", field=field)
 
 
 def _user_by_username(username: str):
     user = User.objects.filter(username=username or "", is_active=True).first()
     if user is None:
-        raise ApiError(f"No user named {username!r}.", code="user_not_found", status_code=404,
-                       field="username")
+        raise DomainError(f"No user named {username!r}.", code="user_not_found",
+                          field="username")
     return user
 
 
@@ -78,19 +78,19 @@ def link_create(*, prompt: Prompt | None = None, dataset=None, actor, mode: str,
     """A new link and its token; the token is returned once and never stored."""
     subject = _Subject(prompt, dataset)
     if role is not None and role != GrantRole.VIEWER:
-        raise ApiError("A link can only give view access; grant an account or team to let them edit.",
-                       code="invalid_mode", field="role")
+        raise DomainError("A link can only give view access; grant an account or team to let them edit.",
+                          code="invalid_mode", field="role")
     if mode not in LinkMode.values:
-        raise ApiError(f"mode must be one of {', '.join(LinkMode.values)}.", code="invalid_mode",
-                       field="mode")
+        raise DomainError(f"mode must be one of {', '.join(LinkMode.values)}.", code="invalid_mode",
+                          field="mode")
     if len(name) > 100:
-        raise ApiError("The name is at most 100 characters.", code="invalid_request", field="name")
+        raise DomainError("The name is at most 100 characters.", code="invalid_request", field="name")
     version = None
     if version_id is not None:
         version = PromptVersion.objects.filter(prompt=prompt, pk=version_id).first() if prompt else None
         if version is None:
-            raise ApiError("The version is not a version of this prompt.", code="version_not_found",
-                           field="version")
+            raise DomainError("The version is not a version of this prompt.", code="version_not_found",
+                              field="version")
     _check_expiry(expires_at)
     raw = token_generate()
     with transaction.atomic():
@@ -110,7 +110,7 @@ def link_revoke(*, prompt: Prompt | None = None, dataset=None, link_id, actor) -
     with transaction.atomic():
         link = ShareLink.objects.select_for_update().filter(pk=link_id, **subject.rows).first()
         if link is None:
-            raise ApiError("Link not found.", code="link_not_found", status_code=404)
+            raise DomainError("Link not found.", code="link_not_found")
         if link.revoked_at is None:
             link.revoked_at = timezone.now()
             link.save(update_fields=["revoked_at"])
@@ -136,8 +136,8 @@ def _grant_upsert(*, subject: _Subject, actor, role: str, user=None, team=None, 
                     grant = Grant.objects.create(role=role, created_by=actor, expires_at=expires_at,
                                                  **subject.rows, **grantee)
             except IntegrityError:  # a concurrent grant to the same grantee won
-                raise ApiError("This grantee was just granted access; list grants and retry.",
-                               code="grant_conflict", status_code=409) from None
+                raise DomainError("This grantee was just granted access; list grants and retry.",
+                                  code="grant_conflict") from None
             action = "grant.create"
         else:
             grant.role, grant.expires_at = role, expires_at
@@ -156,22 +156,22 @@ def grant_create(*, prompt: Prompt | None = None, dataset=None, actor, role: str
                  team_id=None, expires_at=None) -> Grant:
     subject = _Subject(prompt, dataset)
     if role not in GrantRole.values:
-        raise ApiError(f"role must be one of {', '.join(GrantRole.values)}.", code="invalid_role",
-                       field="role")
+        raise DomainError(f"role must be one of {', '.join(GrantRole.values)}.", code="invalid_role",
+                          field="role")
     if (username is None) == (team_id is None):
-        raise ApiError("Give exactly one of username or team.", code="grantee_required", field="username")
+        raise DomainError("Give exactly one of username or team.", code="grantee_required", field="username")
     _check_expiry(expires_at)
     if username is not None:
         user = _user_by_username(username)
         if user.pk == subject.owner_id:
-            raise ApiError("The owner already has full access.", code="already_owner", field="username")
+            raise DomainError("The owner already has full access.", code="already_owner", field="username")
         return _grant_upsert(subject=subject, actor=actor, role=role, user=user, expires_at=expires_at)
     # Only a team the granter belongs to: any other id is "not found", so a grant
     # can neither reach a stranger's team nor tell its name.
     number = parse_uint(team_id)
     team = Team.objects.filter(pk=number, members=actor).first() if number is not None else None
     if team is None:
-        raise ApiError("Team not found.", code="team_not_found", status_code=404, field="team")
+        raise DomainError("Team not found.", code="team_not_found", field="team")
     return _grant_upsert(subject=subject, actor=actor, role=role, team=team, expires_at=expires_at)
 
 
@@ -181,7 +181,7 @@ def grant_revoke(*, prompt: Prompt | None = None, dataset=None, grant_id, actor)
         grant = (Grant.objects.select_for_update(of=("self",)).select_related("user")
                  .filter(pk=grant_id, **subject.rows).first())
         if grant is None:
-            raise ApiError("Grant not found.", code="grant_not_found", status_code=404)
+            raise DomainError("Grant not found.", code="grant_not_found")
         if grant.revoked_at is None:
             grant.revoked_at = timezone.now()
             grant.save(update_fields=["revoked_at"])
@@ -196,7 +196,7 @@ def transfer_offer(*, prompt: Prompt, actor, username: str, keep_access: bool = 
     """The owner offers the prompt to `username`; nothing changes until they accept."""
     to_user = _user_by_username(username)
     if to_user.pk == prompt.owner_id:
-        raise ApiError("This user already owns the prompt.", code="already_owner", field="username")
+        raise DomainError("This user already owns the prompt.", code="already_owner", field="username")
     with transaction.atomic():
         offer, _ = TransferOffer.objects.update_or_create(
             prompt=prompt, to_user=to_user, defaults={"from_user": actor, "keep_access": keep_access})
@@ -212,12 +212,12 @@ def transfer_answer(*, offer_id, user, accept: bool) -> Prompt | None:
         offer = (TransferOffer.objects.select_for_update().select_related("from_user")
                  .filter(pk=parse_uint(offer_id), to_user=user).first()) if parse_uint(offer_id) else None
         if offer is None:
-            raise ApiError("No such transfer offer.", code="transfer_not_found", status_code=404)
+            raise DomainError("No such transfer offer.", code="transfer_not_found")
         prompt = Prompt.objects.select_for_update().get(pk=offer.prompt_id)
         offer.delete()
         if prompt.owner_id != offer.from_user_id:
-            raise ApiError("This offer is void: its sender no longer owns the prompt.",
-                           code="transfer_not_found", status_code=404)
+            raise DomainError("This offer is void: its sender no longer owns the prompt.",
+                              code="transfer_not_found")
         if not accept:
             audit_record(prompt_id=prompt.pk, actor=user, action="prompt.transfer_decline",
                          target=f"user:{user.username}", detail={})
@@ -232,7 +232,7 @@ def prompt_transfer(*, prompt: Prompt, actor, username: str, keep_access: bool =
     unless keep_access is false. `prompt` must be locked (for_update)."""
     new_owner = _user_by_username(username)
     if new_owner.pk == prompt.owner_id:
-        raise ApiError("This user already owns the prompt.", code="already_owner", field="username")
+        raise DomainError("This user already owns the prompt.", code="already_owner", field="username")
     previous = prompt.owner
     with transaction.atomic():
         # An owner needs no grant; a stale one would outlive a later transfer away.

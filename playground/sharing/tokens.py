@@ -15,7 +15,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from .models import ShareLink
 
@@ -43,9 +43,9 @@ def check_not_limited(client_addr: str) -> None:
         return
     ttl = cache.ttl(key) if hasattr(cache, "ttl") else None  # django-redis knows the real TTL
     retry = max(1, int(ttl)) if ttl else settings.SHARE_TOKEN_FAILURE_WINDOW_S
-    raise ApiError("Too many invalid share links from this address; try again later.",
-                   code="rate_limited", status_code=429, headers={"Retry-After": str(retry)},
-                   extra={"retry_after": retry})
+    raise DomainError("Too many invalid share links from this address; try again later.",
+                      code="rate_limit_exceeded", headers={"Retry-After": str(retry)},
+                      extra={"retry_after": retry})
 
 
 def _record_failure(client_addr: str) -> None:

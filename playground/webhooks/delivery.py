@@ -28,7 +28,7 @@ from django.db import close_old_connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from . import sending
 from .models import DeliveryStatus, WebhookDelivery
@@ -91,8 +91,8 @@ def _post(delivery: WebhookDelivery, *, timestamp: int, signature: str) -> tuple
     try:
         check_scheme(parts.scheme)
         addresses = check_host(parts.hostname, parts.port or default_port(parts.scheme))
-    except ApiError as exc:
-        return None, str(exc.detail)
+    except DomainError as exc:
+        return None, exc.message
     headers = {"Content-Type": "application/json", "User-Agent": "Promptyard-Webhooks/1",
                SIGNATURE_HEADER: signature, TIMESTAMP_HEADER: str(timestamp),
                DELIVERY_HEADER: str(delivery.pk), EVENT_HEADER: delivery.event}

@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_POST
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from playground.permissions import access_prompt
 
 from . import selectors, services
@@ -37,8 +37,8 @@ def webhook_create(request):
         endpoint = services.endpoint_create(owner=request.user, url=request.POST.get("url", ""),
                                             events=request.POST.getlist("events"), prompt=prompt,
                                             description=request.POST.get("description", ""))
-    except ApiError as exc:
-        messages.error(request, str(exc.detail))
+    except DomainError as exc:
+        messages.error(request, exc.message)
     else:
         request.session["webhook_secret"] = {"id": str(endpoint.pk), "secret": endpoint.secret}
     return redirect("webhooks")
@@ -55,9 +55,9 @@ def webhook_action(request, endpoint_id, action):
         elif action == "delete":
             services.endpoint_delete(endpoint=endpoint)
         else:
-            raise ApiError("Unknown action.", code="invalid_request", status_code=404)
-    except ApiError as exc:
-        messages.error(request, str(exc.detail))
+            raise DomainError("Unknown action.", code="invalid_request")
+    except DomainError as exc:
+        messages.error(request, exc.message)
     return redirect("webhooks")
 
 
@@ -69,8 +69,8 @@ def webhook_redeliver(request, endpoint_id, delivery_id):
         delivery = selectors.delivery_get(endpoint=endpoint, delivery_id=delivery_id)
         services.delivery_redeliver(delivery=delivery)
         messages.success(request, "Redelivery queued.")
-    except ApiError as exc:
-        messages.error(request, str(exc.detail))
+    except DomainError as exc:
+        messages.error(request, exc.message)
     return redirect("webhooks")
 
 

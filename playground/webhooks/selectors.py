@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from .models import WebhookDelivery, WebhookEndpoint
 
@@ -14,7 +14,7 @@ def endpoint_list(*, owner):
 def endpoint_get(*, owner, endpoint_id) -> WebhookEndpoint:
     endpoint = endpoint_list(owner=owner).filter(pk=endpoint_id).first()
     if endpoint is None:
-        raise ApiError("Webhook endpoint not found.", code="webhook_not_found", status_code=404)
+        raise DomainError("Webhook endpoint not found.", code="webhook_not_found")
     return endpoint
 
 
@@ -26,5 +26,5 @@ def delivery_get(*, endpoint: WebhookEndpoint, delivery_id) -> WebhookDelivery:
     delivery = (WebhookDelivery.objects.filter(endpoint=endpoint, pk=delivery_id)
                 .select_related("endpoint").first())
     if delivery is None:
-        raise ApiError("Delivery not found.", code="delivery_not_found", status_code=404)
+        raise DomainError("Delivery not found.", code="delivery_not_found")
     return delivery

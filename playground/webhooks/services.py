@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 from .delivery import schedule
 from .models import DeliveryStatus, WebhookDelivery, WebhookEndpoint, WebhookEvent, new_secret
@@ -22,12 +22,12 @@ from .urlcheck import check_webhook_url
 
 def _check_events(events) -> list[str]:
     if not isinstance(events, list) or not events:
-        raise ApiError(f"events must be a non-empty list of: {', '.join(WebhookEvent.values)}.",
-                       code="invalid_events", field="events")
+        raise DomainError(f"events must be a non-empty list of: {', '.join(WebhookEvent.values)}.",
+                          code="invalid_events", field="events")
     unknown = sorted({e for e in events if e not in WebhookEvent.values}, key=str)
     if unknown:
-        raise ApiError(f"Unknown events: {', '.join(map(str, unknown))}; known: "
-                       f"{', '.join(WebhookEvent.values)}.", code="invalid_events", field="events")
+        raise DomainError(f"Unknown events: {', '.join(map(str, unknown))}; known: "
+                          f"{', '.join(WebhookEvent.values)}.", code="invalid_events", field="events")
     return sorted(set(events))
 
 
@@ -36,11 +36,11 @@ def endpoint_create(*, owner, url, events, prompt=None, description: str = "") -
     url = check_webhook_url(url)
     events = _check_events(events)
     if not isinstance(description, str) or len(description) > 200:
-        raise ApiError("description is a string of at most 200 characters.", code="invalid_request",
-                       field="description")
+        raise DomainError("description is a string of at most 200 characters.", code="invalid_request",
+                          field="description")
     if WebhookEndpoint.objects.filter(owner=owner).count() >= settings.WEBHOOK_MAX_ENDPOINTS:
-        raise ApiError(f"At most {settings.WEBHOOK_MAX_ENDPOINTS} webhook endpoints per account.",
-                       code="too_many_webhooks", status_code=409)
+        raise DomainError(f"At most {settings.WEBHOOK_MAX_ENDPOINTS} webhook endpoints per account.",
+                          code="too_many_webhooks")
     return WebhookEndpoint.objects.create(owner=owner, prompt=prompt, url=url, events=events,
                                           description=description)
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 MAX_URL_LENGTH = 2000
 
@@ -26,8 +26,8 @@ _LOW32_EMBEDDING = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("
 _LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
 
 
-def _refuse(message: str, code: str = "invalid_webhook_url") -> ApiError:
-    return ApiError(message, code=code, field="url")
+def _refuse(message: str, code: str = "invalid_webhook_url") -> DomainError:
+    return DomainError(message, code=code, field="url")
 
 
 def _allowed(address: IPAddress) -> bool:

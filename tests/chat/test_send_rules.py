@@ -6,7 +6,7 @@ from channels.db import database_sync_to_async as db
 from chat import realtime, send, services
 from chat.models import InboxEntry, Message
 from core import adb
-from core.errors import ApiError
+from core.error_codes import DomainError
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -21,8 +21,8 @@ def _executors():
 async def _answer(run, **args):
     try:
         msg, created, _ = await run(**args)
-    except ApiError as exc:
-        return exc.get_codes()
+    except DomainError as exc:
+        return exc.code
     return "created" if created else "duplicate"
 
 

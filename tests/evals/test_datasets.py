@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from playground.evals.datasets import dataset_create, dataset_export, dataset_version_create, parse_rows
 from playground.evals.models import ImmutableRecordError
 
@@ -22,9 +22,9 @@ def test_should_report_each_bad_csv_row_and_keep_the_others():
 
 @pytest.mark.any_profile
 def test_should_refuse_a_csv_header_that_is_not_variable_names():
-    with pytest.raises(ApiError) as exc:
+    with pytest.raises(DomainError) as exc:
         parse_rows(fmt="csv", text="q,not a name\n1,2\n")
-    assert exc.value.get_codes() == "invalid_csv_header"
+    assert exc.value.code == "invalid_csv_header"
 
 
 @pytest.mark.any_profile
@@ -67,21 +67,21 @@ def test_should_make_a_new_version_on_a_row_edit_and_keep_the_old_one(user):
 
 def test_should_refuse_an_empty_version_a_missing_base_and_an_unknown_row(user):
     dataset = dataset_create(owner=user, name="qa")
-    with pytest.raises(ApiError) as exc:
+    with pytest.raises(DomainError) as exc:
         dataset_version_create(dataset=dataset, author=user, add=[])
-    assert exc.value.get_codes() == "dataset_empty"
+    assert exc.value.code == "dataset_empty"
     v1 = dataset_version_create(dataset=dataset, author=user, add=[{"variables": {"q": "x"}}])
-    with pytest.raises(ApiError) as exc:
+    with pytest.raises(DomainError) as exc:
         dataset_version_create(dataset=dataset, author=user, add=[{"variables": {"q": "y"}}])
-    assert exc.value.get_codes() == "base_required"
-    with pytest.raises(ApiError) as exc:
+    assert exc.value.code == "base_required"
+    with pytest.raises(DomainError) as exc:
         dataset_version_create(dataset=dataset, author=user, base_version_id=v1.pk,
                                delete=["00000000-0000-0000-0000-000000000000"])
-    assert (exc.value.get_codes(), exc.value.status_code) == ("row_not_found", 404)
-    with pytest.raises(ApiError) as exc:
+    assert (exc.value.code, exc.value.status) == ("row_not_found", 404)
+    with pytest.raises(DomainError) as exc:
         dataset_version_create(dataset=dataset, author=user, base_version_id=v1.pk,
                                add=[{"variables": {"q": "y"}, "extra": 1}])
-    assert (exc.value.get_codes(), exc.value.field) == ("unknown_parameter", "add[0].extra")
+    assert (exc.value.code, exc.value.field) == ("unknown_parameter", "add[0].extra")
     assert dataset.versions.count() == 1
 
 

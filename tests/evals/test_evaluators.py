@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from playground.evals import evaluators as ev
 
 pytestmark = pytest.mark.any_profile
@@ -57,9 +57,9 @@ def test_should_explain_a_schema_failure_and_a_missing_expected_output():
     ([{"name": "exact", "weight": 2}], "unknown_parameter"),
 ])
 def test_should_refuse_bad_evaluator_specs(spec, code):
-    with pytest.raises(ApiError) as exc:
+    with pytest.raises(DomainError) as exc:
         ev.check_evaluators(spec)
-    assert exc.value.get_codes() == code and exc.value.status_code == 400
+    assert exc.value.code == code and exc.value.status == 400
 
 
 def test_should_run_a_registered_custom_evaluator_and_survive_one_that_raises():

@@ -3,7 +3,7 @@ output; judges without one (or on an engine that cannot constrain to it) are ref
 
 import pytest
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from playground.evals.datasets import dataset_create, dataset_version_create
 from playground.evals.evaluators import judge_score
 from playground.evals.models import EvalResult
@@ -84,12 +84,12 @@ def test_should_refuse_judges_without_a_schema_or_on_an_engine_that_cannot_const
         ),
     ]
     for judge, code in cases:
-        with pytest.raises(ApiError) as exc:
+        with pytest.raises(DomainError) as exc:
             _create(user, dataset, echo_version, judge)
-        assert exc.value.get_codes() == code
-    with pytest.raises(ApiError) as exc:
+        assert exc.value.code == code
+    with pytest.raises(DomainError) as exc:
         _create(user, dataset, echo_version, cases[0][0], threshold=2)
-    assert exc.value.get_codes() == "invalid_evaluator_args"
+    assert exc.value.code == "invalid_evaluator_args"
 
 
 @pytest.mark.any_profile

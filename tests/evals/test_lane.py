@@ -6,7 +6,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from accounts.services import account_tier_set
-from core.errors import ApiError
+from core.error_codes import DomainError
 from core.redis import get_redis
 from inference_client import admission
 from inference_client import metrics as m
@@ -68,9 +68,9 @@ def test_should_charge_the_owners_tier_and_record_usage_tagged_with_the_run(user
                                      snapshot=snapshot, lane=lane)
 
     assert admit("batch").allowed  # 5 left: one more batch request fits above the reserve of 4
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(DomainError) as refused:
         admit("batch")
-    assert (refused.value.status_code, refused.value.extra["reason"]) == (429, "requests")
+    assert (refused.value.status, refused.value.extra["reason"]) == (429, "requests")
     assert admit("interactive").allowed  # the owner's own calls still find the reserve
 
 

@@ -6,7 +6,7 @@ import datetime
 import pytest
 from django.utils import timezone
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from inference_client.models import UsageRecord
 from inference_worker.inprocess import InProcessBackend
 from playground.evals.datasets import dataset_create, dataset_version_create
@@ -112,9 +112,9 @@ def test_should_cancel_a_run_no_driver_holds_and_refuse_a_finished_one(user, dat
     run = evalrun_cancel(run=_run(user, dataset, [echo_version]))
     assert run.status == "cancelled" and run.finished_at is not None
     assert evalrun_drive(run.pk) == "busy"  # a cancelled run is never driven
-    with pytest.raises(ApiError) as exc:
+    with pytest.raises(DomainError) as exc:
         evalrun_cancel(run=run)
-    assert (exc.value.get_codes(), exc.value.status_code) == ("run_finished", 409)
+    assert (exc.value.code, exc.value.status) == ("run_finished", 409)
 
 
 def test_should_stop_a_held_run_at_its_next_window_when_cancelled(user, dataset, echo_version, backend):
@@ -142,13 +142,13 @@ def test_should_refuse_bad_run_requests(user, dataset, echo_version):
     base = dict(user=user, dataset_id=dataset.pk, evaluators=["exact"],
                 columns=[{"prompt": str(echo_version.prompt_id), "version": str(echo_version.pk)}])
     for override, code, status in cases:
-        with pytest.raises(ApiError) as exc:
+        with pytest.raises(DomainError) as exc:
             evalrun_create(**{**base, **override})
-        assert (exc.value.get_codes(), exc.value.status_code) == (code, status), override
+        assert (exc.value.code, exc.value.status) == (code, status), override
     other = PromptVersionFactory(model_name=MODEL)  # a prompt the user cannot see
-    with pytest.raises(ApiError) as exc:
+    with pytest.raises(DomainError) as exc:
         evalrun_create(**{**base, "columns": [{"prompt": str(other.prompt_id), "version": str(other.pk)}]})
-    assert exc.value.get_codes() == "prompt_not_found"
+    assert exc.value.code == "prompt_not_found"
     assert not EvalRun.objects.exists()
 
 

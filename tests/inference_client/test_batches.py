@@ -192,7 +192,7 @@ def test_should_resume_a_batch_after_its_driver_and_worker_are_killed_without_lo
 def test_a_batch_over_the_accounts_enqueued_token_limit_is_refused_at_create(settings):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from core.errors import ApiError
+    from core.error_codes import DomainError
     from inference_client.batches import batch_create, file_create
 
     settings.BATCH_DISPATCH = "none"
@@ -203,9 +203,9 @@ def test_a_batch_over_the_accounts_enqueued_token_limit_is_refused_at_create(set
     assert f.tokens >= 10 * 100
     settings.BATCH_ENQUEUED_TOKENS = {"free": int(f.tokens * 1.5), "paid": 10**9}
     batch_create(user=key.user, api_key=key, input_file_id=f.id, endpoint="/v1/chat/completions")
-    with pytest.raises(ApiError) as e:  # the first one is still enqueued
+    with pytest.raises(DomainError) as e:  # the first one is still enqueued
         batch_create(user=key.user, api_key=key, input_file_id=f.id, endpoint="/v1/chat/completions")
-    assert (e.value.status_code, e.value.get_codes()) == (400, "token_limit_exceeded")
+    assert (e.value.status, e.value.code) == (400, "token_limit_exceeded")
     Batch.objects.update(status=Batch.Status.COMPLETED)
     batch_create(user=key.user, api_key=key, input_file_id=f.id, endpoint="/v1/chat/completions")
     # A browser session (no key) has its account's limit: a paid account's is far higher.

@@ -8,7 +8,7 @@ import openai
 import pytest
 from django.test import Client
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from inference_client.validation import (
     NOT_IMPLEMENTED,
     check_chat_request,
@@ -35,9 +35,9 @@ UNKNOWN = ["/v1/nothing", "/v1/files/file-1/nothing", "/v1/", "/api/nothing"]
     ]])
 def test_a_parameter_we_do_not_implement_is_refused_naming_it(value, request):
     name = request.node.callspec.id.split("=")[0]
-    with pytest.raises(ApiError) as e:
+    with pytest.raises(DomainError) as e:
         check_chat_request({**CHAT, name: value})
-    assert (e.value.status_code, e.value.field, e.value.get_codes()) == (400, name, "unsupported_parameter")
+    assert (e.value.status, e.value.field, e.value.code) == (400, name, "unsupported_parameter")
 
 
 def test_null_or_the_neutral_value_of_an_unimplemented_parameter_changes_nothing_and_passes():
@@ -45,7 +45,7 @@ def test_null_or_the_neutral_value_of_an_unimplemented_parameter_changes_nothing
     assert check_chat_request(body).model == "m"
     neutral = {name: values[0] for name, values in NOT_IMPLEMENTED.items() if values}
     assert check_chat_request({**CHAT, **neutral}).model == "m"
-    with pytest.raises(ApiError):  # False is not the neutral 0 of a penalty
+    with pytest.raises(DomainError):  # False is not the neutral 0 of a penalty
         check_chat_request({**CHAT, "frequency_penalty": True})
 
 
@@ -82,9 +82,9 @@ async def test_the_api_handler_answers_unknown_v1_routes_with_json_404():
      "response_format.json_schema.schema", "unsupported_schema"),
 ])
 def test_a_bad_response_format_is_a_400_naming_the_field(response_format, param, code):
-    with pytest.raises(ApiError) as e:
+    with pytest.raises(DomainError) as e:
         check_chat_request({**CHAT, "response_format": response_format})
-    assert (e.value.status_code, e.value.field, e.value.get_codes()) == (400, param, code)
+    assert (e.value.status, e.value.field, e.value.code) == (400, param, code)
 
 
 def _sdk(base: str, key: str) -> openai.OpenAI:
@@ -127,9 +127,9 @@ def test_should_return_json_that_validates_against_the_schema_through_the_sdk(sm
     ({"max_completion_tokens": 0}, "max_completion_tokens", "integer_below_min_value"),
 ])
 def test_chat_options_out_of_range_are_a_400_naming_them(body, param, code):
-    with pytest.raises(ApiError) as e:
+    with pytest.raises(DomainError) as e:
         check_chat_request({**CHAT, **body})
-    assert (e.value.status_code, e.value.field, e.value.get_codes()) == (400, param, code)
+    assert (e.value.status, e.value.field, e.value.code) == (400, param, code)
 
 
 @pytest.mark.parametrize(("body", "param", "code"), [
@@ -143,9 +143,9 @@ def test_chat_options_out_of_range_are_a_400_naming_them(body, param, code):
     ({"prompt": "a", "messages": []}, "messages", "unknown_parameter"),
 ])
 def test_a_bad_completions_body_is_a_400_naming_the_field(body, param, code):
-    with pytest.raises(ApiError) as e:
+    with pytest.raises(DomainError) as e:
         check_text_request({"model": "m", **body})
-    assert (e.value.status_code, e.value.field, e.value.get_codes()) == (400, param, code)
+    assert (e.value.status, e.value.field, e.value.code) == (400, param, code)
 
 
 @pytest.mark.needs_services
@@ -209,9 +209,9 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "description":
                    {"role": "user", "content": "x"}]}, "messages[0].tool_calls[0]"),
 ])
 def test_bad_tools_are_a_400_naming_the_field(body, param):
-    with pytest.raises(ApiError) as e:
+    with pytest.raises(DomainError) as e:
         check_chat_request({**CHAT, **body})
-    assert (e.value.status_code, e.value.field) == (400, param)
+    assert (e.value.status, e.value.field) == (400, param)
 
 
 @pytest.mark.needs_services
@@ -283,9 +283,9 @@ def test_should_round_trip_a_tool_call_with_the_sdk(smol):
     ({"input": ["x"] * 2049}, "input", "invalid_value"),
 ])
 def test_a_bad_embeddings_body_is_a_400_naming_the_field(body, param, code):
-    with pytest.raises(ApiError) as e:
+    with pytest.raises(DomainError) as e:
         check_embeddings_request({"model": "m", **body})
-    assert (e.value.status_code, e.value.field, e.value.get_codes()) == (400, param, code)
+    assert (e.value.status, e.value.field, e.value.code) == (400, param, code)
 
 
 @pytest.mark.needs_services

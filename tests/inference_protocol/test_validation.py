@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from inference_client.validation import check_chat_request
 from inference_protocol.validation import InvalidInput, check_messages, check_sampling
 from tests.factories import PromptFactory, PromptVersionFactory
@@ -25,9 +25,9 @@ def test_a_lone_surrogate_in_a_message_is_refused_naming_the_field():
 @pytest.mark.parametrize("role", [{}, [], ["user"], 1, None])
 def test_a_role_that_is_not_a_string_is_refused_naming_the_field(role):
     # The fuzzer's {"role": {}}: an unhashable value once raised TypeError (a 500).
-    with pytest.raises(ApiError) as e:
+    with pytest.raises(DomainError) as e:
         check_chat_request({"model": "m", "messages": [{"role": role, "content": "hi"}]})
-    assert (e.value.status_code, e.value.get_codes()) == (400, "invalid_value")
+    assert (e.value.status, e.value.code) == (400, "invalid_value")
     assert e.value.field == "messages[0].role"
 
 
@@ -37,9 +37,9 @@ def test_the_gateway_and_the_playground_read_the_same_limits(settings, auth_clie
     with pytest.raises(InvalidInput):
         check_sampling(temperature=1.5)
     for field, value in (("temperature", 1.5), ("stop", ["a", "b"])):
-        with pytest.raises(ApiError) as e:
+        with pytest.raises(DomainError) as e:
             check_chat_request({"model": "m", "messages": CHAT, field: value})
-        assert (e.value.status_code, e.value.field) == (400, field)
+        assert (e.value.status, e.value.field) == (400, field)
         prompt, root = prompt_root
         response = auth_client.post(f"/api/prompts/{prompt.pk}/versions", {
             "parent": str(root.pk), "model": "fixed-cost", "body": "x", field: value}, format="json")

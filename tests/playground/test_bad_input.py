@@ -47,12 +47,12 @@ def test_non_utf8_body_is_400_on_body(auth_client, prompt, root):
     assert response.status_code == 400
     assert response.json()["error"]["field"] == "body"
     # The service checks too, for callers that bypass the serializer.
-    from core.errors import ApiError
+    from core.error_codes import DomainError
     from playground import services
 
-    with pytest.raises(ApiError) as raised:
+    with pytest.raises(DomainError) as raised:
         services.version_create(prompt=prompt, author=prompt.owner, parent_id=root.pk, body="bad \ud800")
-    assert (raised.value.field, raised.value.get_codes()) == ("body", "body_not_utf8")
+    assert (raised.value.field, raised.value.code) == ("body", "body_not_utf8")
     assert _counts() == before
 
 

@@ -7,7 +7,7 @@ SDK: tests/sdk/test_live.py; a live run by reference: tests/export/test_live_exp
 
 import pytest
 
-from core.errors import ApiError
+from core.error_codes import DomainError
 from playground.models import PromptVersion
 from playground.runs import version_chat_body
 from tests.factories import PromptVersionFactory
@@ -100,6 +100,6 @@ def test_should_send_the_tools_on_every_run_and_refuse_them_in_evaluations(promp
 
     from playground.evals.runs import _check_columns
 
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(DomainError) as refused:
         _check_columns(user, [{"prompt": str(prompt.pk), "version": str(version.pk)}])
-    assert refused.value.get_codes() == "unsupported_parameter"
+    assert refused.value.code == "unsupported_parameter"

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from core import patterns
-from core.errors import ApiError
+from core.error_codes import DomainError
 from playground.evals import evaluators as ev
 from tests.factories import PromptFactory
 from tests.livesubprocess import embedded_env, free_port, running_server
@@ -53,34 +53,34 @@ def test_re2_still_matches_what_it_should():
 @pytest.mark.any_profile
 @pytest.mark.parametrize("pattern", [r"(a)\1", r"(?=a)a", r"(?<!a)b", r"a\Z", "("])
 def test_a_pattern_re2_cannot_run_is_a_400_naming_the_field(pattern):
-    with pytest.raises(ApiError) as exc:
+    with pytest.raises(DomainError) as exc:
         ev.check_evaluators([{"name": "regex", "args": {"pattern": pattern}}])
-    assert (exc.value.status_code, exc.value.get_codes()) == (400, "unsupported_pattern")
-    assert exc.value.field == "evaluators.regex.pattern" and "RE2" in str(exc.value.detail)
+    assert (exc.value.status, exc.value.code) == (400, "unsupported_pattern")
+    assert exc.value.field == "evaluators.regex.pattern" and "RE2" in exc.value.message
     nested = {"type": "object", "properties": {"items": {"type": "array", "items": {
         "type": "object", "patternProperties": {pattern: {}}}}}}
     for schema, field in [({"properties": {"a": {"pattern": pattern}}}, "properties.a.pattern"),
                           (nested, "properties.items.items.patternProperties")]:
-        with pytest.raises(ApiError) as exc:
+        with pytest.raises(DomainError) as exc:
             ev.check_evaluators([{"name": "json_schema", "args": {"schema": schema}}])
-        assert exc.value.get_codes() == "unsupported_pattern"
+        assert exc.value.code == "unsupported_pattern"
         assert exc.value.field == f"evaluators.json_schema.schema.{field}"
 
 
 @pytest.mark.any_profile
 def test_limits_and_schemas_whose_patterns_would_escape_re2_are_refused(settings):
-    with pytest.raises(ApiError) as exc:
+    with pytest.raises(DomainError) as exc:
         ev.check_evaluators([{"name": "regex", "args": {"pattern": "a" * 1001}}])
-    assert exc.value.get_codes() == "pattern_too_long" and exc.value.extra == {"limit": 1000}
+    assert exc.value.code == "pattern_too_long" and exc.value.extra == {"limit": 1000}
     settings.USER_PATTERN_MAX_MEM = 64 * 1024
-    with pytest.raises(ApiError) as exc:
+    with pytest.raises(DomainError) as exc:
         ev.check_evaluators([{"name": "regex", "args": {"pattern": r"\pL{1000}"}}])
-    assert exc.value.get_codes() == "unsupported_pattern" and exc.value.extra == {"limit": 64 * 1024}
+    assert exc.value.code == "unsupported_pattern" and exc.value.extra == {"limit": 64 * 1024}
     for schema in ({"$schema": "http://json-schema.org/draft-04/schema#", "patternProperties": {"a": {}}},
                    {"unevaluatedProperties": False, "patternProperties": {"a": {}}}):
-        with pytest.raises(ApiError) as exc:
+        with pytest.raises(DomainError) as exc:
             ev.check_evaluators([{"name": "json_schema", "args": {"schema": schema}}])
-        assert exc.value.get_codes() == "unsupported_schema"
+        assert exc.value.code == "unsupported_schema"
 
 
 @pytest.mark.any_profile
