@@ -36,7 +36,7 @@ async def test_should_answer_each_bad_frame_with_a_coded_error_and_stay_open(pai
 
     cases = [
         ({"to": alice.pk, "body": "me"}, "self_message"),
-        ({"to": 999999, "body": "ghost"}, "unknown_user"),
+        ({"to": 999999, "body": "ghost"}, "user_not_found"),
         ({"to": carol_user.pk, "body": "hi"}, "blocked"),
         ({"to": bob.pk, "body": "x" * 101}, "message_too_large"),
         ({"to": bob.pk, "body": ""}, "empty_body"),
@@ -98,7 +98,7 @@ async def test_should_rate_limit_sends_with_an_error_naming_the_limit(pair, sett
         await a.send_json_to({"type": "send", "to": bob.pk, "client_msg_id": f"r{i}", "body": "x"})
         assert (await recv_type(a, "sent"))["seq"] == i + 1
     await a.send_json_to({"type": "send", "to": bob.pk, "client_msg_id": "r3", "body": "x"})
-    frame = await _expect_error(a, "rate_limited")
+    frame = await _expect_error(a, "rate_limit_exceeded")
     assert frame["limit"] == "CHAT_SEND_RATE" and frame["retry_after"] > 0
     # A retry of an accepted message is not a new send: no token, same answer.
     await a.send_json_to({"type": "send", "to": bob.pk, "client_msg_id": "r0", "body": "x"})

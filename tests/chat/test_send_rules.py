@@ -39,7 +39,7 @@ async def test_should_give_every_rule_the_same_answer_on_every_executor(pair, ca
 
     cases = {  # rule -> (the send, its answer)
         "fresh": (case(bob.pk, "one"), "duplicate"),
-        "recipient_found": (case(999_999, "x1"), "unknown_user"),
+        "recipient_found": (case(999_999, "x1"), "user_not_found"),
         "not_blocked": (case(carol_user.pk, "x2"), "blocked"),
         "not_blocking": (case(dave.pk, "x3"), "you_blocked"),
     }
@@ -53,9 +53,9 @@ async def test_should_give_every_rule_the_same_answer_on_every_executor(pair, ca
     settings.CHAT_SEND_BURST, settings.CHAT_SEND_RATE = 1, 0.001
     for name, run in _executors():
         await db(realtime.state().take_send_token)(alice.pk, cost=-1)  # a token for this executor
-        assert await _answer(run, **case(999_999, f"{name}-ghost")) == "unknown_user"
+        assert await _answer(run, **case(999_999, f"{name}-ghost")) == "user_not_found"
         assert await _answer(run, **case(bob.pk, f"{name}-a")) == "created", name
-        assert await _answer(run, **case(bob.pk, f"{name}-b")) == "rate_limited", name
+        assert await _answer(run, **case(bob.pk, f"{name}-b")) == "rate_limit_exceeded", name
         assert await _answer(run, **case(bob.pk, f"{name}-a")) == "duplicate", name  # no token needed
     stored = await db(lambda: list(Message.objects.order_by("seq").values_list("client_msg_id", "seq")))()
     assert stored == [("one", 1)] + [(f"{name}-a", i + 2) for i, (name, _) in enumerate(_executors())]

@@ -365,7 +365,7 @@ def test_should_gate_a_split_and_refuse_bad_moves_before_deciding(user, echo_ver
         {"version": str(other.pk), "expected": str(echo_version.pk)},
         format="json",
     )
-    assert (moved.status_code, moved.json()["error"]["code"]) == (400, "version_not_found")
+    assert (moved.status_code, moved.json()["error"]["code"]) == (404, "version_not_found")
     stale = client.post(
         f"{base}/move?require_eval={run['id']}",
         {"version": str(worse.pk), "expected": str(worse.pk)},

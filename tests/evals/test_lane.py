@@ -110,7 +110,7 @@ def test_should_fail_a_cell_too_large_for_the_tier_and_finish_the_run(user, data
     run = _run(user, dataset, version)
     assert evalrun_drive(run.pk) == "done"
     codes = set(EvalResult.objects.filter(run=run).values_list("error_code", flat=True))
-    assert codes == {"request_too_large"}
+    assert codes == {"too_many_tokens"}
     assert not UsageRecord.objects.filter(eval_run=run.pk).exists()  # refused before admission: no record
 
 

@@ -131,7 +131,7 @@ def test_should_refuse_bad_run_requests(user, dataset, echo_version):
         (dict(columns=[]), "columns_required", 400),
         (dict(columns=[{"prompt": str(echo_version.prompt_id)}]), "version_required", 400),
         (dict(columns=[{"prompt": str(echo_version.prompt_id), "version": str(echo_version.pk),
-                        "model": "nope"}]), "unknown_model", 400),
+                        "model": "nope"}]), "model_not_found", 404),
         (dict(columns=[{"prompt": str(echo_version.prompt_id), "version": str(echo_version.pk),
                         "params": {"seed": 1}}]), "unknown_parameter", 400),
         (dict(columns=[{"prompt": str(echo_version.prompt_id), "version": str(echo_version.pk),

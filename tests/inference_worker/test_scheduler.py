@@ -435,7 +435,7 @@ def test_request_bigger_than_a_batch_fails_fast():
     sched = Scheduler(CountingEngine(clock, max_batch_tokens=12), clock=clock)
     with pytest.raises(EngineError) as exc:
         sched.submit(seq("x", max_tokens=100))
-    assert exc.value.code == "request_too_large"
+    assert exc.value.code == "too_many_tokens"
 
 
 def test_bad_input_fails_at_submit_before_the_device():
@@ -504,9 +504,9 @@ def test_a_waiting_request_that_no_longer_fits_a_batch_fails_instead_of_blocking
     small = sched.submit(seq("s", max_tokens=2))
     assert sched.run_once() == 0
     sched.reconfigure(SchedulerConfig(max_batch_tokens=50))
-    assert rec.error[0] == "request_too_large" and "new settings (50)" in rec.error[1]
+    assert rec.error[0] == "too_many_tokens" and "new settings (50)" in rec.error[1]
     run_until_idle(sched, clock)
-    assert big.error.code == "request_too_large"
+    assert big.error.code == "too_many_tokens"
     assert first.result(0).completion_tokens == 2 and small.result(0).completion_tokens == 2
     assert sched.stats().failed == 1
 

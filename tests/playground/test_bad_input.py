@@ -20,7 +20,6 @@ def root(prompt):
 
 
 @pytest.mark.parametrize(("fields", "field", "code"), [
-    ({"model": "gpt-nonexistent"}, "model", "unknown_model"),
     ({"temperature": 2.5}, "temperature", "out_of_range"),
     ({"temperature": -0.1}, "temperature", "out_of_range"),
     ({"top_p": 0}, "top_p", "out_of_range"),
@@ -36,6 +35,14 @@ def test_invalid_parameters_are_400_naming_the_field(auth_client, prompt, root, 
     assert response.status_code == 400, response.json()
     assert response.json()["error"]["field"] == field
     assert response.json()["error"]["code"] == code
+    assert _counts() == before
+
+
+def test_an_unknown_model_is_a_404_model_not_found_as_on_v1(auth_client, prompt, root):
+    before = _counts()
+    response = create_version(auth_client, prompt, parent=str(root.pk), body="x\n", model="gpt-nonexistent")
+    error = response.json()["error"]
+    assert (response.status_code, error["code"], error["field"]) == (404, "model_not_found", "model")
     assert _counts() == before
 
 
@@ -94,7 +101,7 @@ def test_empty_or_whitespace_body_is_400_on_body(auth_client, prompt, root, body
     before = _counts()
     response = create_version(auth_client, prompt, parent=str(root.pk), body=body)
     assert response.status_code == 400, response.json()
-    assert (response.json()["error"]["field"], response.json()["error"]["code"]) == ("body", "body_empty")
+    assert (response.json()["error"]["field"], response.json()["error"]["code"]) == ("body", "empty_body")
     assert _counts() == before
 
 

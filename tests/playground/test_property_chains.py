@@ -47,7 +47,7 @@ def test_every_version_of_random_chains_and_branches_reads_back_exactly(small_st
         parent = data.draw(st.sampled_from(versions[-1:] * 3 + versions), label="parent")
         body = data.draw(edit(expected[parent.pk]), label="body")
         if not body.strip() or body == expected[parent.pk]:
-            continue  # refused (body_empty, version_unchanged): tests/playground/test_bad_input.py
+            continue  # refused (empty_body, version_unchanged): tests/playground/test_bad_input.py
         child = services.version_create(prompt=prompt, author=prompt.owner, parent_id=parent.pk, body=body,
                                         model_name="fixed-cost")
         versions.append(child)

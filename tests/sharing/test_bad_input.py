@@ -58,7 +58,7 @@ def test_should_rate_limit_token_guessing_per_client_address(world, settings):
     limited = guesser.get(url, HTTP_X_SHARE_TOKEN="pys_" + "B" * 43)
     assert limited.status_code == 429
     assert int(limited["Retry-After"]) > 0
-    assert limited.json()["error"]["code"] == "rate_limited"
+    assert limited.json()["error"]["code"] == "rate_limit_exceeded"
     # A valid token is never refused, even from that address, on the API and on the page...
     assert guesser.get(url, HTTP_X_SHARE_TOKEN=world.tokens["public"]).status_code == 200
     assert guesser.get(f"/s/{world.tokens['public']}").status_code == 200
