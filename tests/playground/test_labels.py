@@ -67,7 +67,7 @@ def test_label_names_and_targets_are_validated(auth_client, prompt, chain):
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "name"
     foreign = PromptVersionFactory(prompt=PromptFactory(owner=prompt.owner))
     response = _move(auth_client, prompt, "production", foreign, None)
-    assert response.status_code == 400 and response.json()["error"]["field"] == "version"
+    assert response.status_code == 404 and response.json()["error"]["field"] == "version"
     assert LabelMove.objects.count() == 0
     missing = auth_client.get(f"/api/prompts/{prompt.pk}/labels/nope")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "label_not_found"

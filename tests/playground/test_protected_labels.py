@@ -75,7 +75,7 @@ def test_should_need_a_second_editor_to_approve_a_move_and_audit_it(prompt, team
     with pytest.raises(Exception) as direct:
         services.label_move(prompt=prompt, name="production", version_id=v3.pk, expected_version_id=v1.pk,
                             actor=prompt.owner)
-    assert direct.value.get_codes() == "approval_required"
+    assert direct.value.code == "approval_required"
 
     approve = f"{base}/pending/{pending['id']}/approve"
     own = clients["alice"].post(approve, {}, format="json")
