@@ -125,7 +125,7 @@ def test_should_reject_bad_links_with_a_code(world, owner_client, payload, code,
     foreign = make_version(PromptFactory())
     payload = {k: v.format(foreign=foreign.pk) for k, v in payload.items()}
     response = owner_client.post(f"/api/prompts/{world.prompt.pk}/links", payload, format="json")
-    assert response.status_code == 400, response.json()
+    assert response.status_code == (404 if code == "version_not_found" else 400), response.json()
     error = response.json()["error"]
     assert (error["code"], error["field"]) == (code, field)
     assert ShareLink.objects.filter(prompt=world.prompt).count() == 3  # nothing created
