@@ -111,12 +111,12 @@ def team_member_add(*, team: Team, user) -> None:
 def team_leave(*, team: Team, user) -> None:
     """A member leaves a team (its grants stop reaching them on the next request)."""
     if user.pk == team.owner_id:
-        raise DomainError("The owner cannot leave their team.", code="owner_cannot_leave")
+        raise DomainError(code="owner_cannot_leave")
     if not Membership.objects.filter(team=team, user=user).delete()[0]:
         raise DomainError("No such team.", code="team_not_found")
 
 
 def team_member_remove(*, team: Team, user) -> None:
     if user.pk == team.owner_id:
-        raise DomainError("The owner cannot leave their team.", code="owner_cannot_leave")
+        raise DomainError(code="owner_cannot_leave")
     Membership.objects.filter(team=team, user=user).delete()

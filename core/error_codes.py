@@ -21,7 +21,7 @@ from pathlib import Path
 class ErrorCode:
     status: int
     description: str
-    message: str = ""  # the default message (str.format with the error's extra fields); else description
+    message: str = ""  # the default message (str.format with the error's extra); else the description
 
 
 class UnknownErrorCode(LookupError):
@@ -65,7 +65,7 @@ CODES: dict[str, ErrorCode] = {
     "missing_api_key": E(401, "/v1 needs 'Authorization: Bearer <key>'."),
     "malformed_api_key": E(401, "The Authorization header is not 'Bearer <api key>'."),
     "invalid_api_key": E(401, "No API key matches."),
-    "revoked_api_key": E(401, "The API key was revoked.", "This API key has been revoked."),
+    "revoked_api_key": E(401, "The API key was revoked."),
     "user_inactive": E(401, "The account is disabled."),
     "login_required": E(401, "The action needs a signed-in account."),
     "csrf_failed": E(403, "A session call without the CSRF token."),
@@ -283,8 +283,9 @@ class DomainError(Exception):
         entry = spec(code)
         self.code = code
         self.extra = extra or {}
-        self.message = message if message is not None else (entry.message or entry.description).format(
-            **self.extra)
+        if message is None:  # the registry's: a template filled from extra, else the description
+            message = entry.message.format(**self.extra) if entry.message else entry.description
+        self.message = message
         self.field = field
         self.headers = headers or {}
         super().__init__(self.message)

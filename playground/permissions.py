@@ -114,7 +114,7 @@ def access_prompt(*, user, prompt_id, need: Need, share_token: str | None = None
         if version_id == ALL_VERSIONS:
             raise _forbidden("This link shares one version only.")
         if version_id is not None and str(version_id) != str(pinned):
-            raise DomainError("Version not found.", code="version_not_found", field="version")
+            raise DomainError(code="version_not_found", field="version")
     prompt.access_role = role
     prompt.pinned_version_id = pinned
     return prompt

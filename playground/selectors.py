@@ -26,7 +26,7 @@ def version_get(*, prompt: Prompt, version_id) -> PromptVersion:
     version = (PromptVersion.objects.select_related("payload_blob")
                .filter(prompt=prompt, pk=version_id).first() if _is_uuid(version_id) else None)
     if version is None:
-        raise DomainError("Version not found.", code="version_not_found", field="version")
+        raise DomainError(code="version_not_found", field="version")
     return version
 
 
