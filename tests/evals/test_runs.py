@@ -11,7 +11,9 @@ from inference_client.models import UsageRecord
 from inference_worker.inprocess import InProcessBackend
 from playground.evals.datasets import dataset_create, dataset_version_create
 from playground.evals.models import EvalResult, EvalRun, RunStatus
-from playground.evals.runs import bootstrap_ci, cell_request_id, evalrun_cancel, evalrun_create, evalrun_drive
+from playground.evals.run_job import cell_request_id, evalrun_drive
+from playground.evals.runs import evalrun_cancel, evalrun_create
+from playground.evals.summary import bootstrap_ci
 from tests.evals.conftest import MODEL, rows, use_backend
 from tests.factories import PromptVersionFactory, UserFactory
 
