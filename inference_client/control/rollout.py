@@ -23,9 +23,10 @@ back, auditing every decision with the figures that made it.
 Operators (the admin action, or manage.py deploy --pause/--resume/--promote/
 --rollback) set ``requested``; the loop acts on it within half a second.
 
-A lease keeps a rollout from outliving its driver. The driver (manage.py
-deploy, or the page's thread) holds it (``Rollout.driver``) and renews it every
-tick; every write it makes (a step, a state, a rollback) is conditional on
+A lease (core.jobs, the driver of every background job) keeps a rollout from
+outliving its driver. The driver (manage.py deploy, or the page's thread) holds
+it (``Rollout.driver``) and renews it every tick, holding no database
+connection while it waits between ticks; every write it makes (a step, a state, a rollback) is conditional on
 still holding it, and a step's document, its step_index and its audit entry are
 one transaction, so the recorded step is exactly what was published. When a
 driver dies (or hangs past ROLLOUT_LEASE_S), the rollout is ``stale``: another
@@ -47,10 +48,10 @@ import socket
 import time
 import uuid
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.jobs import Job, JobKind, LeaseLost
 from inference_client.control import documents
 from inference_client.models import ControlEvent, ModelVersion, Rollout, UsageRecord
 from inference_protocol import config
@@ -69,45 +70,38 @@ class RolloutError(Exception):
         self.code = code
 
 
-class LeaseLost(Exception):
-    """This driver no longer holds the rollout (another took it over): it stops
-    without writing anything."""
-
-
 def new_driver() -> str:
     """This process's name as a driver: host, pid, and a random part (a pid is reused)."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
+# A rollout is a job of core.jobs whose lease fields predate it: driver, lease_expires_at.
+ROLLOUT_JOB = JobKind(name="rollout", model=Rollout, active=tuple(Rollout.ACTIVE),
+                      lease_setting="ROLLOUT_LEASE_S", status_field="state", cancel_field="",
+                      owner_field="driver", until_field="lease_expires_at")
+
+
 def _lease_end() -> datetime.datetime:
-    return timezone.now() + datetime.timedelta(seconds=settings.ROLLOUT_LEASE_S)
+    return ROLLOUT_JOB.lease_end(timezone.now())
 
 
-class _Lease:
+class _Lease(Job):
     """The driver's hold on one rollout: renewals and writes, each conditional on it."""
 
     def __init__(self, rollout: Rollout):
-        self.rollout, self.driver = rollout, rollout.driver
-
-    def _mine(self):
-        return Rollout.objects.filter(pk=self.rollout.pk, driver=self.driver)
+        super().__init__(ROLLOUT_JOB, rollout.pk, owner=rollout.driver)
+        self.rollout = rollout
 
     def renew(self) -> None:
         """Renew, and read what operators requested meanwhile."""
-        if not self._mine().update(lease_expires_at=_lease_end()):
-            raise LeaseLost(f"rollout {self.rollout.pk} is no longer driven by {self.driver}")
+        if not self.heartbeat():
+            raise LeaseLost(f"rollout {self.rollout.pk} is no longer driven by {self.owner}")
         self.rollout.refresh_from_db()
 
     def set(self, **fields) -> None:
-        if not self._mine().update(**fields, updated_at=timezone.now()):
-            raise LeaseLost(f"rollout {self.rollout.pk} is no longer driven by {self.driver}")
+        self.write(**fields, updated_at=timezone.now())
         for name, value in fields.items():
             setattr(self.rollout, name, value)
-
-    def hold(self) -> None:
-        """Lock the row for this transaction, still ours (a take-over waits for it)."""
-        if not list(self._mine().select_for_update().values_list("pk", flat=True)):
-            raise LeaseLost(f"rollout {self.rollout.pk} is no longer driven by {self.driver}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,7 +309,7 @@ def _drive(rollout: Rollout, lease: _Lease, progress) -> Rollout:
                     lease.set(state=Rollout.State.FAILED, reason=why, requested="")
                     _audit(rollout, "rollout_failed", why)
                 return rollout
-            time.sleep(TICK_S)
+            lease.wait(TICK_S)
         lease.set(state=Rollout.State.RUNNING)
     resumed = rollout.step_index  # -1: no step published yet
     if resumed >= 0:
@@ -351,7 +345,7 @@ def _publish_step(rollout: Rollout, lease: _Lease, index: int) -> None:
             detail={"rollout": rollout.pk, "percent": percent})
         lease.set(step_index=index)
         _audit(rollout, "rollout_step", f"{percent}% to {rollout.version}", percent=percent,
-               document=record.number, driver=lease.driver)
+               document=record.number, driver=lease.owner)
 
 
 def _watch(rollout: Rollout, lease: _Lease, thresholds: dict, progress) -> Rollout | None:
@@ -359,7 +353,7 @@ def _watch(rollout: Rollout, lease: _Lease, thresholds: dict, progress) -> Rollo
     since, extensions = timezone.now(), 0
     window_end = time.monotonic() + thresholds["window_s"]
     while True:
-        time.sleep(TICK_S)
+        lease.wait(TICK_S)
         lease.renew()
         if rollout.requested == "rollback":
             return _roll_back(rollout, lease, "rollback requested by an operator", {})
