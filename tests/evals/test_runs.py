@@ -102,14 +102,6 @@ def test_should_resume_a_crashed_run_without_running_stored_cells_again(user, da
     assert results.get(row_index=1).output == "olleh"
 
 
-def test_should_leave_a_run_to_the_driver_that_holds_its_lease(user, dataset, echo_version, backend):
-    run = _run(user, dataset, [echo_version])
-    EvalRun.objects.filter(pk=run.pk).update(status="running", lease_owner="other:1:1",
-                                             lease_until=timezone.now() + datetime.timedelta(seconds=30))
-    assert evalrun_drive(run.pk) == "busy"
-    assert not EvalResult.objects.filter(run=run).exists()
-
-
 def test_should_cancel_a_run_no_driver_holds_and_refuse_a_finished_one(user, dataset, echo_version, backend):
     run = evalrun_cancel(run=_run(user, dataset, [echo_version]))
     assert run.status == "cancelled" and run.finished_at is not None
