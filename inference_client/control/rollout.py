@@ -41,7 +41,6 @@ never two drivers stepping one rollout.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import logging
 import os
 import socket
@@ -79,10 +78,6 @@ def new_driver() -> str:
 ROLLOUT_JOB = JobKind(name="rollout", model=Rollout, active=tuple(Rollout.ACTIVE),
                       lease_setting="ROLLOUT_LEASE_S", status_field="state", cancel_field="",
                       owner_field="driver", until_field="lease_expires_at")
-
-
-def _lease_end() -> datetime.datetime:
-    return ROLLOUT_JOB.lease_end(timezone.now())
 
 
 class _Lease(Job):
@@ -180,7 +175,8 @@ def rollout_start(*, model: str, version: str, steps: list[int], actor: str,
         with transaction.atomic():
             rollout = Rollout.objects.create(model=model, version=version, stable_version=stable, steps=steps,
                                              base_document=latest.number if latest else 0, created_by=actor,
-                                             driver=driver or new_driver(), lease_expires_at=_lease_end())
+                                             driver=driver or new_driver(),
+                                             lease_expires_at=ROLLOUT_JOB.lease_end(timezone.now()))
             _audit(rollout, "rollout_start", f"{model}@{version} over {stable} in steps {steps}",
                    steps=steps, stable=stable)
     except IntegrityError:
@@ -231,7 +227,8 @@ def rollout_take_over(*, rollout_id: int, actor: str, driver: str | None = None)
             raise RolloutError("lease_held", f"rollout {rollout_id} is driven by {rollout.driver} "
                                              f"(lease until {rollout.lease_expires_at:%H:%M:%S} UTC)")
         previous, lapsed = rollout.driver, _lease_words(rollout)
-        rollout.driver, rollout.lease_expires_at = driver or new_driver(), _lease_end()
+        rollout.driver = driver or new_driver()
+        rollout.lease_expires_at = ROLLOUT_JOB.lease_end(timezone.now())
         rollout.save(update_fields=["driver", "lease_expires_at", "updated_at"])
         index = rollout.step_index
         step = (f"at step {index + 1}/{len(rollout.steps)} ({rollout.steps[index]}%)" if index >= 0
