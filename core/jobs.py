@@ -87,9 +87,10 @@ class JobKind:
     model: type[Model]
     active: tuple[str, ...]  # the states a driver may take
     lease_setting: str  # seconds a lease lasts without a heartbeat
-    start: Callable[..., Any] = lambda job, **context: None
-    step: Callable[[Job, Any], str | None] = lambda job, work: "done"
-    finish: Callable[[Job, Any, str], str] = lambda job, work, outcome: outcome
+    # None: the kind runs a loop of its own, holding its lease through a Job (rollouts).
+    start: Callable[..., Any] | None = None
+    step: Callable[[Job, Any], str | None] | None = None
+    finish: Callable[[Job, Any, str], str] | None = None
     dispatch_setting: str = ""  # "thread" there: a thread of the creating process drives it
     slots: Slots | None = None
     status_field: str = "status"
@@ -179,6 +180,7 @@ class Job:
 def drive(kind: JobKind, pk, *, owner: str | None = None, clock=None, **context) -> str:
     """Drive a job to its end, a cancel, or until another driver holds it.
     Returns its final status, or "busy" / "paused"."""
+    assert kind.start and kind.step and kind.finish, f"{kind.name} jobs run a loop of their own"
     job = Job(kind, pk, owner=owner, clock=clock)
     if not job.claim():
         return BUSY
