@@ -87,10 +87,9 @@ class JobKind:
     model: type[Model]
     active: tuple[str, ...]  # the states a driver may take
     lease_setting: str  # seconds a lease lasts without a heartbeat
-    # None: the kind runs a loop of its own, holding its lease through a Job (rollouts).
-    start: Callable[..., Any] | None = None
-    step: Callable[[Job, Any], str | None] | None = None
-    finish: Callable[[Job, Any, str], str] | None = None
+    start: Callable[..., Any]
+    step: Callable[[Job, Any], str | None]
+    finish: Callable[[Job, Any, str], str]
     dispatch_setting: str = ""  # "thread" there: a thread of the creating process drives it
     slots: Slots | None = None
     status_field: str = "status"
@@ -180,7 +179,6 @@ class Job:
 def drive(kind: JobKind, pk, *, owner: str | None = None, clock=None, **context) -> str:
     """Drive a job to its end, a cancel, or until another driver holds it.
     Returns its final status, or "busy" / "paused"."""
-    assert kind.start and kind.step and kind.finish, f"{kind.name} jobs run a loop of their own"
     job = Job(kind, pk, owner=owner, clock=clock)
     if not job.claim():
         return BUSY
