@@ -84,7 +84,8 @@ def run_bench(rows: int):
     from inference_protocol.generation import GenerationRequest
     from playground import services
     from playground.evals.models import DatasetRow, DatasetVersion, EvalRun
-    from playground.evals.runs import evalrun_drive, run_summary
+    from playground.evals.run_job import evalrun_drive
+    from playground.evals.summary import run_summary
 
     user = get_user_model().objects.create_user("bench", password="x")
     client = APIClient()

@@ -7,30 +7,18 @@ line in memory at a time), each line {"custom_id", "method": "POST", "url",
 the live endpoint, for a model that serves that endpoint and its features.
 Errors name each bad line by its number. The file goes to the object store.
 
-Execution: a driver (``manage.py batch_worker`` with services, BATCH_DISPATCH
-none; in the embedded default a thread of the server that created the batch)
-holds the batch by a lease (core.leases, shared with evaluation runs) it renews
-after each window of BATCH_WINDOW lines, and no database connection while it
-waits on the lines. An account has at most BATCH_MAX_ACTIVE unfinished batches.
-Each line is a generation at priority "batch"
-(the scheduler gives it only slots interactive traffic leaves empty) with a
-request id derived from (batch, custom_id): a resumed batch, or a redelivered
-task, gets the worker's stored result for that id instead of a second
-generation. A finished line is stored once (unique per batch and custom_id);
-after a crash the next driver skips the lines already stored. A cancel stops
-at the next window (what is in flight is cancelled) and keeps finished lines.
-At the end the output and error files are written in OpenAI's line format.
+Execution: a background job (inference_client.batch_job, driven by core.jobs:
+``manage.py batch_worker`` with services, BATCH_DISPATCH none; in the embedded
+default a thread of the server that created the batch). An account has at most
+BATCH_MAX_ACTIVE unfinished batches.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
-import itertools
 import json
 import logging
 import secrets
-import time
 import uuid
 
 from django.conf import settings
@@ -40,24 +28,12 @@ from django.utils import timezone
 from accounts.selectors import account_tier
 from core.blobstore import get_blob_store
 from core.error_codes import DomainError
-from core.leases import (
-    drive_in_thread,
-    job_slot_check,
-    lease_claim,
-    lease_owner_id,
-    lease_renew,
-    release_connection,
-    unheld,
-)
-from inference_client.completion import Completion
-from inference_client.models import Batch, BatchFile, BatchLine
-from inference_client.rendering import completion_body, embeddings_body, error_status
+from core.jobs import dispatch, request_cancel
+from inference_client.models import Batch, BatchFile
 from inference_client.services import estimate_prompt_tokens
 from inference_client.validation import check_chat_request, check_embeddings_request, check_text_request
 from inference_protocol import features
-from inference_protocol.backend import Backend, get_backend
 from inference_protocol.catalog import UnknownModel, model_spec
-from inference_protocol.generation import GenerationRequest
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +49,7 @@ MAX_REPORTED_ERRORS = 20
 PENDING_CHUNK = 1000
 
 
-def _new_id(prefix: str) -> str:
+def new_id(prefix: str) -> str:
     return f"{prefix}{secrets.token_hex(12)}"
 
 
@@ -167,9 +143,9 @@ def file_create(*, user, upload, purpose: str) -> BatchFile:
         raise DomainError("The file has no lines.", code="empty_file", field="file")
     if invalid:
         raise DomainError(f"{invalid} line(s) of the file are invalid; the first: line {shown[0]['line']}: "
-                          f"{shown[0]['message']}", code="invalid_file", field="file",
-                          extra={"errors": shown, "invalid_lines": invalid})
-    file_id = _new_id("file-")
+                       f"{shown[0]['message']}", code="invalid_file", field="file",
+                       extra={"errors": shown, "invalid_lines": invalid})
+    file_id = new_id("file-")
     key = f"batch-files/{file_id}"
     store = get_blob_store()
     path = getattr(upload, "temporary_file_path", None)
@@ -199,39 +175,6 @@ def file_body(f: BatchFile) -> dict:
             "filename": f.filename, "purpose": f.purpose, "status": "processed", "status_details": None}
 
 
-class _ResultFile:
-    """A batch's output or error file, streamed to the object store as its lines
-    come (one part in memory, whatever the batch's size); opened at its first line."""
-
-    def __init__(self, *, user, name: str):
-        self.user, self.name = user, name
-        self.id = _new_id("file-")
-        self.key = f"batch-files/{self.id}"
-        self.writer = None
-        self.lines = 0
-
-    def add(self, data: bytes) -> None:
-        if self.writer is None:
-            self.writer = get_blob_store().writer(self.key)
-        self.writer.write(data)
-        self.lines += 1
-
-    def commit(self) -> None:
-        if self.writer is not None:
-            self.writer.commit()
-
-    def abort(self) -> None:
-        if self.writer is not None:
-            self.writer.abort()
-
-    def record(self) -> BatchFile | None:
-        if self.writer is None:
-            return None
-        return BatchFile.objects.create(id=self.id, user=self.user, purpose=BatchFile.Purpose.BATCH_OUTPUT,
-                                        filename=self.name, bytes=self.writer.bytes, lines=self.lines,
-                                        blob_key=self.key)
-
-
 def file_delete(f: BatchFile) -> None:
     """Refused while a batch reads the file; a batch that has ended keeps the file's
     id (input_file_id) after it is gone, as OpenAI's do. The file's row is locked,
@@ -248,6 +191,8 @@ def file_delete(f: BatchFile) -> None:
 
 def batch_create(*, user, api_key, input_file_id, endpoint, completion_window="24h",
                  metadata=None) -> Batch:
+    from inference_client.batch_job import BATCH_JOB  # it reads the files this module writes
+
     try:
         f = BatchFile.objects.get(pk=input_file_id, user=user)
     except (BatchFile.DoesNotExist, ValueError):
@@ -272,16 +217,15 @@ def batch_create(*, user, api_key, input_file_id, endpoint, completion_window="2
                           field="metadata")
     with transaction.atomic():
         # First (it locks the user's row): one account's creates queue here.
-        job_slot_check(user=user, active=Batch.objects.filter(user=user, status__in=ACTIVE),
-                       limit=settings.BATCH_MAX_ACTIVE, setting="BATCH_MAX_ACTIVE", kind="batch")
+        BATCH_JOB.slot_check(user)
         if not BatchFile.objects.select_for_update().filter(pk=f.pk).exists():  # deleted meanwhile
             raise DomainError(f"No file with id {input_file_id!r}.", code="file_not_found",
                               field="input_file_id")
         _check_enqueued_tokens(user, api_key, f)
-        batch = Batch.objects.create(id=_new_id("batch_"), user=user, api_key=api_key, input_file=f,
+        batch = Batch.objects.create(id=new_id("batch_"), user=user, api_key=api_key, input_file=f,
                                      endpoint=endpoint, total=f.lines, metadata=metadata,
                                      expires_at=timezone.now() + datetime.timedelta(hours=24))
-        batch_dispatch(batch.pk)
+        dispatch(BATCH_JOB, batch.pk)
     return batch
 
 
@@ -321,225 +265,17 @@ def batch_body(b: Batch) -> dict:
 
 
 def batch_cancel(*, batch: Batch) -> Batch:
+    from inference_client.batch_job import BATCH_JOB, batch_drive  # it reads the files this module writes
+
     if batch.status not in ACTIVE:
         raise DomainError(f"The batch is already {batch.status}.", code="batch_finished")
-    Batch.objects.filter(pk=batch.pk).update(cancel_requested=True, status=Batch.Status.CANCELLING)
     # No driver holds it: cancelled at once (finished lines are kept, in the output
     # file) where servers drive batches; else the next batch_worker poll ends it.
-    if settings.BATCH_DISPATCH == "thread" and Batch.objects.filter(pk=batch.pk).filter(unheld()).exists():
+    unheld = request_cancel(BATCH_JOB, batch.pk, status=Batch.Status.CANCELLING)
+    if unheld and settings.BATCH_DISPATCH == "thread":
         batch_drive(batch.pk)
     batch.refresh_from_db()
     return batch
 
 
-def batch_dispatch(batch_id) -> None:
-    if settings.BATCH_DISPATCH == "thread":
-        transaction.on_commit(lambda: drive_in_thread(batch_drive, batch_id, name=f"batch-{batch_id}"))
-
-
-def stale_batches():
-    return Batch.objects.filter(status__in=ACTIVE).filter(unheld()).order_by("created_at")
-
-
-def _claim(batch_id, owner: str) -> bool:
-    claimed = lease_claim(Batch.objects.filter(pk=batch_id, status__in=ACTIVE), owner=owner,
-                          seconds=settings.BATCH_LEASE_S)
-    if claimed:
-        Batch.objects.filter(pk=batch_id, status=Batch.Status.VALIDATING).update(
-            status=Batch.Status.IN_PROGRESS, in_progress_at=timezone.now())
-    return claimed
-
-
-def _renew(batch_id, owner: str) -> bool:
-    return lease_renew(Batch.objects.filter(pk=batch_id, status__in=ACTIVE), owner=owner,
-                       seconds=settings.BATCH_LEASE_S)
-
-
-def _progress(batch_id) -> None:
-    lines = BatchLine.objects.filter(batch_id=batch_id)
-    Batch.objects.filter(pk=batch_id).update(completed=lines.filter(status_code=200).count(),
-                                             failed=lines.exclude(status_code=200).count())
-
-
-def _cancelled(batch_id) -> bool:
-    return Batch.objects.filter(pk=batch_id, cancel_requested=True).exists()
-
-
-def batch_drive(batch_id, *, backend: Backend | None = None, owner: str | None = None) -> str:
-    """Drive a batch to its end, a cancel, or until another driver holds it
-    ("busy") or the broker refuses work ("paused": the lease is let go, and the
-    next batch_worker poll resumes it). Returns the batch's status."""
-    backend = backend or get_backend()
-    owner = owner or lease_owner_id()
-    if not _claim(batch_id, owner):
-        return "busy"
-    batch = Batch.objects.select_related("input_file", "user").get(pk=batch_id)
-    check, kind = ENDPOINTS[batch.endpoint]
-    pending = _pending(batch, enumerate(file_lines(batch.input_file), start=1))
-    inflight: _Window | None = None
-    try:
-        while True:
-            if _cancelled(batch_id):
-                if inflight is not None:
-                    _collect(batch, inflight, kind, backend)  # keeps what finished, cancels the rest
-                break
-            expired = timezone.now() >= batch.expires_at  # completion_window passed
-            window = [] if expired else list(itertools.islice(pending, max(1, settings.BATCH_WINDOW)))
-            # The next window goes to the workers before the last one's results are
-            # awaited and stored: the device's batch slots never wait on the driver.
-            submitted = _submit(batch, window, check, backend) if window else None
-            if inflight is not None and not _collect(batch, inflight, kind, backend):
-                if submitted is not None:  # cancelled meanwhile
-                    _cancel(submitted, backend)
-                break
-            inflight = submitted
-            if expired:  # what was in flight is stored; the rest is reported expired
-                _expire(batch, pending)
-                return _finish(batch, owner, expired=True)
-            if inflight is None:
-                break
-            if not _renew(batch_id, owner):
-                logger.warning("batch %s: lease lost; another driver continues", batch_id)
-                return "busy"
-    except _BrokerAway as exc:
-        # Lines submitted but not stored are resubmitted under the same request ids
-        # by the next driver, which then gets the workers' results for them.
-        logger.warning("batch %s: submit failed (%r); paused for a resume", batch_id, exc.__cause__)
-        Batch.objects.filter(pk=batch_id, lease_owner=owner).update(lease_until=None)
-        return "paused"
-    return _finish(batch, owner)
-
-
-def _pending(batch: Batch, lines):
-    """(number, line) of the lines not stored yet, in file order. Stored lines are
-    looked up a chunk at a time: a resumed 50,000-line batch holds no set of them."""
-    while chunk := [(number, json.loads(raw)) for number, raw in itertools.islice(lines, PENDING_CHUNK)]:
-        ids = [line["custom_id"] for _, line in chunk]
-        stored = set(BatchLine.objects.filter(batch=batch, custom_id__in=ids)
-                     .values_list("custom_id", flat=True))
-        yield from ((number, line) for number, line in chunk if line["custom_id"] not in stored)
-
-
-def _request(batch: Batch, line: dict, check) -> tuple[GenerationRequest, object]:
-    request = check(line["body"])
-    params = request.params
-    request_id = line_request_id(batch.pk, line["custom_id"])
-    return GenerationRequest(
-        request_id=request_id, model=request.model, messages=request.messages, max_tokens=params.max_tokens,
-        temperature=params.temperature, top_p=params.top_p, stop=list(params.stop),
-        seed=params.seed if params.seed is not None else int(request_id[:8], 16) & 0x7FFFFFFF,
-        priority="batch", timeout_s=settings.BATCH_LINE_TIMEOUT_S,
-        response_format=params.response_format or params.tool_constraint, n=params.n, inputs=params.inputs,
-        logprobs=params.logprobs, raw_prompt=params.raw_prompt, stream=False), request
-
-
-class _BrokerAway(Exception):
-    pass
-
-
-@dataclasses.dataclass
-class _Window:
-    """Lines sent to the workers (number, line, generation, parsed request), and the
-    rows of lines refused before they were sent."""
-    sent: list[tuple]
-    rows: list[BatchLine]
-
-
-def _submit(batch: Batch, window: list, check, backend: Backend) -> _Window:
-    out = _Window(sent=[], rows=[])
-    for number, line in window:
-        try:
-            generation, request = _request(batch, line, check)
-        except DomainError as exc:
-            out.rows.append(_line(batch, number, line, "", exc.status,
-                                  {"error": {"code": exc.code, "message": exc.message}}))
-            continue
-        try:
-            backend.submit(generation)
-        except Exception as exc:  # the broker is away: left for a resume, not failed
-            raise _BrokerAway from exc
-        out.sent.append((number, line, generation, request))
-    return out
-
-
-def _cancel(window: _Window, backend: Backend) -> None:
-    for _, _, generation, _ in window.sent:
-        backend.cancel(generation.request_id)
-
-
-def _collect(batch: Batch, window: _Window, kind: str, backend: Backend) -> bool:
-    """Wait for a window's results and store them; False when the batch was
-    cancelled meanwhile (what finished is stored, the rest cancelled)."""
-    rows = window.rows
-    deadline = time.monotonic() + settings.BATCH_LINE_TIMEOUT_S + 5
-    for index, (number, line, generation, request) in enumerate(window.sent):
-        while True:
-            release_connection()  # no connection held while the lines run
-            remaining = deadline - time.monotonic()
-            event = backend.result(generation.request_id, timeout_s=max(0.05, min(2.0, remaining)))
-            if event.get("code") != "timeout" or event["type"] != "error" or remaining <= 2.0:
-                break
-            if _cancelled(batch.pk):
-                _cancel(_Window(sent=window.sent[index:], rows=[]), backend)
-                BatchLine.objects.bulk_create(rows, ignore_conflicts=True)
-                _progress(batch.pk)
-                return False
-        if event["type"] == "done":
-            params = request.params
-            c = Completion(id=f"{'cmpl' if kind == 'text' else 'chatcmpl'}-{generation.request_id}",
-                           request_id=generation.request_id, model=request.model, created=int(time.time()),
-                           kind=kind, n=params.n, logprobs=params.logprobs is not None, tools=params.tools,
-                           echo=request.messages[-1]["content"] if params.echo else None)
-            body = embeddings_body(c, event["result"], request.encoding_format) if kind == "embed" else \
-                completion_body(c, event["result"])
-            rows.append(_line(batch, number, line, generation.request_id, 200, body))
-        else:
-            status, body = error_status(event)
-            rows.append(_line(batch, number, line, generation.request_id, status, body))
-    BatchLine.objects.bulk_create(rows, ignore_conflicts=True)
-    _progress(batch.pk)
-    return True
-
-
-def _line(batch, number, line, request_id, status, body) -> BatchLine:
-    return BatchLine(batch=batch, line=number, custom_id=line["custom_id"], request_id=request_id,
-                     status_code=status, body=body)
-
-
-def _expire(batch: Batch, pending) -> None:
-    body = {"error": {"code": "batch_expired",
-                      "message": "This line was not run before the batch's completion_window ended."}}
-    while chunk := list(itertools.islice(pending, PENDING_CHUNK)):
-        BatchLine.objects.bulk_create([_line(batch, number, line, "", 408, body) for number, line in chunk],
-                                      ignore_conflicts=True)
-
-
-def _finish(batch: Batch, owner: str, *, expired: bool = False) -> str:
-    _progress(batch.pk)
-    cancelled = _cancelled(batch.pk)
-    files = [_ResultFile(user=batch.user, name=f"{batch.pk}_{kind}.jsonl") for kind in ("output", "error")]
-    try:
-        for row in BatchLine.objects.filter(batch=batch).order_by("line").iterator(chunk_size=PENDING_CHUNK):
-            response = {"status_code": row.status_code, "request_id": row.request_id, "body": row.body}
-            out = {"id": f"batch_req_{row.request_id or row.custom_id}", "custom_id": row.custom_id,
-                   "response": response, "error": None}
-            if row.status_code != 200:
-                error = row.body.get("error", {})
-                out["error"] = {"code": error.get("code"), "message": error.get("message")}
-            files[row.status_code != 200].add(json.dumps(out).encode() + b"\n")
-        for f in files:
-            f.commit()
-    except BaseException:
-        for f in files:
-            f.abort()
-        raise
-    output, error = (f.record() for f in files)
-    status = Batch.Status.CANCELLED if cancelled else Batch.Status.EXPIRED if expired else \
-        Batch.Status.COMPLETED
-    Batch.objects.filter(pk=batch.pk, lease_owner=owner).update(
-        status=status, output_file=output, error_file=error, finished_at=timezone.now(), lease_until=None)
-    return status
-
-
-__all__ = ["batch_body", "batch_cancel", "batch_create", "batch_drive", "file_body", "file_create",
-           "file_lines", "stale_batches"]
+__all__ = ["batch_body", "batch_cancel", "batch_create", "file_body", "file_create", "file_lines"]

@@ -14,7 +14,7 @@ back, auditing every decision with the figures that made it.
    watches one window (rollout.window_s) of the usage records of both versions;
    a window with fewer than rollout.min_requests canary requests is extended, at
    most twice, then judged on what it has.
-3. ``decide``: roll back when the canary's error rate exceeds the stable one's by
+3. ``canary.decide``: roll back when the canary's error rate exceeds the stable one's by
    more than rollout.max_error_rate_delta, or its p99 latency exceeds the stable
    p99 times rollout.max_p99_ratio, or it served nothing at all; else go on. The
    last step (100) promotes. Rollback republishes the content of the document the
@@ -23,17 +23,17 @@ back, auditing every decision with the figures that made it.
 Operators (the admin action, or manage.py deploy --pause/--resume/--promote/
 --rollback) set ``requested``; the loop acts on it within half a second.
 
-A lease keeps a rollout from outliving its driver. The driver (manage.py
-deploy, or the page's thread) holds it (``Rollout.driver``) and renews it every
-tick; every write it makes (a step, a state, a rollback) is conditional on
-still holding it, and a step's document, its step_index and its audit entry are
-one transaction, so the recorded step is exactly what was published. When a
-driver dies (or hangs past ROLLOUT_LEASE_S), the rollout is ``stale``: another
-driver takes it over (``rollout_take_over``: deploy --resume, the page's Resume)
-and goes on from the recorded step, watching that step's window afresh (the
-figures before the take-over are not its own), or aborts it
-(``rollout_abort``: rolls back what was published). A driver that comes back
-after losing its lease stops at its next write (LeaseLost) without writing:
+A rollout is a job of core.jobs, a tick a step. Its lease keeps it from
+outliving its driver (manage.py deploy, or the page's thread: ``Rollout.driver``),
+renewed every tick, with no database connection held between ticks; every write
+(a step, a state, a rollback) is conditional on it, and a step's document, its
+step_index and its audit entry are one transaction, so the recorded step is
+exactly what was published. When a driver dies (or hangs past ROLLOUT_LEASE_S),
+the rollout is ``stale``: another driver takes it over (``rollout_take_over``:
+deploy --resume, the page's Resume) and goes on from the recorded step, watching
+that step's window afresh (the figures before the take-over are not its own), or
+aborts it (``rollout_abort``: rolls back what was published). A driver that comes
+back after losing its lease stops at its next write (LeaseLost) without writing:
 never two drivers stepping one rollout.
 """
 
@@ -44,15 +44,16 @@ import datetime
 import logging
 import os
 import socket
-import time
 import uuid
+from collections.abc import Callable
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.jobs import BUSY, Job, JobKind, LeaseLost, drive
 from inference_client.control import documents
-from inference_client.models import ControlEvent, ModelVersion, Rollout, UsageRecord
+from inference_client.control.canary import decide, window_figures
+from inference_client.models import ControlEvent, ModelVersion, Rollout
 from inference_protocol import config
 from inference_protocol.backend import live_workers
 from inference_protocol.catalog import served_name
@@ -69,83 +70,28 @@ class RolloutError(Exception):
         self.code = code
 
 
-class LeaseLost(Exception):
-    """This driver no longer holds the rollout (another took it over): it stops
-    without writing anything."""
-
-
 def new_driver() -> str:
     """This process's name as a driver: host, pid, and a random part (a pid is reused)."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-def _lease_end() -> datetime.datetime:
-    return timezone.now() + datetime.timedelta(seconds=settings.ROLLOUT_LEASE_S)
-
-
-class _Lease:
+class _Lease(Job):
     """The driver's hold on one rollout: renewals and writes, each conditional on it."""
 
-    def __init__(self, rollout: Rollout):
-        self.rollout, self.driver = rollout, rollout.driver
-
-    def _mine(self):
-        return Rollout.objects.filter(pk=self.rollout.pk, driver=self.driver)
+    def __init__(self, rollout: Rollout, clock=None):
+        super().__init__(ROLLOUT_JOB, rollout.pk, owner=rollout.driver, clock=clock)
+        self.rollout = rollout
 
     def renew(self) -> None:
         """Renew, and read what operators requested meanwhile."""
-        if not self._mine().update(lease_expires_at=_lease_end()):
-            raise LeaseLost(f"rollout {self.rollout.pk} is no longer driven by {self.driver}")
+        if not self.heartbeat():
+            raise LeaseLost(f"rollout {self.rollout.pk} is no longer driven by {self.owner}")
         self.rollout.refresh_from_db()
 
     def set(self, **fields) -> None:
-        if not self._mine().update(**fields, updated_at=timezone.now()):
-            raise LeaseLost(f"rollout {self.rollout.pk} is no longer driven by {self.driver}")
+        self.write(**fields, updated_at=timezone.now())
         for name, value in fields.items():
             setattr(self.rollout, name, value)
-
-    def hold(self) -> None:
-        """Lock the row for this transaction, still ours (a take-over waits for it)."""
-        if not list(self._mine().select_for_update().values_list("pk", flat=True)):
-            raise LeaseLost(f"rollout {self.rollout.pk} is no longer driven by {self.driver}")
-
-
-@dataclasses.dataclass(frozen=True)
-class Figures:
-    requests: int
-    errors: int
-    p99_ms: float
-
-    @property
-    def error_rate(self) -> float:
-        return self.errors / self.requests if self.requests else 0.0
-
-    def as_dict(self) -> dict:
-        return {"requests": self.requests, "errors": self.errors,
-                "error_rate": round(self.error_rate, 4), "p99_ms": self.p99_ms}
-
-
-def window_figures(*, model: str, version: str, since) -> Figures:
-    rows = list(UsageRecord.objects.filter(model=model, version=version, created_at__gte=since)
-                .exclude(status=UsageRecord.Status.CANCELLED).values_list("status", "latency_ms"))
-    latencies = sorted(ms for _, ms in rows)
-    p99 = float(latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]) if latencies else 0.0
-    return Figures(len(rows), sum(1 for status, _ in rows if status == UsageRecord.Status.ERROR), p99)
-
-
-def decide(canary: Figures, stable: Figures, thresholds: dict) -> tuple[str, str]:
-    """("continue" | "rollback", why), from one window's figures."""
-    if canary.requests == 0:
-        return "rollback", "the canary served no request in the window"
-    delta = canary.error_rate - stable.error_rate
-    if delta > thresholds["max_error_rate_delta"]:
-        return "rollback", (f"canary error rate {canary.error_rate:.1%} vs stable {stable.error_rate:.1%}: "
-                            f"+{delta:.1%} > {thresholds['max_error_rate_delta']:.1%}")
-    if stable.p99_ms > 0 and canary.p99_ms > stable.p99_ms * thresholds["max_p99_ratio"]:
-        return "rollback", (f"canary p99 {canary.p99_ms:.0f} ms vs stable {stable.p99_ms:.0f} ms: "
-                            f"x{canary.p99_ms / stable.p99_ms:.2f} > x{thresholds['max_p99_ratio']}")
-    return "continue", (f"canary error rate {canary.error_rate:.1%} vs stable {stable.error_rate:.1%}, "
-                        f"p99 {canary.p99_ms:.0f} vs {stable.p99_ms:.0f} ms: within thresholds")
 
 
 def _audit(rollout: Rollout, action: str, reason: str, **detail) -> None:
@@ -186,7 +132,8 @@ def rollout_start(*, model: str, version: str, steps: list[int], actor: str,
         with transaction.atomic():
             rollout = Rollout.objects.create(model=model, version=version, stable_version=stable, steps=steps,
                                              base_document=latest.number if latest else 0, created_by=actor,
-                                             driver=driver or new_driver(), lease_expires_at=_lease_end())
+                                             driver=driver or new_driver(),
+                                             lease_expires_at=ROLLOUT_JOB.lease_end(timezone.now()))
             _audit(rollout, "rollout_start", f"{model}@{version} over {stable} in steps {steps}",
                    steps=steps, stable=stable)
     except IntegrityError:
@@ -237,7 +184,8 @@ def rollout_take_over(*, rollout_id: int, actor: str, driver: str | None = None)
             raise RolloutError("lease_held", f"rollout {rollout_id} is driven by {rollout.driver} "
                                              f"(lease until {rollout.lease_expires_at:%H:%M:%S} UTC)")
         previous, lapsed = rollout.driver, _lease_words(rollout)
-        rollout.driver, rollout.lease_expires_at = driver or new_driver(), _lease_end()
+        rollout.driver = driver or new_driver()
+        rollout.lease_expires_at = ROLLOUT_JOB.lease_end(timezone.now())
         rollout.save(update_fields=["driver", "lease_expires_at", "updated_at"])
         index = rollout.step_index
         step = (f"at step {index + 1}/{len(rollout.steps)} ({rollout.steps[index]}%)" if index >= 0
@@ -285,58 +233,88 @@ def ready_workers(model: str, version: str) -> list[dict]:
     return [r for r in live_workers(served_name(model, version)) if r.get("healthy", True)]
 
 
+@dataclasses.dataclass
+class _Work:
+    lease: _Lease
+    thresholds: dict
+    progress: Callable[[str], None]
+    ready_by: datetime.datetime  # waiting for a worker gives up then
+    index: int  # the step published or to publish next
+    published: int  # the last step published (-1: none)
+    watching: int = -1  # the step whose window runs
+    since: datetime.datetime | None = None
+    window_end: datetime.datetime | None = None
+    extensions: int = 0
+
+
 def rollout_run(rollout: Rollout, *, progress=lambda message: None) -> Rollout:
     """Drive the rollout to promoted, rolled_back or failed (module docstring),
     from its recorded step: the first, or where a driver that was taken over
     stopped. The caller holds its lease (rollout_start, rollout_take_over)."""
-    lease = _Lease(rollout)
     try:
-        return _drive(rollout, lease, progress)
+        if drive(ROLLOUT_JOB, rollout.pk, owner=rollout.driver, rollout=rollout, progress=progress) == BUSY:
+            raise LeaseLost(f"rollout {rollout.pk} is no longer driven by {rollout.driver}")
     except LeaseLost as exc:
         progress(f"stopped: {exc} (taken over)")
         logger.warning("rollout %s: %s; this driver stops", rollout.pk, exc)
-        rollout.refresh_from_db()
-        return rollout
-
-
-def _drive(rollout: Rollout, lease: _Lease, progress) -> Rollout:
-    thresholds = config.ConfigSnapshot.of(0, None, documents.current_content()).rollout
-    if rollout.state == Rollout.State.WAITING:
-        deadline = time.monotonic() + thresholds["ready_timeout_s"]
-        progress(f"waiting for a worker ready with {rollout.model}@{rollout.version}")
-        while not ready_workers(rollout.model, rollout.version):
-            lease.renew()
-            if rollout.requested == "rollback" or time.monotonic() > deadline:
-                why = ("rollback requested" if rollout.requested == "rollback" else
-                       f"no worker was ready with {rollout.model}@{rollout.version} within "
-                       f"{thresholds['ready_timeout_s']:.0f}s: no traffic moved")
-                with transaction.atomic():
-                    lease.hold()
-                    lease.set(state=Rollout.State.FAILED, reason=why, requested="")
-                    _audit(rollout, "rollout_failed", why)
-                return rollout
-            time.sleep(TICK_S)
-        lease.set(state=Rollout.State.RUNNING)
-    resumed = rollout.step_index  # -1: no step published yet
-    if resumed >= 0:
-        progress(f"resuming at step {resumed + 1}/{len(rollout.steps)} ({rollout.steps[resumed]}%)")
-    for index in range(max(resumed, 0), len(rollout.steps)):
-        percent = rollout.steps[index]
-        if index > resumed:
-            _publish_step(rollout, lease, index)
-            progress(f"step {index + 1}/{len(rollout.steps)}: {percent}%")
-        if percent == 100:
-            break
-        outcome = _watch(rollout, lease, thresholds, progress)
-        if outcome is not None:
-            return outcome
-    why = f"{rollout.model}@{rollout.version} serves 100% after clean windows"
-    with transaction.atomic():
-        lease.hold()
-        lease.set(state=Rollout.State.PROMOTED, reason=why, requested="")
-        _audit(rollout, "rollout_promoted", why, figures=rollout.figures)
-    progress("promoted")
+    rollout.refresh_from_db()
     return rollout
+
+
+def _start(job: Job, rollout: Rollout, progress) -> _Work:
+    thresholds = config.ConfigSnapshot.of(0, None, documents.current_content()).rollout
+    lease = _Lease(rollout, clock=job.clock)
+    if rollout.state == Rollout.State.WAITING:
+        progress(f"waiting for a worker ready with {rollout.model}@{rollout.version}")
+    elif rollout.step_index >= 0:
+        index = rollout.step_index
+        progress(f"resuming at step {index + 1}/{len(rollout.steps)} ({rollout.steps[index]}%)")
+    ready_by = job.clock.now() + datetime.timedelta(seconds=thresholds["ready_timeout_s"])
+    return _Work(lease=lease, thresholds=thresholds, progress=progress, ready_by=ready_by,
+                 index=max(rollout.step_index, 0), published=rollout.step_index)
+
+
+def _step(job: Job, work: _Work) -> str | None:
+    """One tick: wait for readiness, publish the next step, or watch its window."""
+    rollout, lease = work.lease.rollout, work.lease
+    rollout.refresh_from_db()  # what operators requested meanwhile
+    if rollout.state == Rollout.State.WAITING:
+        return _wait_ready(work)
+    if work.index > work.published:
+        _publish_step(rollout, lease, work.index)
+        work.published = work.index
+        work.progress(f"step {work.index + 1}/{len(rollout.steps)}: {rollout.steps[work.index]}%")
+    if rollout.steps[work.index] == 100:
+        why = f"{rollout.model}@{rollout.version} serves 100% after clean windows"
+        with transaction.atomic():
+            lease.hold()
+            lease.set(state=Rollout.State.PROMOTED, reason=why, requested="")
+            _audit(rollout, "rollout_promoted", why, figures=rollout.figures)
+        work.progress("promoted")
+        return Rollout.State.PROMOTED
+    outcome = _watch(work)
+    if outcome == "next":
+        work.index += 1
+        return None
+    return outcome
+
+
+def _wait_ready(work: _Work) -> str | None:
+    rollout, lease = work.lease.rollout, work.lease
+    if ready_workers(rollout.model, rollout.version):
+        lease.set(state=Rollout.State.RUNNING)
+        return None
+    if rollout.requested == "rollback" or lease.clock.now() > work.ready_by:
+        why = ("rollback requested" if rollout.requested == "rollback" else
+               f"no worker was ready with {rollout.model}@{rollout.version} within "
+               f"{work.thresholds['ready_timeout_s']:.0f}s: no traffic moved")
+        with transaction.atomic():
+            lease.hold()
+            lease.set(state=Rollout.State.FAILED, reason=why, requested="")
+            _audit(rollout, "rollout_failed", why)
+        return Rollout.State.FAILED
+    lease.wait(TICK_S)
+    return None
 
 
 def _publish_step(rollout: Rollout, lease: _Lease, index: int) -> None:
@@ -351,48 +329,53 @@ def _publish_step(rollout: Rollout, lease: _Lease, index: int) -> None:
             detail={"rollout": rollout.pk, "percent": percent})
         lease.set(step_index=index)
         _audit(rollout, "rollout_step", f"{percent}% to {rollout.version}", percent=percent,
-               document=record.number, driver=lease.driver)
+               document=record.number, driver=lease.owner)
 
 
-def _watch(rollout: Rollout, lease: _Lease, thresholds: dict, progress) -> Rollout | None:
-    """One step's window(s); the rollout when it ended here (rolled back), else None."""
-    since, extensions = timezone.now(), 0
-    window_end = time.monotonic() + thresholds["window_s"]
-    while True:
-        time.sleep(TICK_S)
-        lease.renew()
-        if rollout.requested == "rollback":
-            return _roll_back(rollout, lease, "rollback requested by an operator", {})
-        if rollout.requested == "promote":
-            lease.set(requested="")
-            _audit(rollout, "rollout_promote_step", "promoted by an operator")
-            return None
-        if rollout.requested == "pause" and rollout.state != Rollout.State.PAUSED:
-            lease.set(state=Rollout.State.PAUSED)
-            _audit(rollout, "rollout_paused", "paused by an operator")
-        if rollout.requested == "resume" and rollout.state == Rollout.State.PAUSED:
-            lease.set(state=Rollout.State.RUNNING, requested="")
-            _audit(rollout, "rollout_resumed", "resumed by an operator")
-            window_end = time.monotonic() + thresholds["window_s"]
-        if rollout.state == Rollout.State.PAUSED or time.monotonic() < window_end:
-            continue
-        canary = window_figures(model=rollout.model, version=rollout.version, since=since)
-        stable = window_figures(model=rollout.model, version=rollout.stable_version, since=since)
-        figures = {"canary": canary.as_dict(), "stable": stable.as_dict(), "window_s": thresholds["window_s"],
-                   "extensions": extensions, "thresholds": {k: thresholds[k] for k in (
-                       "max_error_rate_delta", "max_p99_ratio", "min_requests")}}
-        lease.set(figures=figures)
-        if canary.requests < thresholds["min_requests"] and extensions < 2:
-            extensions += 1
-            window_end = time.monotonic() + thresholds["window_s"]
-            progress(f"window extended: {canary.requests} canary requests < {thresholds['min_requests']}")
-            continue
-        verdict, why = decide(canary, stable, thresholds)
-        progress(f"window: {why}")
-        if verdict == "rollback":
-            return _roll_back(rollout, lease, why, figures)
-        _audit(rollout, "rollout_window_clean", why, figures=figures)
+def _watch(work: _Work) -> str | None:
+    """One tick of a step's window(s), started afresh for each step (and on a
+    resume): None while it runs, "next" when it was clean, else the rollout's end."""
+    rollout, lease, thresholds = work.lease.rollout, work.lease, work.thresholds
+    window = datetime.timedelta(seconds=thresholds["window_s"])
+    if work.watching != work.index:
+        work.watching, work.since, work.extensions = work.index, lease.clock.now(), 0
+        work.window_end = work.since + window
+    lease.wait(TICK_S)
+    rollout.refresh_from_db()
+    if rollout.requested == "rollback":
+        _roll_back(rollout, lease, "rollback requested by an operator", {})
+        return Rollout.State.ROLLED_BACK
+    if rollout.requested == "promote":
+        lease.set(requested="")
+        _audit(rollout, "rollout_promote_step", "promoted by an operator")
+        return "next"
+    if rollout.requested == "pause" and rollout.state != Rollout.State.PAUSED:
+        lease.set(state=Rollout.State.PAUSED)
+        _audit(rollout, "rollout_paused", "paused by an operator")
+    if rollout.requested == "resume" and rollout.state == Rollout.State.PAUSED:
+        lease.set(state=Rollout.State.RUNNING, requested="")
+        _audit(rollout, "rollout_resumed", "resumed by an operator")
+        work.window_end = lease.clock.now() + window
+    if rollout.state == Rollout.State.PAUSED or lease.clock.now() < work.window_end:
         return None
+    canary = window_figures(model=rollout.model, version=rollout.version, since=work.since)
+    stable = window_figures(model=rollout.model, version=rollout.stable_version, since=work.since)
+    figures = {"canary": canary.as_dict(), "stable": stable.as_dict(), "window_s": thresholds["window_s"],
+               "extensions": work.extensions, "thresholds": {k: thresholds[k] for k in (
+                   "max_error_rate_delta", "max_p99_ratio", "min_requests")}}
+    lease.set(figures=figures)
+    if canary.requests < thresholds["min_requests"] and work.extensions < 2:
+        work.extensions += 1
+        work.window_end = lease.clock.now() + window
+        work.progress(f"window extended: {canary.requests} canary requests < {thresholds['min_requests']}")
+        return None
+    verdict, why = decide(canary, stable, thresholds)
+    work.progress(f"window: {why}")
+    if verdict == "rollback":
+        _roll_back(rollout, lease, why, figures)
+        return Rollout.State.ROLLED_BACK
+    _audit(rollout, "rollout_window_clean", why, figures=figures)
+    return "next"
 
 
 def _roll_back(rollout: Rollout, lease: _Lease, why: str, figures: dict) -> Rollout:
@@ -406,3 +389,11 @@ def _roll_back(rollout: Rollout, lease: _Lease, why: str, figures: dict) -> Roll
         _audit(rollout, "rollout_rolled_back", why, figures=figures, document=record.number,
                content_of=rollout.base_document)
     return rollout
+
+
+# A job of core.jobs whose lease fields predate it (driver, lease_expires_at); never cancelled
+# by a flag: an operator's rollback is a request the step acts on.
+ROLLOUT_JOB = JobKind(name="rollout", model=Rollout, active=tuple(Rollout.ACTIVE),
+                      lease_setting="ROLLOUT_LEASE_S", start=_start, step=_step,
+                      finish=lambda job, work, outcome: outcome, status_field="state", cancel_field="",
+                      owner_field="driver", until_field="lease_expires_at")

@@ -29,6 +29,7 @@ from ..sharing.serializers import (
 )
 from . import datasets as services
 from .evaluators import evaluator_list
+from .import_job import dataset_import_start
 from .models import DatasetImport, DatasetVersion
 from .permissions import access_dataset, access_run, datasets_visible_to, request_dataset, runs_visible_to
 from .runs import evalrun_cancel, evalrun_create, evalrun_resume_if_stale
@@ -252,7 +253,7 @@ class DatasetImportApi(APIView):
             if base is None and v["mode"] == "append":
                 latest = dataset.versions.order_by("-number").first()
                 base = latest.pk if latest else None
-            job = services.dataset_import_start(dataset=dataset, author=request.user, data=data_bytes,
+            job = dataset_import_start(dataset=dataset, author=request.user, data=data_bytes,
                                                 fmt=fmt,
                                                 base_version_id=base, replace=v["mode"] == "replace",
                                                 skip_invalid=v["skip_invalid"], message=v["message"])

@@ -26,15 +26,12 @@ from django.utils import timezone
 
 from core.csvexport import FormulaSafeWriter
 from core.error_codes import DomainError
-from core.leases import drive_in_thread, job_slot_check, release_connection
 from inference_protocol.validation import InvalidInput, check_text
 
 from ..templating import NAME
 from .models import Dataset, DatasetRow, DatasetVersion, EvalRun, LabelGate
 
 ROW_FIELDS = {"variables", "expected", "metadata", "key"}
-# The states of a background import that has not ended.
-IMPORT_ACTIVE = ("queued", "parsing", "writing")
 
 
 class RowError(ValueError):
@@ -386,118 +383,3 @@ def dataset_export(*, version: DatasetVersion, fmt: str):
             buffer.seek(0)
             buffer.truncate()
     yield buffer.getvalue()
-
-
-# -- background imports -------------------------------------------------------
-
-
-def dataset_import_start(
-    *,
-    dataset: Dataset,
-    author,
-    data: bytes,
-    fmt: str,
-    base_version_id,
-    replace: bool,
-    skip_invalid: bool,
-    message: str,
-):
-    """Keep the upload in the object store and queue its import (for `manage.py
-    eval_worker`, or with EVAL_DISPATCH=thread a thread once the transaction
-    commits). 429 past the author's EVAL_MAX_ACTIVE_IMPORTS unfinished imports:
-    checked before the upload is stored, and again as the import is queued."""
-    from core.blobstore import get_blob_store
-
-    from .models import DatasetImport
-
-    base = _check_base(dataset, base_version_id)
-    with transaction.atomic():
-        _import_slot_check(author)
-    job = DatasetImport(
-        dataset=dataset,
-        author=author,
-        fmt=fmt,
-        replace=replace,
-        skip_invalid=skip_invalid,
-        base=base,
-        message=message,
-        size=len(data),
-        lines_total=data.count(b"\n") + 1,
-    )
-    get_blob_store().put(job.object_key, data)
-    try:
-        with transaction.atomic():
-            _import_slot_check(author)
-            job.save()
-    except DomainError:
-        get_blob_store().delete(job.object_key)
-        raise
-    if settings.EVAL_DISPATCH == "thread":
-        transaction.on_commit(lambda: drive_in_thread(dataset_import_run, job.pk, name=f"import-{job.pk}"))
-    return job
-
-
-def _import_slot_check(author) -> None:
-    from .models import DatasetImport
-
-    job_slot_check(user=author, active=DatasetImport.objects.filter(author=author, status__in=IMPORT_ACTIVE),
-                   limit=settings.EVAL_MAX_ACTIVE_IMPORTS, setting="EVAL_MAX_ACTIVE_IMPORTS",
-                   kind="dataset import")
-
-
-def dataset_import_run(import_id) -> str:
-    """Parse a queued import (progress as lines parsed) and write its version.
-    Returns the import's final status ("busy" when another driver has it)."""
-    from core.blobstore import get_blob_store
-
-    from .models import DatasetImport
-
-    if not DatasetImport.objects.filter(pk=import_id, status="queued").update(status="parsing"):
-        return "busy"
-    job = DatasetImport.objects.select_related("dataset").get(pk=import_id)
-
-    def progress(line: int) -> None:  # a short burst: no connection held while parsing
-        DatasetImport.objects.filter(pk=import_id).update(lines_done=line)
-        release_connection()
-
-    try:
-        release_connection()
-        text = get_blob_store().get(job.object_key).decode("utf-8-sig")
-        rows, errors = parse_rows(fmt=job.fmt, text=text, on_progress=progress)
-        DatasetImport.objects.filter(pk=import_id).update(
-            status="writing",
-            lines_done=job.lines_total,
-            valid=len(rows),
-            error_count=len(errors),
-            errors=errors[:1000],
-        )
-        if errors and not job.skip_invalid:
-            raise DomainError(
-                f"{len(errors)} rows do not import (first: line {errors[0]['line']}: "
-                f"{errors[0]['message']}). Fix them, or import with skip_invalid.",
-                code="invalid_rows",
-            )
-        if not rows:
-            raise DomainError("The file has no rows.", code="dataset_empty")
-        version = dataset_version_create(
-            dataset=job.dataset,
-            author=job.author,
-            base_version_id=job.base_id,
-            add=rows,
-            replace=job.replace,
-            message=job.message or f"import ({job.fmt}, {len(rows)} rows)",
-        )
-        status, fields = "done", {"version": version}
-    except DomainError as exc:
-        status, fields = "failed", {"error_code": exc.code, "error_message": exc.message}
-    except UnicodeDecodeError:
-        status, fields = (
-            "failed",
-            {"error_code": "file_not_utf8", "error_message": "The file is not UTF-8 text."},
-        )
-    DatasetImport.objects.filter(pk=import_id).update(status=status, finished_at=timezone.now(), **fields)
-    try:
-        get_blob_store().delete(job.object_key)
-    except Exception:  # the object is only a leftover now
-        pass
-    return status

@@ -110,6 +110,9 @@ class DatasetImport(models.Model):
     error_code = models.CharField(max_length=64, blank=True, default="")
     error_message = models.TextField(blank=True, default="")
     version = models.ForeignKey("DatasetVersion", null=True, on_delete=models.SET_NULL, related_name="+")
+    # The driver parsing it (core.jobs): an import whose lease ran out resumes.
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_owner = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

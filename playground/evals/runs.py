@@ -1,6 +1,6 @@
-"""Evaluation runs: create (a frozen record of what runs), drive (render each
-row through each column, generate at batch priority, score, store), cancel,
-resume.
+"""Evaluation runs: create (a frozen record of what runs), cancel, resume. The
+driving (render each row through each column, generate at batch priority,
+score, store) is a background job: playground.evals.run_job.
 
 How a cell runs: the column's prompt version renders the row's variables the
 way a run by reference does (playground.runs), into a /v1/chat/completions
@@ -19,8 +19,8 @@ are in flight.
 Who drives: with services, `manage.py eval_worker` processes (EVAL_DISPATCH
 none), never a server; in the embedded default a thread of the server.
 Resumable: results are written once per cell (unique per column and row) as
-each window ends, and a driver holds the run by a lease (core.leases, shared
-with Batch API batches) it renews (also while a window waits for the owner's
+each window ends, and a driver holds the run by a lease (core.jobs, the driver
+of every background job) it renews (also while a window waits for the owner's
 budget); it holds no database connection while a window waits. After a crash
 the lease runs out and the next driver (`manage.py eval_worker`, or in the
 embedded default a read of the run) skips the cells already stored. A failed
@@ -31,49 +31,28 @@ failure with its code; it never fails the run.
 from __future__ import annotations
 
 import datetime
-import logging
 import uuid
 
-import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from core.error_codes import DomainError
-from core.leases import (
-    drive_in_thread,
-    job_slot_check,
-    lease_claim,
-    lease_owner_id,
-    lease_renew,
-    release_connection,
-    unheld,
-)
+from core.jobs import dispatch, drive_in_thread, request_cancel
 from inference_protocol.catalog import UnknownModel, model_names, model_spec
 from inference_protocol.features import unsupported
 from inference_protocol.validation import InvalidInput, check_sampling, check_stop
 
 from .. import selectors as prompt_selectors
-from ..bodies import body_text
-from ..models import PromptVersion
 from ..permissions import access_prompt
-from ..runs import version_params, version_render
-from ..templating import template_variables
-from .evaluators import Score, check_evaluators, judge_score, score_output
-from .models import DatasetVersion, EvalColumn, EvalResult, EvalRun, RunStatus
+from ..runs import version_params
+from .evaluators import check_evaluators
+from .models import DatasetVersion, EvalColumn, EvalRun, RunStatus
 from .permissions import access_dataset
+from .run_job import RUN_JOB
 
-logger = logging.getLogger(__name__)
-
-CELL_NAMESPACE = uuid.UUID("6f0c3c4e-1f0b-4d7e-9a43-2f5b6f2e9e10")
 COLUMN_FIELDS = {"prompt", "version", "label", "model", "params"}
 PARAM_FIELDS = {"temperature", "max_tokens", "top_p", "stop"}
-ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
-
-
-def cell_request_id(run_id, column_id, row_id) -> str:
-    return uuid.uuid5(CELL_NAMESPACE, f"{run_id}/{column_id}/{row_id}").hex
 
 
 def _column_error(i: int, message: str, code: str, field: str = "") -> DomainError:
@@ -199,16 +178,14 @@ def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, na
     _check_judges(user, specs)
     checked = _check_columns(user, columns)
     with transaction.atomic():
-        job_slot_check(user=user, active=EvalRun.objects.filter(owner=user, status__in=ACTIVE),
-                       limit=settings.EVAL_MAX_ACTIVE_RUNS, setting="EVAL_MAX_ACTIVE_RUNS",
-                       kind="evaluation run")
+        RUN_JOB.slot_check(user)
         run = EvalRun.objects.create(owner=user, dataset_version=version, name=name, evaluators=specs,
                                      total=version.row_count * len(checked))
         EvalColumn.objects.bulk_create([
             EvalColumn(run=run, index=i, prompt_version=c["version"], model_name=c["model"],
                        params=c["params"])
             for i, c in enumerate(checked)])
-        evalrun_dispatch(run.pk)
+        dispatch(RUN_JOB, run.pk)
     return run
 
 
@@ -220,298 +197,30 @@ def _is_uuid(value) -> bool:
     return True
 
 
-# -- dispatch and resume ------------------------------------------------------
-
-def evalrun_dispatch(run_id) -> None:
-    """Start a driver once the transaction commits (EVAL_DISPATCH=thread); with
-    "none" the next `manage.py eval_worker` poll takes the run."""
-    if settings.EVAL_DISPATCH == "thread":
-        transaction.on_commit(lambda: _start_thread(run_id))
-
-
-def _start_thread(run_id) -> None:
-    drive_in_thread(evalrun_drive, run_id, name=f"eval-{run_id}")
-
+# -- dispatch, resume, cancel --------------------------------------------------
 
 def evalrun_resume_if_stale(run: EvalRun) -> bool:
-    """A read of an unfinished run whose lease ran out restarts its driver."""
-    if run.status not in ACTIVE or settings.EVAL_DISPATCH != "thread":
+    """A read of an unfinished run whose lease ran out restarts its driver
+    (EVAL_DISPATCH=thread; else the next `manage.py eval_worker` poll does)."""
+    if run.status not in RUN_JOB.active or settings.EVAL_DISPATCH != "thread":
         return False
     if run.lease_until is not None and run.lease_until > timezone.now():
         return False
     just_now = timezone.now() - datetime.timedelta(seconds=settings.EVAL_LEASE_S)
     if run.status == RunStatus.QUEUED and run.created_at > just_now:
         return False  # just created: its own driver is starting
-    _start_thread(run.pk)
+    drive_in_thread(RUN_JOB, run.pk)
     return True
-
-
-def stale_runs():
-    return EvalRun.objects.filter(status__in=ACTIVE).filter(unheld()).order_by("created_at")
-
-
-def _claim(run_id, owner: str) -> bool:
-    claimed = lease_claim(EvalRun.objects.filter(pk=run_id, status__in=ACTIVE), owner=owner,
-                          seconds=settings.EVAL_LEASE_S, status=RunStatus.RUNNING)
-    if claimed:
-        EvalRun.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=timezone.now())
-    return claimed
-
-
-def _renew(run_id, owner: str) -> bool:
-    return lease_renew(EvalRun.objects.filter(pk=run_id, status=RunStatus.RUNNING), owner=owner,
-                       seconds=settings.EVAL_LEASE_S)
-
-
-def _progress(run_id) -> None:
-    results = EvalResult.objects.filter(run_id=run_id)
-    EvalRun.objects.filter(pk=run_id).update(completed=results.count(),
-                                             failed=results.exclude(error_code="").count())
 
 
 def evalrun_cancel(*, run: EvalRun) -> EvalRun:
     """Ask the driver to stop (it cancels what it has in flight); a run no
     driver holds is cancelled at once. Finished runs are a 409."""
-    if run.status not in ACTIVE:
+    if run.status not in RUN_JOB.active:
         raise DomainError(f"The run is already {run.status}.", code="run_finished")
-    EvalRun.objects.filter(pk=run.pk).update(cancel_requested=True)
-    now = timezone.now()
-    EvalRun.objects.filter(pk=run.pk, status__in=ACTIVE).filter(unheld(now)).update(
-        status=RunStatus.CANCELLED, finished_at=now, lease_until=None)
+    if request_cancel(RUN_JOB, run.pk):
+        now = timezone.now()
+        RUN_JOB.active_rows().filter(pk=run.pk).filter(RUN_JOB.unheld(now)).update(
+            status=RunStatus.CANCELLED, finished_at=now, lease_until=None)
     run.refresh_from_db()
     return run
-
-
-# -- the driver ---------------------------------------------------------------
-
-class _Column:
-    def __init__(self, column: EvalColumn):
-        self.column = column
-        self.version = column.prompt_version
-        self.body = body_text(self.version)
-
-
-class _Judge:
-    def __init__(self, spec: dict):
-        self.key = spec["key"]
-        self.threshold = float(spec["args"].get("threshold", 0.5))
-        self.version = PromptVersion.objects.select_related("payload_blob").get(pk=spec["args"]["version"])
-        self.body = body_text(self.version)
-        self.params = version_params(self.version)
-        self.uses = set(template_variables(self.version.system, self.body)) | set(self.version.variables)
-
-
-def _lane(run: EvalRun):
-    """The gateway's batch lane for this run's owner (settings.EVAL_LANE: the
-    gateway sits above this app, so the settings name it)."""
-    return import_string(settings.EVAL_LANE)(user=run.owner, eval_run=run.pk)
-
-
-def _chat_body(request_id: str, *, model: str, messages: list, params: dict) -> dict:
-    """The /v1/chat/completions body of one cell (the lane checks it as /v1 does)."""
-    body = {"model": model, "messages": messages, **params}
-    # Seeded from the cell's id where sampling draws, so a regenerated cell replays
-    # its text; a greedy cell needs none, and without one identical cells share a
-    # prompt-cache entry.
-    if body.get("temperature", 1.0) != 0:
-        body["seed"] = int(request_id[:8], 16) & 0x7FFFFFFF
-    return body
-
-
-def _run_lane(lane, run_id, owner: str, requests: list) -> list[dict] | None:
-    if not requests:
-        return []
-    release_connection()  # the window waits on generations and budgets with none held
-    return lane.run(requests, keep_going=lambda: _keep_going(run_id, owner),
-                    timeout_s=settings.EVAL_CELL_TIMEOUT_S, no_worker_wait_s=settings.EVAL_NO_WORKER_WAIT_S)
-
-
-def _keep_going(run_id, owner: str) -> bool:
-    """Between waits in a window: not cancelled, and the lease renewed (then
-    the connection goes back before the next wait)."""
-    try:
-        return not _cancelled(run_id) and _renew(run_id, owner)
-    finally:
-        release_connection()
-
-
-def _cancelled(run_id) -> bool:
-    return EvalRun.objects.filter(pk=run_id, cancel_requested=True).exists()
-
-
-def evalrun_drive(run_id, *, owner: str | None = None) -> str:
-    """Drive a run to its end (or to a cancel, or until another driver holds
-    it). Returns the run's status, or "busy" when another driver holds it."""
-    owner = owner or lease_owner_id()
-    if not _claim(run_id, owner):
-        return "busy"
-    run = EvalRun.objects.select_related("owner").get(pk=run_id)
-    lane = _lane(run)
-    columns = [_Column(c) for c in run.columns.select_related("prompt_version__payload_blob")]
-    judges = [_Judge(spec) for spec in run.evaluators if spec["name"] == "judge"]
-    done = set(EvalResult.objects.filter(run=run).values_list("column_id", "row_id"))
-    rows = list(run.dataset_version.rows.order_by("index").values("id", "index", "variables", "expected"))
-    pending = [(row, col) for row in rows for col in columns if (col.column.pk, row["id"]) not in done]
-    window = max(1, settings.EVAL_RUN_WINDOW)
-    for start in range(0, len(pending), window):
-        if _cancelled(run_id):
-            return _finish(run_id, owner, RunStatus.CANCELLED)
-        cells = _execute(run, pending[start:start + window], lane, owner, judges)
-        if cells is None:  # cancelled mid-window (what was in flight is dropped), or the lease lost
-            return _finish(run_id, owner, RunStatus.CANCELLED) if _cancelled(run_id) else "busy"
-        EvalResult.objects.bulk_create(cells, ignore_conflicts=True)
-        _progress(run_id)
-        if not _renew(run_id, owner):
-            logger.warning("eval run %s: lease lost; another driver continues", run_id)
-            return "busy"
-    return _finish(run_id, owner, RunStatus.DONE)
-
-
-def _finish(run_id, owner: str, status: str) -> str:
-    _progress(run_id)
-    run = EvalRun.objects.get(pk=run_id)
-    summary = run_summary(run)
-    EvalRun.objects.filter(pk=run_id, lease_owner=owner).update(
-        status=status, summary=summary, finished_at=timezone.now(), lease_until=None)
-    return status
-
-
-def _failure(run, row, col, code: str, message: str) -> EvalResult:
-    return EvalResult(run=run, column=col.column, row_id=row["id"], row_index=row["index"], error_code=code,
-                      error_message=message[:2000], passed=None)
-
-
-def _execute(run: EvalRun, cells: list, lane, owner: str,
-             judges: list | None = None) -> list[EvalResult] | None:
-    out: list[EvalResult] = []
-    submitted: list[tuple[dict, _Column]] = []
-    requests = []
-    for row, col in cells:
-        column = col.column
-        try:
-            _, messages = version_render(version=col.version, variables=row["variables"], body=col.body)
-        except DomainError as exc:  # a missing or unknown variable: this row fails, the rest runs
-            out.append(_failure(run, row, col, exc.code, exc.message))
-            continue
-        request_id = cell_request_id(run.pk, column.pk, row["id"])
-        requests.append({"request_id": request_id, "prompt_version": str(col.version.pk),
-                         "body": _chat_body(request_id, model=column.model_name, messages=messages,
-                                            params=column.params)})
-        submitted.append((row, col))
-    events = _run_lane(lane, run.pk, owner, requests)
-    if events is None:
-        return None
-    done = []
-    for (row, col), event in zip(submitted, events, strict=True):
-        if event["type"] == "done":
-            done.append((row, col, event))
-        else:
-            out.append(_failure(run, row, col, event.get("code") or "generation_failed",
-                                event.get("message") or "the generation failed"))
-    judged = _judge_all(run, done, lane, owner, judges or [])
-    if judged is None:
-        return None
-    for (row, col, event), extra in zip(done, judged, strict=True):
-        out.append(_scored(run, row, col, event, extra))
-    return out
-
-
-def _judge_all(run: EvalRun, done: list, lane, owner: str, judges: list) -> list[dict] | None:
-    """Each judge's score of each done cell ({key: score dict} per cell)."""
-    scores: list[dict] = [{} for _ in done]
-    for judge in judges:
-        pending, requests = [], []
-        for index, (row, col, event) in enumerate(done):
-            output = event["result"].get("text", "")
-            values = {**row["variables"], "output": output, "expected": row["expected"] or ""}
-            try:
-                _, messages = version_render(version=judge.version, body=judge.body,
-                                             variables={k: v for k, v in values.items() if k in judge.uses})
-            except DomainError as exc:
-                score = Score(0.0, False, f"the judge could not render: {exc.message}")
-                scores[index][judge.key] = score.as_dict()
-                continue
-            request_id = uuid.uuid5(CELL_NAMESPACE, f"{cell_request_id(run.pk, col.column.pk, row['id'])}"
-                                                    f"/judge/{judge.key}").hex
-            requests.append({"request_id": request_id, "prompt_version": str(judge.version.pk),
-                             "body": _chat_body(request_id, model=judge.version.model_name, messages=messages,
-                                                params=judge.params)})
-            pending.append(index)
-        events = _run_lane(lane, run.pk, owner, requests)
-        if events is None:
-            return None
-        for index, event in zip(pending, events, strict=True):
-            if event["type"] == "done":
-                score = judge_score(event["result"].get("text", ""), schema=judge.version.response_schema,
-                                    threshold=judge.threshold)
-            else:
-                reason = f"the judge failed: {event.get('code')}: {event.get('message', '')}"
-                score = Score(0.0, False, reason)
-            scores[index][judge.key] = score.as_dict()
-    return scores
-
-
-def _scored(run: EvalRun, row: dict, col: _Column, event: dict, judged: dict) -> EvalResult:
-    result = event["result"]
-    output = result.get("text", "")
-    scores = score_output(run.evaluators, output=output, expected=row["expected"], variables=row["variables"])
-    scores = {spec["key"]: (judged.get(spec["key"]) or scores.get(spec["key"])) for spec in run.evaluators}
-    latency = result.get("latency_s")
-    return EvalResult(run=run, column=col.column, row_id=row["id"], row_index=row["index"], output=output,
-                      scores=scores, passed=all(s["passed"] for s in scores.values()),
-                      latency_ms=int(latency * 1000) if isinstance(latency, int | float) else None,
-                      prompt_tokens=result.get("prompt_tokens") or 0,
-                      completion_tokens=result.get("completion_tokens") or 0,
-                      served=str(result.get("served") or "")[:200], cache_hit=event.get("cache_hit") or "")
-
-
-# -- aggregates ---------------------------------------------------------------
-
-def bootstrap_ci(values, *, resamples: int | None = None, seed: int = 0) -> tuple[float, float]:
-    """95% percentile-bootstrap interval of the mean (deterministic: seeded)."""
-    data = np.asarray(values, dtype=float)
-    if data.size == 0:
-        return (0.0, 0.0)
-    if data.size == 1 or np.all(data == data[0]):
-        return (float(data[0]), float(data[0]))
-    resamples = resamples or settings.EVAL_BOOTSTRAP_RESAMPLES
-    resamples = max(100, min(resamples, 20_000_000 // data.size))  # bound the work on huge runs
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return (float(low), float(high))
-
-
-def run_summary(run: EvalRun) -> dict:
-    """Per column: cells, failures, per evaluator mean (a failed cell scores 0),
-    its 95% bootstrap interval, pass rate and score histogram; latency p50/p95; tokens;
-    how many cells each model@version served."""
-    keys = [spec["key"] for spec in run.evaluators]
-    out = {"columns": []}
-    for column in run.columns.order_by("index"):
-        cells = list(EvalResult.objects.filter(column=column).values_list(
-            "scores", "error_code", "latency_ms", "prompt_tokens", "completion_tokens", "passed", "served"))
-        latencies = [c[2] for c in cells if c[2] is not None]
-        served: dict[str, int] = {}
-        for c in cells:
-            if c[6]:
-                served[c[6]] = served.get(c[6], 0) + 1
-        entry = {"column": column.index, "cells": len(cells), "failed": sum(1 for c in cells if c[1]),
-                 "passed": sum(1 for c in cells if c[5]),
-                 "prompt_tokens": sum(c[3] for c in cells), "completion_tokens": sum(c[4] for c in cells),
-                 "latency_ms_p50": float(np.percentile(latencies, 50)) if latencies else None,
-                 "latency_ms_p95": float(np.percentile(latencies, 95)) if latencies else None,
-                 "served": dict(sorted(served.items())),  # model@version -> cells it served
-                 "scores": {}}
-        for key in keys:
-            values = [(c[0].get(key) or {}).get("score", 0.0) if not c[1] else 0.0 for c in cells]
-            passes = [bool((c[0].get(key) or {}).get("passed")) for c in cells]
-            low, high = bootstrap_ci(values)
-            # The distribution for the page's chart: ten bins of 0.1 (a score of 1 in the last).
-            tenths = (np.asarray(values, dtype=float) * 10).astype(int)
-            bins = np.bincount(np.minimum(tenths, 9), minlength=10)
-            entry["scores"][key] = {"mean": float(np.mean(values)) if values else 0.0, "ci95": [low, high],
-                                    "pass_rate": (sum(passes) / len(passes)) if passes else 0.0,
-                                    "histogram": [int(b) for b in bins]}
-        out["columns"].append(entry)
-    return out

@@ -7,7 +7,8 @@ from core.error_codes import DomainError
 from playground.evals.datasets import dataset_create, dataset_version_create
 from playground.evals.evaluators import judge_score
 from playground.evals.models import EvalResult
-from playground.evals.runs import evalrun_create, evalrun_drive
+from playground.evals.run_job import evalrun_drive
+from playground.evals.runs import evalrun_create
 from tests.evals.conftest import MODEL, rows
 from tests.factories import PromptFactory, PromptVersionFactory
 

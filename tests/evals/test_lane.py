@@ -16,7 +16,8 @@ from inference_client.services import Principal, _admit
 from inference_protocol import config
 from playground.evals.datasets import dataset_create, dataset_version_create
 from playground.evals.models import EvalResult
-from playground.evals.runs import cell_request_id, evalrun_create, evalrun_drive
+from playground.evals.run_job import cell_request_id, evalrun_drive
+from playground.evals.runs import evalrun_create
 from tests.evals.conftest import MODEL, rows, use_backend
 from tests.evals.test_runs import Recording
 from tests.factories import PromptVersionFactory

@@ -11,7 +11,9 @@ from inference_client.models import UsageRecord
 from inference_worker.inprocess import InProcessBackend
 from playground.evals.datasets import dataset_create, dataset_version_create
 from playground.evals.models import EvalResult, EvalRun, RunStatus
-from playground.evals.runs import bootstrap_ci, cell_request_id, evalrun_cancel, evalrun_create, evalrun_drive
+from playground.evals.run_job import cell_request_id, evalrun_drive
+from playground.evals.runs import evalrun_cancel, evalrun_create
+from playground.evals.summary import bootstrap_ci
 from tests.evals.conftest import MODEL, rows, use_backend
 from tests.factories import PromptVersionFactory, UserFactory
 
@@ -98,14 +100,6 @@ def test_should_resume_a_crashed_run_without_running_stored_cells_again(user, da
     assert results.count() == 5
     assert results.get(row_index=0).output == "from before"  # not generated twice
     assert results.get(row_index=1).output == "olleh"
-
-
-def test_should_leave_a_run_to_the_driver_that_holds_its_lease(user, dataset, echo_version, backend):
-    run = _run(user, dataset, [echo_version])
-    EvalRun.objects.filter(pk=run.pk).update(status="running", lease_owner="other:1:1",
-                                             lease_until=timezone.now() + datetime.timedelta(seconds=30))
-    assert evalrun_drive(run.pk) == "busy"
-    assert not EvalResult.objects.filter(run=run).exists()
 
 
 def test_should_cancel_a_run_no_driver_holds_and_refuse_a_finished_one(user, dataset, echo_version, backend):

@@ -141,7 +141,7 @@ def test_should_resume_a_batch_after_its_driver_and_worker_are_killed_without_lo
 
     from django.utils import timezone
 
-    from inference_client.batches import batch_drive
+    from inference_client.batch_job import batch_drive
     from inference_protocol.backend import live_workers
     from tests.inference_client.conftest import database_url, job_worker, stack_env
     from tests.inference_worker.workers import celery_worker, delete_queues
@@ -223,7 +223,8 @@ def test_lines_not_run_within_the_completion_window_are_reported_expired(setting
     from django.core.files.uploadedfile import SimpleUploadedFile
     from django.utils import timezone
 
-    from inference_client.batches import batch_create, batch_drive, file_create, file_lines
+    from inference_client.batch_job import batch_drive
+    from inference_client.batches import batch_create, file_create, file_lines
 
     settings.BATCH_DISPATCH = "none"
     settings.INFERENCE_MODELS = {MODEL: {"engine": "fixed_cost"}}
@@ -249,7 +250,8 @@ def test_a_batch_whose_broker_is_away_pauses_without_losing_a_line_then_resumes(
     from django.core.files.uploadedfile import SimpleUploadedFile
     from django.db import connection
 
-    from inference_client.batches import batch_create, batch_drive, file_create
+    from inference_client.batch_job import batch_drive
+    from inference_client.batches import batch_create, file_create
     from tests.inference_client.conftest import stack_env
     from tests.livesubprocess import ROOT
     from tests.tcpproxy import TcpProxy

@@ -13,7 +13,7 @@ import pytest
 from playground import services
 from playground.bodies import body_cache, body_text
 from playground.evals import evaluators as ev
-from playground.evals.runs import evalrun_drive
+from playground.evals.run_job import evalrun_drive
 from playground.models import PromptVersion, Storage
 from tests.evals.conftest import MODEL, _eval_settings, backend  # noqa: F401 (fixtures)
 from tests.factories import PromptFactory, PromptVersionFactory

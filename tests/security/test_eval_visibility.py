@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from rest_framework.test import APIClient
 
-from playground.evals.runs import evalrun_drive
+from playground.evals.run_job import evalrun_drive
 from playground.evals.visibility import Visibility, hidden_judges, redact_cell, redact_evaluators
 
 # The evaluations suite's settings (its model, no dispatch thread) and in-process backend.

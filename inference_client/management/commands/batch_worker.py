@@ -1,4 +1,4 @@
-"""Drive Batch API jobs that no process holds: ones created with
+"""Drive Batch API jobs that no process holds (core.jobs): ones created with
 BATCH_DISPATCH=none (the default with services: servers never drive batches),
 ones cancelled while no driver held them, and running ones whose driver's lease
 ran out (a crashed driver): they resume, skipping the lines already stored.
@@ -7,12 +7,10 @@ ran out (a crashed driver): they resume, skipping the lines already stored.
     manage.py batch_worker --once       # drive what is waiting now, one after the other, then exit
 """
 
-import time
-
 from django.core.management.base import BaseCommand
 
-from core.leases import DriverThreads, release_connection
-from inference_client.batches import batch_drive, stale_batches
+from core.jobs import run_worker
+from inference_client.batch_job import BATCH_JOB
 
 
 class Command(BaseCommand):
@@ -26,14 +24,4 @@ class Command(BaseCommand):
                             help="Batches driven at once, each on a thread (default 8).")
 
     def handle(self, *args, once=False, poll=2.0, drivers=8, **options):
-        if once:
-            for batch_id in list(stale_batches().values_list("pk", flat=True)[:20]):
-                self.stdout.write(f"batch {batch_id}: {batch_drive(batch_id)}")
-            return
-        threads = DriverThreads(drivers)
-        while True:
-            for batch_id in list(stale_batches().values_list("pk", flat=True)[:threads.room()]):
-                if threads.start(batch_drive, batch_id, name=f"batch-{batch_id}"):
-                    self.stdout.write(f"batch {batch_id}: started")
-            release_connection()  # none held between polls
-            time.sleep(poll)
+        run_worker([BATCH_JOB], once=once, poll=poll, drivers=drivers, say=self.stdout.write)

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from inference_client.control import documents
 from inference_client.control import rollout as ro
+from inference_client.control.canary import Figures, decide
 from inference_client.models import ControlEvent, Rollout
 from inference_client.services import choose_version
 
@@ -20,14 +21,14 @@ THRESHOLDS = {"max_error_rate_delta": 0.05, "max_p99_ratio": 1.5, "min_requests"
 
 @pytest.mark.any_profile
 @pytest.mark.parametrize("canary, stable, verdict, words", [
-    (ro.Figures(100, 30, 50), ro.Figures(900, 0, 50), "rollback", "error rate 30.0% vs stable 0.0%"),
-    (ro.Figures(100, 1, 200), ro.Figures(900, 0, 50), "rollback", "p99 200 ms vs stable 50 ms"),
-    (ro.Figures(0, 0, 0), ro.Figures(900, 0, 50), "rollback", "served no request"),
-    (ro.Figures(100, 2, 60), ro.Figures(900, 9, 50), "continue", "within thresholds"),
+    (Figures(100, 30, 50), Figures(900, 0, 50), "rollback", "error rate 30.0% vs stable 0.0%"),
+    (Figures(100, 1, 200), Figures(900, 0, 50), "rollback", "p99 200 ms vs stable 50 ms"),
+    (Figures(0, 0, 0), Figures(900, 0, 50), "rollback", "served no request"),
+    (Figures(100, 2, 60), Figures(900, 9, 50), "continue", "within thresholds"),
 ])
 def test_should_roll_back_on_a_regression_beyond_the_thresholds(canary, stable, verdict, words):
-    assert ro.decide(canary, stable, THRESHOLDS)[0] == verdict
-    assert words in ro.decide(canary, stable, THRESHOLDS)[1]
+    assert decide(canary, stable, THRESHOLDS)[0] == verdict
+    assert words in decide(canary, stable, THRESHOLDS)[1]
 
 
 @pytest.mark.any_profile
