@@ -52,7 +52,7 @@ from core.leases import (
 from inference_client.completion import Completion
 from inference_client.models import Batch, BatchFile, BatchLine
 from inference_client.rendering import completion_body, embeddings_body, error_status
-from inference_client.services import estimate_prompt_tokens
+from inference_client.stages.admit import estimate_prompt_tokens
 from inference_client.validation import check_chat_request, check_embeddings_request, check_text_request
 from inference_protocol import features
 from inference_protocol.backend import Backend, get_backend
