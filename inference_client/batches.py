@@ -49,6 +49,7 @@ from core.leases import (
     release_connection,
     unheld,
 )
+from core.vocabulary import Priority, Tier
 from inference_client.completion import Completion
 from inference_client.models import Batch, BatchFile, BatchLine
 from inference_client.rendering import completion_body, embeddings_body, error_status
@@ -287,7 +288,7 @@ def _check_enqueued_tokens(user, api_key, f: BatchFile) -> None:
     """A batch is refused at create if the account's enqueued tokens (its
     unfinished batches' inputs) would pass its tier's limit."""
     tier = api_key.tier if api_key is not None else account_tier(user=user)  # a browser session
-    limit = settings.BATCH_ENQUEUED_TOKENS.get(tier, settings.BATCH_ENQUEUED_TOKENS["free"])
+    limit = settings.BATCH_ENQUEUED_TOKENS.get(tier, settings.BATCH_ENQUEUED_TOKENS[Tier.FREE])
     # Locks the account's active batches: two creates at once cannot both pass.
     active = list(Batch.objects.select_for_update().filter(user=user, status__in=ACTIVE)
                   .values_list("input_file__tokens", flat=True))
@@ -426,7 +427,7 @@ def _request(batch: Batch, line: dict, check) -> tuple[GenerationRequest, object
         request_id=request_id, model=request.model, messages=request.messages, max_tokens=params.max_tokens,
         temperature=params.temperature, top_p=params.top_p, stop=list(params.stop),
         seed=params.seed if params.seed is not None else int(request_id[:8], 16) & 0x7FFFFFFF,
-        priority="batch", timeout_s=settings.BATCH_LINE_TIMEOUT_S,
+        priority=Priority.BATCH.wire, timeout_s=settings.BATCH_LINE_TIMEOUT_S,
         response_format=params.response_format or params.tool_constraint, n=params.n, inputs=params.inputs,
         logprobs=params.logprobs, raw_prompt=params.raw_prompt, stream=False), request
 

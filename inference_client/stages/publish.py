@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 
 from core.errors import ApiError
+from core.vocabulary import Priority
 from inference_client.completion import Completion, read_events
 from inference_client.stages.admit import release
 from inference_client.stages.call import Call
@@ -25,7 +26,7 @@ async def publish(call: Call) -> None:
         response_format=params.response_format or params.tool_constraint, n=params.n, inputs=params.inputs,
         logprobs=params.logprobs,
         raw_prompt=params.raw_prompt,
-        priority="batch" if call.lane == "batch" else "paid" if call.principal.tier == "paid" else "free",
+        priority=Priority.of(call.principal.tier, batch=call.lane == "batch").wire,
         timeout_s=call.timeout_s, stream=call.stream)
     try:
         await get_backend().asubmit(generation, device=call.device)

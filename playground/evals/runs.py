@@ -41,6 +41,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from core.errors import ApiError
+from core.ids import is_uuid
 from core.leases import (
     drive_in_thread,
     job_slot_check,
@@ -186,7 +187,7 @@ def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, na
             raise ApiError("The dataset has no version yet: add rows first.", code="dataset_empty",
                            field="dataset")
     else:
-        version = versions.filter(pk=version_id).first() if _is_uuid(version_id) else None
+        version = versions.filter(pk=version_id).first() if is_uuid(version_id) else None
         if version is None:
             raise ApiError("Dataset version not found.", code="version_not_found", status_code=404,
                            field="dataset_version")
@@ -211,12 +212,6 @@ def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, na
     return run
 
 
-def _is_uuid(value) -> bool:
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 # -- dispatch and resume ------------------------------------------------------
