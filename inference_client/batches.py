@@ -39,6 +39,7 @@ from django.utils import timezone
 
 from accounts.selectors import account_tier
 from core.blobstore import get_blob_store
+from core.commit import after_commit
 from core.errors import ApiError
 from core.leases import (
     drive_in_thread,
@@ -333,7 +334,7 @@ def batch_cancel(*, batch: Batch) -> Batch:
 
 def batch_dispatch(batch_id) -> None:
     if settings.BATCH_DISPATCH == "thread":
-        transaction.on_commit(lambda: drive_in_thread(batch_drive, batch_id, name=f"batch-{batch_id}"))
+        after_commit(drive_in_thread, batch_drive, batch_id, name=f"batch-{batch_id}")
 
 
 def stale_batches():

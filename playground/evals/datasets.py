@@ -24,6 +24,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.commit import after_commit
 from core.csvexport import FormulaSafeWriter
 from core.errors import ApiError
 from core.ids import is_uuid, parse_uuid
@@ -425,7 +426,7 @@ def dataset_import_start(
         get_blob_store().delete(job.object_key)
         raise
     if settings.EVAL_DISPATCH == "thread":
-        transaction.on_commit(lambda: drive_in_thread(dataset_import_run, job.pk, name=f"import-{job.pk}"))
+        after_commit(drive_in_thread, dataset_import_run, job.pk, name=f"import-{job.pk}")
     return job
 
 

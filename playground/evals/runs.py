@@ -40,6 +40,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from core.commit import after_commit
 from core.errors import ApiError
 from core.ids import is_uuid
 from core.leases import (
@@ -220,7 +221,7 @@ def evalrun_dispatch(run_id) -> None:
     """Start a driver once the transaction commits (EVAL_DISPATCH=thread); with
     "none" the next `manage.py eval_worker` poll takes the run."""
     if settings.EVAL_DISPATCH == "thread":
-        transaction.on_commit(lambda: _start_thread(run_id))
+        after_commit(_start_thread, run_id)
 
 
 def _start_thread(run_id) -> None:
