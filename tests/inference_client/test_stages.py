@@ -7,7 +7,6 @@ import time
 import uuid
 
 import pytest
-from asgiref.sync import sync_to_async
 from django.contrib.auth.middleware import AuthenticationMiddleware
 from django.contrib.sessions.middleware import SessionMiddleware
 from django.test import RequestFactory
@@ -74,7 +73,8 @@ def code_of(excinfo) -> tuple[int, str]:
 # ---- authenticate ----------------------------------------------------------------------------
 
 async def test_authenticate_finds_the_key_of_a_bearer_call_and_refuses_a_bad_one():
-    key, raw = await sync_to_async(ApiKeyFactory.create_with_raw)(user=await sync_to_async(UserFactory)())
+    # Rows made on a thread of its own: not on asgiref's, whose connection would outlive the test.
+    key, raw = await asyncio.to_thread(lambda: ApiKeyFactory.create_with_raw(user=UserFactory()))
     assert (await authenticate(post(Authorization=f"Bearer {raw}"))).pk == key.pk
     with pytest.raises(ApiError) as unknown:
         await authenticate(post(Authorization="Bearer sk-not-a-key"))
@@ -137,14 +137,14 @@ def test_resolve_refuses_an_unknown_model_and_one_of_the_other_endpoint():
 
 @services
 async def test_cache_replays_an_idempotency_key_retry_and_refuses_another_body():
-    first = await sync_to_async(make_call)(idempotency_key="retry-me")
+    first = await asyncio.to_thread(make_call, idempotency_key="retry-me")
     assert await replay(first) is None  # the first request owns the key
-    retry = await sync_to_async(make_call)(idempotency_key="retry-me")
+    retry = await asyncio.to_thread(make_call, idempotency_key="retry-me")
     retry.principal = first.principal
     attached = await replay(retry)
     assert (attached.request_id, attached.attached, attached.headers) == (
         first.request_id, True, {"Idempotent-Replayed": "true"})
-    other = await sync_to_async(make_call)("another body", idempotency_key="retry-me")
+    other = await asyncio.to_thread(make_call, "another body", idempotency_key="retry-me")
     other.principal = first.principal
     with pytest.raises(ApiError) as reused:
         await replay(other)
@@ -153,15 +153,15 @@ async def test_cache_replays_an_idempotency_key_retry_and_refuses_another_body()
 
 @services
 async def test_cache_finds_a_deterministic_calls_exact_answer_of_its_tenant():
-    call = await sync_to_async(make_call)("cache me", temperature=0)
+    call = await asyncio.to_thread(make_call, "cache me", temperature=0)
     await lookup(call)
     assert (call.hit, call.cache_hit) == (None, "") and call.exact_key is not None
     await prompt_cache.exact_put(call.exact_key, {"text": "em ehcac", "finish_reason": "stop"})
-    again = await sync_to_async(make_call)("cache me", temperature=0)
+    again = await asyncio.to_thread(make_call, "cache me", temperature=0)
     again.principal = call.principal
     await lookup(again)
     assert (again.hit["text"], again.cache_hit) == ("em ehcac", "exact")
-    sampled = await sync_to_async(make_call)("cache me", temperature=0.7)
+    sampled = await asyncio.to_thread(make_call, "cache me", temperature=0.7)
     await lookup(sampled)
     assert (sampled.hit, sampled.exact_key) == (None, None)
 
@@ -169,7 +169,7 @@ async def test_cache_finds_a_deterministic_calls_exact_answer_of_its_tenant():
 @services
 async def test_cache_answers_a_hit_from_the_event_log_and_records_it():
     rows, recorded = [], asyncio.Event()
-    call = await sync_to_async(make_call)(record_sink=lambda row: (rows.append(row), recorded.set()))
+    call = await asyncio.to_thread(make_call, record_sink=lambda row: (rows.append(row), recorded.set()))
     call.hit, call.cache_hit = {"text": "olleh", "finish_reason": "stop", "prompt_tokens": 2,
                                 "completion_tokens": 2}, "exact"
     completion = await answer(call)
@@ -183,7 +183,7 @@ async def test_cache_answers_a_hit_from_the_event_log_and_records_it():
 # ---- admit -----------------------------------------------------------------------------------
 
 async def test_admit_charges_the_estimate_and_names_what_to_run():
-    call = await sync_to_async(make_call)("hello", max_tokens=10)
+    call = await asyncio.to_thread(make_call, "hello", max_tokens=10)
     await admit(call)
     assert call.estimate > 10 and call.served == MODEL
     if call.use_redis:
@@ -197,9 +197,9 @@ async def test_admit_charges_the_estimate_and_names_what_to_run():
 async def test_admit_refuses_past_the_tiers_request_rate(settings):
     settings.RATE_LIMITS = {**settings.RATE_LIMITS,
                             "paid": {"requests_per_min": 1, "tokens_per_min": 100_000}}
-    call = await sync_to_async(make_call)()
+    call = await asyncio.to_thread(make_call)
     await admit(call)
-    again = await sync_to_async(make_call)()
+    again = await asyncio.to_thread(make_call)
     again.principal = call.principal
     with pytest.raises(ApiError) as refused:
         await admit(again)
@@ -209,7 +209,7 @@ async def test_admit_refuses_past_the_tiers_request_rate(settings):
 
 @services
 async def test_admit_charges_a_cached_answer_no_tokens():
-    call = await sync_to_async(make_call)()
+    call = await asyncio.to_thread(make_call)
     call.hit = {"text": "x"}
     await admit(call)
     assert call.estimate == 0 and call.decision.allowed and call.served == ""
@@ -219,7 +219,8 @@ async def test_admit_charges_a_cached_answer_no_tokens():
 
 async def test_publish_then_stream_brings_the_workers_answer_and_record_runs_at_its_end():
     rows, recorded = [], asyncio.Event()
-    call = await sync_to_async(make_call)("hello", record_sink=lambda row: (rows.append(row), recorded.set()))
+    call = await asyncio.to_thread(make_call, "hello",
+                                   record_sink=lambda row: (rows.append(row), recorded.set()))
     await admit(call)
     await publish(call)
     completion = stream(call)
@@ -233,7 +234,7 @@ async def test_publish_then_stream_brings_the_workers_answer_and_record_runs_at_
 
 async def test_record_keeps_a_failed_generations_usage_row():
     rows = []
-    call = await sync_to_async(make_call)(record_sink=rows.append)
+    call = await asyncio.to_thread(make_call, record_sink=rows.append)
     completion = Completion(id="x", request_id=call.request_id, model=MODEL, created=call.created)
     await record(completion, call, {"type": "error", "code": "deadline_exceeded", "message": "late"})
     assert (rows[0]["status"], rows[0]["error_code"], rows[0]["prompt_tokens"]) == (
@@ -242,7 +243,7 @@ async def test_record_keeps_a_failed_generations_usage_row():
 
 @services
 async def test_record_fills_the_prompt_cache_with_a_finished_answer():
-    call = await sync_to_async(make_call)("fill", temperature=0, record_sink=lambda row: None)
+    call = await asyncio.to_thread(make_call, "fill", temperature=0, record_sink=lambda row: None)
     await lookup(call)
     completion = Completion(id="x", request_id=call.request_id, model=MODEL, created=call.created)
     result = {"text": "llif", "finish_reason": "stop", "prompt_tokens": 1, "completion_tokens": 1}
