@@ -19,8 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from django.db import transaction
-
+from core.commit import after_commit
 from core.redis import enabled as redis_enabled
 from core.redis import get_redis
 
@@ -126,12 +125,11 @@ def owner_deactivated(sender, instance, update_fields=None, **kwargs):
     was_active = type(instance).objects.filter(pk=instance.pk, is_active=True).exists()
     if was_active:
         key_ids = list(ApiKey.objects.filter(user_id=instance.pk).values_list("pk", flat=True))
-        transaction.on_commit(lambda: keys_revoked(key_ids))
+        after_commit(keys_revoked, key_ids)
 
 
 def key_saved(sender, instance, **kwargs):
     """post_save of API keys: a revoked key (by the API, the admin or any
     save) is refused by every process from its next request on."""
     if instance.revoked_at is not None:
-        key_id = instance.pk
-        transaction.on_commit(lambda: keys_revoked([key_id]))
+        after_commit(keys_revoked, [instance.pk])

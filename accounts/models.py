@@ -7,10 +7,7 @@ import secrets
 from django.conf import settings
 from django.db import models
 
-
-class Tier(models.TextChoices):
-    FREE = "free", "Free"
-    PAID = "paid", "Paid"
+from core.vocabulary import Tier
 
 
 class Account(models.Model):

@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.commit import after_commit
 from core.error_codes import DomainError
 
 from .keycache import account_tier_changed, keys_changed
@@ -62,12 +63,8 @@ def account_tier_set(*, user, tier: str) -> Account:
     account.save()
     key_ids = list(ApiKey.objects.filter(user=user).exclude(tier=tier).values_list("pk", flat=True))
     ApiKey.objects.filter(pk__in=key_ids).update(tier=tier)
-
-    def changed(user_id=user.pk):
-        keys_changed(key_ids)
-        account_tier_changed(user_id)
-
-    transaction.on_commit(changed)
+    after_commit(keys_changed, key_ids)
+    after_commit(account_tier_changed, user.pk)
     return account
 
 

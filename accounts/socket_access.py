@@ -28,8 +28,9 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.backends.db import SessionStore as DbSessionStore
-from django.db import transaction
 from django.utils import timezone
+
+from core.commit import after_commit
 
 from .models import ApiKey
 
@@ -82,7 +83,7 @@ def access_ended(user_id: int, reason: str, *, session_key: str | None = None,
     session or key), in every server process, once the current transaction commits."""
     event = {"type": "access.ended", "reason": reason,
              "session": session_digest(session_key) if session_key else None, "key": key_id}
-    transaction.on_commit(lambda: _send(access_group(user_id), event))
+    after_commit(_send, access_group(user_id), event)
 
 
 def _send(group: str, event: dict) -> None:

@@ -8,8 +8,9 @@ the fixed-cost engine). One client on one kept-alive connection sends requests o
 after another and reads each answer's Server-Timing header (inference_client/
 completion.py), so every phase is measured per request in the same run:
 
-- auth, parse, admit: the gateway before the generation is published;
-- wait: from the publish's start to the terminal event reaching the gateway, of
+- authenticate, parse, resolve, cache, admit: the gateway's stages before the
+  generation is published (inference_client/stages);
+- stream: from the publish's start to the terminal event reaching the gateway, of
   which worker is the worker's own time (scheduler queue + engine call); the rest
   is the publish (also shown alone) and transport: broker -> task -> scheduler,
   and event log -> gateway;
@@ -44,9 +45,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import e2e  # noqa: E402  (sets up Django and the bench's model)
 
+# The phases' names before they were the stages' (a --checkout of older code sends these).
+OLD_NAMES = {"auth": "authenticate", "wait": "stream"}
+
 
 def timings(header: str) -> dict[str, float]:
-    return {m.group(1): float(m.group(2)) for m in re.finditer(r"([\w-]+);dur=([\d.]+)", header)}
+    return {OLD_NAMES.get(m.group(1), m.group(1)): float(m.group(2))
+            for m in re.finditer(r"([\w-]+);dur=([\d.]+)", header)}
 
 
 class Client:
@@ -73,12 +78,17 @@ class Client:
         return {**timings(response.getheader("Server-Timing", "")), "client": rtt}
 
 
+# Older code measured no resolve or cache stage: 0 there.
+BEFORE_PUBLISH = ["authenticate", "parse", "resolve", "cache", "admit"]
+
+
 def report(name: str, rows: list[dict], call_ms: float) -> dict[str, float]:
-    phases = {name: [r[name] for r in rows] for name in
-              ["auth", "parse", "admit", "publish", "wait", "worker", "total", "client"]}
+    phases = {name: [r.get(name, 0.0) for r in rows] for name in
+              [*BEFORE_PUBLISH, "publish", "stream", "worker", "total", "client"]}
     phases.update({
-        "gateway before publishing (auth+parse+admit)": [r["auth"] + r["parse"] + r["admit"] for r in rows],
-        "publish + transport (wait - worker)": [r["wait"] - r["worker"] for r in rows],
+        "gateway before publishing (authenticate..admit)": [sum(r.get(name, 0.0) for name in BEFORE_PUBLISH)
+                                                            for r in rows],
+        "publish + transport (stream - worker)": [r["stream"] - r["worker"] for r in rows],
         "worker beyond the call (worker - call)": [r["worker"] - call_ms for r in rows],
         "HTTP + handler (client - total)": [r["client"] - r["total"] for r in rows],
         "OVERHEAD (client - call)": [r["client"] - call_ms for r in rows],
@@ -137,7 +147,8 @@ def run(requests: int, call_ms: float, variant: dict[str, str] | None, worker_va
     base = medians.pop("baseline")
     for name, var in medians.items():
         print(f"\n{name} / baseline, p50:")
-        for phase in ("publish", "publish + transport (wait - worker)",
+        for phase in ("gateway before publishing (authenticate..admit)", "publish",
+                      "publish + transport (stream - worker)",
                       "worker beyond the call (worker - call)", "HTTP + handler (client - total)",
                       "OVERHEAD (client - call)"):
             print(f"  {phase:<50} {var[phase]:>7.2f} / {base[phase]:>7.2f} ms")

@@ -1,4 +1,4 @@
-"""Channel-layer publishing. Always called from transaction.on_commit (see
+"""Channel-layer publishing. Always called after the commit (core.commit; see
 services): a subscriber must never hear of a row it cannot read yet."""
 
 import logging

@@ -1,7 +1,6 @@
 """Writes for chat. Each write commits first and publishes on commit, so the
 inbox always holds what the channel layer may have lost."""
 
-from functools import partial
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -9,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import adb
+from core.commit import after_commit
 from core.error_codes import DomainError
 from core.ids import parse_uint
 from inference_protocol.validation import InvalidInput, check_text
@@ -68,11 +68,10 @@ def message_send(*, sender, recipient_id, client_msg_id, body) -> tuple[Message,
     msg, created, _ = send.run_sync(**args)
     if created:
         payload = selectors.message_payload(msg, inbox_seq=msg.inbox_seq)
-        transaction.on_commit(partial(events.publish, args["recipient_id"],
-                                      {"type": "chat.message", "message": payload}))
+        after_commit(events.publish, args["recipient_id"], {"type": "chat.message", "message": payload})
         # The sender's other tabs/devices see their own message too (no inbox cursor).
         echo = {"type": "chat.echo", "message": dict(payload, inbox_seq=None)}
-        transaction.on_commit(partial(events.publish, sender.pk, echo))
+        after_commit(events.publish, sender.pk, echo)
     return msg, created
 
 
@@ -132,9 +131,9 @@ def _message_change(*, user, message_id, body: str | None) -> Message:
         InboxEntry.objects.create(user_id=peer_id, message=msg, conversation_id=msg.conversation_id,
                                   seq=msg.seq, inbox_seq=inbox_seq, kind=kind)
         payload = selectors.message_payload(msg, inbox_seq=inbox_seq, kind=kind)
-        transaction.on_commit(partial(events.publish, peer_id, {"type": "chat.message", "message": payload}))
+        after_commit(events.publish, peer_id, {"type": "chat.message", "message": payload})
         echo = {"type": "chat.echo", "message": dict(payload, inbox_seq=None)}
-        transaction.on_commit(partial(events.publish, user.pk, echo))
+        after_commit(events.publish, user.pk, echo)
     return msg
 
 
@@ -166,10 +165,10 @@ def conversation_mark_read(*, user, conversation_id, upto) -> int:
         count = entries.update(read_at=now)
         if count:
             event = {"type": "chat.read", "conversation": conv.pk, "reader": user.pk, "upto": upto}
-            transaction.on_commit(partial(events.publish, conv.peer_id(user.pk), event))
+            after_commit(events.publish, conv.peer_id(user.pk), event)
             # The reader's other tabs and devices update their unread counts.
             mine = dict(event, unread=selectors.unread_in(user_id=user.pk, conversation_id=conv.pk))
-            transaction.on_commit(partial(events.publish, user.pk, mine))
+            after_commit(events.publish, user.pk, mine)
     return count
 
 
@@ -195,7 +194,7 @@ def block_delete(*, blocker, blocked_id) -> None:
 def _contacts_changed(*user_ids: int) -> None:
     # Connected sockets reload who may see whose presence.
     for uid in user_ids:
-        transaction.on_commit(partial(events.publish, uid, {"type": "chat.contacts"}))
+        after_commit(events.publish, uid, {"type": "chat.contacts"})
 
 
 def last_seen_touch(*, user_id: int) -> None:

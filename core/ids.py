@@ -1,4 +1,4 @@
-"""Ids and counters from clients: ASCII digits only, and small enough for a bigint.
+"""Ids from clients: counters (ASCII digits only, and small enough for a bigint) and UUIDs.
 
 `str.isdigit()` accepts "²" and 5,000-digit strings; int() of the first raises,
 the second overflows the database's bigint: both were 500s or crashed sockets."""
@@ -6,6 +6,7 @@ the second overflows the database's bigint: both were 500s or crashed sockets.""
 from __future__ import annotations
 
 import re
+import uuid
 
 DB_INT_MAX = 2**63 - 1
 _DIGITS = re.compile(r"[0-9]{1,19}")
@@ -23,3 +24,15 @@ def parse_uint(value) -> int | None:
     else:
         return None
     return number if number <= DB_INT_MAX and number >= 0 else None
+
+
+def parse_uuid(value) -> uuid.UUID | None:
+    """A UUID from a client's value (any of its string forms); None for anything else."""
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+def is_uuid(value) -> bool:
+    return parse_uuid(value) is not None

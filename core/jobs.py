@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import functools
 import logging
 import os
 import socket
@@ -40,10 +39,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 
+from core.commit import after_commit
 from core.leases import job_slot_check, release_connection
 
 logger = logging.getLogger(__name__)
@@ -235,7 +235,7 @@ def dispatch(kind: JobKind, pk) -> None:
     process where the kind's dispatch setting is "thread"; else a worker's poll
     takes it."""
     if getattr(settings, kind.dispatch_setting) == "thread":
-        transaction.on_commit(functools.partial(drive_in_thread, kind, pk))
+        after_commit(drive_in_thread, kind, pk)
 
 
 class DriverThreads:

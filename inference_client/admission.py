@@ -27,6 +27,7 @@ from django.conf import settings
 
 from accounts.keycache import revoked_mark
 from core.redis import script
+from core.vocabulary import Tier
 from inference_protocol import config
 from inference_protocol.devices import devices_key
 
@@ -191,7 +192,7 @@ def global_bucket(*, model: str, tier: str, tokens: int, lane: str = "interactiv
     interactive traffic leaves empty, so it takes none of the capacity they are admitted against."""
     if lane == "batch":
         return Bucket(global_key(model), "global", -1, -1, 0, 0)
-    return Bucket(global_key(model), "global", -1, -1, tokens, -1 if tier == "free" else 0)
+    return Bucket(global_key(model), "global", -1, -1, tokens, -1 if tier == Tier.FREE else 0)
 
 
 def global_key(model: str) -> str:

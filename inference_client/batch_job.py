@@ -29,6 +29,7 @@ from core.blobstore import get_blob_store
 from core.error_codes import DomainError
 from core.jobs import CANCELLED, PAUSED, Job, JobKind, Slots, drive
 from core.leases import release_connection
+from core.vocabulary import Priority
 from inference_client.batches import ACTIVE, ENDPOINTS, PENDING_CHUNK, file_lines, line_request_id, new_id
 from inference_client.completion import Completion
 from inference_client.models import Batch, BatchFile, BatchLine
@@ -98,7 +99,7 @@ def _request(batch: Batch, line: dict, check) -> tuple[GenerationRequest, object
         request_id=request_id, model=request.model, messages=request.messages, max_tokens=params.max_tokens,
         temperature=params.temperature, top_p=params.top_p, stop=list(params.stop),
         seed=params.seed if params.seed is not None else int(request_id[:8], 16) & 0x7FFFFFFF,
-        priority="batch", timeout_s=settings.BATCH_LINE_TIMEOUT_S,
+        priority=Priority.BATCH.wire, timeout_s=settings.BATCH_LINE_TIMEOUT_S,
         response_format=params.response_format or params.tool_constraint, n=params.n, inputs=params.inputs,
         logprobs=params.logprobs, raw_prompt=params.raw_prompt, stream=False), request
 

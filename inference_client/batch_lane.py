@@ -35,7 +35,8 @@ from collections.abc import Callable
 from accounts.selectors import account_tier
 from core.error_codes import DomainError
 from inference_client.models import UsageRecord
-from inference_client.services import SessionCaller, completion_create
+from inference_client.services import completion_create
+from inference_client.stages.call import SessionCaller
 from inference_client.validation import check_chat_request
 from inference_protocol import config
 from inference_protocol.backend import get_backend

@@ -29,8 +29,9 @@ from accounts.selectors import account_tier
 from core.blobstore import get_blob_store
 from core.error_codes import DomainError
 from core.jobs import dispatch, request_cancel
+from core.vocabulary import Tier
 from inference_client.models import Batch, BatchFile
-from inference_client.services import estimate_prompt_tokens
+from inference_client.stages.admit import estimate_prompt_tokens
 from inference_client.validation import check_chat_request, check_embeddings_request, check_text_request
 from inference_protocol import features
 from inference_protocol.catalog import UnknownModel, model_spec
@@ -233,7 +234,7 @@ def _check_enqueued_tokens(user, api_key, f: BatchFile) -> None:
     """A batch is refused at create if the account's enqueued tokens (its
     unfinished batches' inputs) would pass its tier's limit."""
     tier = api_key.tier if api_key is not None else account_tier(user=user)  # a browser session
-    limit = settings.BATCH_ENQUEUED_TOKENS.get(tier, settings.BATCH_ENQUEUED_TOKENS["free"])
+    limit = settings.BATCH_ENQUEUED_TOKENS.get(tier, settings.BATCH_ENQUEUED_TOKENS[Tier.FREE])
     # Locks the account's active batches: two creates at once cannot both pass.
     active = list(Batch.objects.select_for_update().filter(user=user, status__in=ACTIVE)
                   .values_list("input_file__tokens", flat=True))

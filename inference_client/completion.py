@@ -58,7 +58,7 @@ class Completion:
     started: float = dataclasses.field(default_factory=time.monotonic)
     first_token_at: float | None = None
     ended_at: float | None = None       # when the terminal event reached this process
-    # Milliseconds per gateway phase (auth, parse, admit, publish), for Server-Timing.
+    # Milliseconds per gateway stage (inference_client.stages), for Server-Timing.
     timings: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
@@ -143,15 +143,15 @@ class Completion:
 
     def server_timing(self, result: dict | None) -> str:
         """The Server-Timing header (W3C) of a finished completion: the gateway's
-        phases, the wait from the publish to the terminal event, and within it the
-        worker's own time (scheduler queue + engine), so that the overhead of the
+        stages, the stream stage (from the publish to the terminal event), and within
+        it the worker's own time (scheduler queue + engine), so that the overhead of the
         path shows per request in a client or a bench (bench/overhead.py)."""
         parts = [f"{name};dur={ms:.2f}" for name, ms in self.timings.items()]
         if self.ended_at is not None:
             # From the publish's start: a worker may start the task before the
             # publisher thread's answer is back on this loop.
-            wait_ms = (self.ended_at - self.started) * 1000 + self.timings.get("publish", 0.0)
-            parts.append(f"wait;dur={wait_ms:.2f}")
+            stream_ms = (self.ended_at - self.started) * 1000 + self.timings.get("publish", 0.0)
+            parts.append(f"stream;dur={stream_ms:.2f}")
         if result and "latency_s" in result:
             parts.append(f"worker;dur={result['latency_s'] * 1000:.2f}")
         return ", ".join(parts)

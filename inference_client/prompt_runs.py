@@ -18,9 +18,10 @@ from core.error_codes import DomainError
 from core.errors import domain_error_response, json_error
 from inference_client.idempotency import body_fingerprint, check_idempotency_key
 from inference_client.services import completion_create
+from inference_client.stages.request import authenticate
 from inference_client.threads import run_db
 from inference_client.validation import check_body_size, check_chat_request, parse_json
-from inference_client.views import authenticate_caller, completion_response
+from inference_client.views import completion_response
 from playground.permissions import SHARE_TOKEN_HEADER, client_address
 from playground.runs import run_prepare
 
@@ -29,7 +30,7 @@ async def _run(request, *, prompt_id, version_id=None, label=None):
     if request.method != "POST":
         return json_error("method_not_allowed", "Use POST to run a prompt.")
     try:
-        caller = await authenticate_caller(request)
+        caller = await authenticate(request)
         user = caller.user  # a key acts for its owner
         check_body_size(int(request.META.get("CONTENT_LENGTH") or 0))
         raw = request.read()
@@ -55,7 +56,7 @@ async def _run(request, *, prompt_id, version_id=None, label=None):
         "x-prompt-version-number": str(prepared.version.number)})
 
 
-@csrf_exempt  # authenticate_caller checks CSRF for session calls itself
+@csrf_exempt  # authenticate checks CSRF for session calls itself
 async def version_run(request, prompt_id, version_id):
     return await _run(request, prompt_id=prompt_id, version_id=version_id)
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import uuid
 
 from django.conf import settings
 
 from core.error_codes import DomainError
+from core.ids import parse_uuid
 from core.jsonbody import JsonTooDeep, json_loads
 from inference_protocol import structured, tools
 from inference_protocol import validation as protocol
@@ -389,15 +389,14 @@ def check_prompt_ref(headers) -> dict | None:
     if version is None:
         raise DomainError("X-Prompt-Label needs X-Prompt-Version.", code="invalid_prompt_ref",
                           field="X-Prompt-Version")
-    try:
-        version = str(uuid.UUID(version))
-    except ValueError:
+    parsed = parse_uuid(version)
+    if parsed is None:
         raise DomainError("X-Prompt-Version must be a version id (a UUID).", code="invalid_prompt_ref",
-                          field="X-Prompt-Version") from None
+                          field="X-Prompt-Version")
     if label is not None and not PROMPT_LABEL.fullmatch(label):
         raise DomainError("X-Prompt-Label is not a label name.", code="invalid_prompt_ref",
                           field="X-Prompt-Label")
-    return {"version": version, "label": label or ""}
+    return {"version": str(parsed), "label": label or ""}
 
 
 

@@ -10,78 +10,28 @@ import asyncio
 import time
 
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
-from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.authentication import api_key_lookup
-from accounts.keycache import cached_account_tier, cached_key_lookup
-from accounts.models import ApiKey
-from accounts.selectors import account_tier
-from core.bearer import MalformedBearer, bearer_token
 from core.error_codes import DomainError
 from core.errors import domain_error_response, json_error
 from core.monitoring import monitoring_allowed
 from inference_client import metrics as m
 from inference_client import selectors
-from inference_client.idempotency import body_fingerprint, check_idempotency_key
 from inference_client.rendering import completion_body, embeddings_body, error_status, sse
-from inference_client.services import SessionCaller, completion_create
-from inference_client.threads import run_db
+from inference_client.services import completion_create
+from inference_client.stages.request import authenticate, parse_body, parse_headers
 from inference_client.validation import (
     check_body_size,
     check_chat_request,
     check_embeddings_request,
-    check_prompt_ref,
     check_text_request,
     parse_json,
 )
 from inference_protocol import config
-
-
-def _csrf_rejected(request) -> bool:
-    """Session-authenticated calls come from our own pages: they need the CSRF
-    token like any form post (Bearer calls cannot be forged by another site)."""
-    return CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}) is not None
-
-
-def _unauthorized(message: str, code: str) -> DomainError:
-    return DomainError(message, code=code, headers={"WWW-Authenticate": "Bearer"})
-
-
-async def authenticate_caller(request) -> ApiKey | SessionCaller:
-    """The API key of a Bearer call, or the signed-in user of a session call
-    from our own pages with their account's tier (both cached: accounts.keycache)."""
-    header = request.headers.get("Authorization", "")
-    try:
-        raw = bearer_token(header)
-    except MalformedBearer as exc:
-        raise _unauthorized(str(exc), "malformed_api_key") from None
-    if raw is None:
-        user = await request.auser() if not header else None
-        if user is not None and user.is_authenticated:
-            if _csrf_rejected(request):
-                raise DomainError("CSRF check failed: send the X-CSRFToken header with a session call.",
-                                  code="csrf_failed")
-            return SessionCaller(user, await cached_account_tier(user, _tier_from_database))
-        raise _unauthorized("You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.",
-                            "missing_api_key")
-    try:
-        return await cached_key_lookup(raw, _key_from_database)
-    except exceptions.AuthenticationFailed as exc:
-        raise _unauthorized(str(exc.detail), exc.get_codes()) from None
-
-
-async def _key_from_database(raw: str):
-    return await run_db(api_key_lookup, raw)
-
-
-async def _tier_from_database(user) -> str:
-    return await run_db(account_tier, user=user)
 
 
 def _count(model: str | None, status: int) -> None:
@@ -107,7 +57,7 @@ async def embeddings(request):
         return json_error("method_not_allowed", "Use POST for /v1/embeddings.")
     model = None
     try:
-        api_key = await authenticate_caller(request)
+        api_key = await authenticate(request)
         check_body_size(int(request.META.get("CONTENT_LENGTH") or 0))
         embed = check_embeddings_request(parse_json(request.read()))
         model = embed.model
@@ -139,23 +89,20 @@ async def _generate(request, check, *, kind: str, path: str):
     model = None
     started = time.perf_counter()
     try:
-        api_key = await authenticate_caller(request)
+        caller = await authenticate(request)
         authenticated = time.perf_counter()
-        check_body_size(int(request.META.get("CONTENT_LENGTH") or 0))
-        body = parse_json(request.read())  # read(): our own size limit, not Django's form limit
-        chat = check(body)
+        body, chat = parse_body(request, check)
         model = chat.model
-        idempotency_key = check_idempotency_key(request.headers.get("Idempotency-Key"))
+        headers = parse_headers(request, body, kind)
         parsed = time.perf_counter()
         completion = await completion_create(
-            api_key_or_user=api_key, model=chat.model, messages=chat.messages, params=chat.params,
-            stream=chat.stream, idempotency_key=idempotency_key, kind=kind,
-            fingerprint=body_fingerprint({**body, "_endpoint": kind}) if idempotency_key else None,
-            prompt_ref=check_prompt_ref(request.headers))
+            api_key_or_user=caller, model=chat.model, messages=chat.messages, params=chat.params,
+            stream=chat.stream, idempotency_key=headers.idempotency_key, kind=kind,
+            fingerprint=headers.fingerprint, prompt_ref=headers.prompt_ref)
     except DomainError as exc:
         _count(model, exc.status)
         return domain_error_response(exc)
-    completion.timings = {"auth": (authenticated - started) * 1000,
+    completion.timings = {"authenticate": (authenticated - started) * 1000,
                           "parse": (parsed - authenticated) * 1000, **completion.timings}
     return await completion_response(completion, stream=chat.stream, model=model, started=started)
 

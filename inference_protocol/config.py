@@ -46,6 +46,7 @@ from collections.abc import Callable
 from django.test.signals import setting_changed
 
 from core.canonical import canonical_json
+from core.vocabulary import Tier
 from inference_protocol.config_floor import Floor, FloorStore, process_floor_stores, raise_floor, read_floor
 from inference_protocol.signing import _b64, _unb64
 
@@ -73,7 +74,6 @@ ENGINE_NAMES = ("llamacpp", "transformers", "upstream", "fixed_cost", "embedding
 SCHEDULER_KEYS = ("max_batch_size", "max_batch_tokens", "max_wait_ms", "free_age_bound_s",
                   "batch_slot_share", "max_queue", "stats_window_s")
 SCHEDULER_INTEGERS = ("max_batch_size", "max_batch_tokens", "max_queue")
-TIERS = ("free", "paid")
 RATE_LIMIT_KEYS = ("requests_per_min", "tokens_per_min")
 # Capacity controller thresholds (inference_client.capacity), the names of the
 # CAPACITY_* settings without their prefix, lower-cased.
@@ -225,7 +225,7 @@ def check_content(content, *, published: Callable[[str, str], bool] | None = Non
     if not isinstance(limits, dict):
         problems.append("rate_limits: must be an object, tier -> limits")
         limits = {}
-    for tier in TIERS:
+    for tier in Tier.values:
         entry = limits.get(tier)
         if not isinstance(entry, dict):
             problems.append(f"rate_limits.{tier}: missing")
@@ -234,7 +234,7 @@ def check_content(content, *, published: Callable[[str, str], bool] | None = Non
             _number(entry.get(key), f"rate_limits.{tier}.{key}", problems, integer=True)
         extra = sorted(set(entry) - set(RATE_LIMIT_KEYS))
         problems += [f"rate_limits.{tier}.{k}: unknown limit" for k in extra]
-    problems += [f"rate_limits.{t}: unknown tier" for t in sorted(set(limits) - set(TIERS))]
+    problems += [f"rate_limits.{t}: unknown tier" for t in sorted(set(limits) - set(Tier.values))]
     for section, keys in (("capacity", CAPACITY_KEYS), ("rollout", ROLLOUT_KEYS)):
         values = content.get(section)
         if not isinstance(values, dict):

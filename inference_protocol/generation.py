@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from core.vocabulary import Priority
+
 
 @dataclasses.dataclass
 class GenerationRequest:
@@ -15,7 +17,7 @@ class GenerationRequest:
     top_p: float = 1.0
     stop: list[str] = dataclasses.field(default_factory=list)
     seed: int | None = None
-    priority: str = "free"
+    priority: str = Priority.FREE.wire  # core.vocabulary.Priority, by name
     response_format: dict | None = None  # a constraint (inference_protocol.structured)
     n: int = 1                           # choices, each its own sequence (seeds seed, seed+1, ...)
     logprobs: int | None = None          # top alternatives per token with its log probability

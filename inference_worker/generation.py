@@ -11,6 +11,7 @@ import logging
 import threading
 import weakref
 
+from core.vocabulary import Priority
 from inference_protocol.events import EventLog
 from inference_protocol.generation import GenerationRequest
 from inference_protocol.validation import SEED_MAX
@@ -108,7 +109,7 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
     # result, not two). An interactive first delivery has a fresh id, so it
     # starts at once and looks while the engine runs: a Redis round trip off the
     # request's path; a result or a cancel mark found then stops it within a step.
-    look_first = attempt > 1 or request.priority == "batch"
+    look_first = attempt > 1 or request.priority == Priority.BATCH.wire
     if look_first:
         finished, cancelled = log.state(request.request_id)
         if finished is not None:

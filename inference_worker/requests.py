@@ -4,11 +4,11 @@ plus the scheduler's configuration and stats records."""
 from __future__ import annotations
 
 import dataclasses
-import enum
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from core.vocabulary import Priority
 from inference_worker.engines.base import EngineError, Sequence
 
 if TYPE_CHECKING:
@@ -17,24 +17,6 @@ if TYPE_CHECKING:
 TokenCallback = Callable[[str], None]
 DoneCallback = Callable[["GenerationResult"], None]
 ErrorCallback = Callable[[str, str], None]
-
-
-class Priority(enum.IntEnum):
-    """Paid before free (free with an age bound); batch (the Batch API,
-    evaluations) only in slots interactive traffic leaves empty."""
-
-    PAID = 0
-    FREE = 1
-    BATCH = 2
-
-    @classmethod
-    def parse(cls, value: Priority | str | int) -> Priority:
-        if isinstance(value, str):
-            try:
-                return cls[value.upper()]
-            except KeyError:
-                raise ValueError(f"unknown priority {value!r} (paid, free or batch)") from None
-        return cls(value)
 
 
 class RequestFailed(EngineError):

@@ -1,12 +1,12 @@
 """Label API: get a version by label, compare-and-set moves, undo/redo, history."""
 
-import uuid
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from core.error_codes import DomainError
+from core.ids import is_uuid
 
 from . import protection, selectors, services
 from .api import Page, PromptScopedApi, paginated
@@ -29,12 +29,6 @@ LabelWithVersion = inline_serializer("LabelWithVersion", {
     "name": serializers.CharField(), "version": VersionSerializer()})
 
 
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
 
 
 class LabelListApi(PromptScopedApi):
@@ -74,7 +68,7 @@ class LabelDetailApi(PromptScopedApi):
     def delete(self, request, prompt_id, name):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
         expected = request.query_params.get("expected") or None
-        if expected is not None and not _is_uuid(expected):
+        if expected is not None and not is_uuid(expected):
             raise DomainError("expected must be a version id.", code="invalid_request", field="expected")
         services.label_delete(prompt=prompt, name=name, actor=request.user, expected_version_id=expected)
         return Response(status=204)

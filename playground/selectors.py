@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from core.error_codes import DomainError
+from core.ids import is_uuid
 
 from .models import Label, LabelMove, Prompt, PromptVersion
 from .permissions import prompts_visible_to
@@ -24,20 +25,12 @@ def version_list(*, prompt: Prompt) -> QuerySet[PromptVersion]:
 
 def version_get(*, prompt: Prompt, version_id) -> PromptVersion:
     version = (PromptVersion.objects.select_related("payload_blob")
-               .filter(prompt=prompt, pk=version_id).first() if _is_uuid(version_id) else None)
+               .filter(prompt=prompt, pk=version_id).first() if is_uuid(version_id) else None)
     if version is None:
         raise DomainError(code="version_not_found", field="version")
     return version
 
 
-def _is_uuid(value) -> bool:
-    import uuid
-
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 def version_heads(*, prompt: Prompt) -> QuerySet[PromptVersion]:

@@ -15,6 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from core.error_codes import DomainError
+from core.ids import is_uuid
 
 from .audit import audit_record
 from .bodies import body_cache, storage_fields
@@ -211,7 +212,7 @@ def label_split(*, prompt: Prompt, name: str, variants, expected_version_id, act
     variants = check_variants(variants)
     ids = [v["version"] for v in variants]
     found = {str(pk) for pk in PromptVersion.objects.filter(prompt=prompt, pk__in=[
-        i for i in ids if _is_uuid(i)]).values_list("pk", flat=True)}
+        i for i in ids if is_uuid(i)]).values_list("pk", flat=True)}
     missing = [i for i in ids if i not in found]
     if missing:
         raise DomainError(f"Not versions of this prompt: {', '.join(missing)}.", code="version_not_found",
@@ -244,14 +245,6 @@ def label_split(*, prompt: Prompt, name: str, variants, expected_version_id, act
     return label
 
 
-def _is_uuid(value) -> bool:
-    import uuid
-
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 def _stacks(label: Label) -> tuple[list[LabelMove], list[LabelMove]]:

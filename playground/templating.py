@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 from core.error_codes import DomainError
+from core.templating import VARIABLE
 from inference_protocol.validation import InvalidInput, check_text
 
-VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

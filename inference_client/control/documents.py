@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
+from core.commit import after_commit
 from core.redis import enabled as redis_enabled
 from core.redis import get_redis
 from inference_client.models import ConfigDocumentRecord, ControlEvent, ModelVersion
@@ -108,7 +109,7 @@ def config_publish(*, content: dict, actor: str, reason: str = "", action: str =
                     created_at=datetime.datetime.fromisoformat(doc.created_at))
                 ControlEvent.objects.create(action=action, target=f"config:{doc.number}", actor_name=actor,
                                             detail={"reason": reason, "parent": parent, **(detail or {})})
-                transaction.on_commit(lambda doc=doc: config_broadcast(doc))
+                after_commit(config_broadcast, doc)
                 return record
         except IntegrityError:  # another publisher took this number (no row to lock yet)
             continue

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.error_codes import DomainError
+from core.ids import is_uuid
 from core.jsonbody import BoundedJSONParser
 
 from ..api import Page, paginated
@@ -58,7 +59,7 @@ LIMIT = {"type": "integer", "minimum": 1, "maximum": PAGE_MAX}
 
 def _version(dataset, version_id) -> DatasetVersion:
     version = (DatasetVersion.objects.filter(dataset=dataset, pk=version_id).first()
-               if services._is_uuid(version_id) else None)
+               if is_uuid(version_id) else None)
     if version is None:
         raise DomainError("Dataset version not found.", code="version_not_found",
                           field="version")

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from core.csvexport import FormulaSafeWriter
 from core.error_codes import DomainError
+from core.ids import is_uuid, parse_uuid
 from inference_protocol.validation import InvalidInput, check_text
 
 from ..templating import NAME
@@ -93,10 +94,9 @@ def check_row(data) -> dict:
         raise RowError(NUL_MESSAGE.format("metadata"), "null_characters_not_allowed", "metadata")
     row = {"variables": out, "expected": expected, "metadata": metadata}
     if data.get("key") is not None:
-        try:
-            row["key"] = uuid.UUID(str(data["key"]))
-        except ValueError:
-            raise RowError("key must be a row key (a UUID).", "invalid_type", "key") from None
+        row["key"] = parse_uuid(data["key"])
+        if row["key"] is None:
+            raise RowError("key must be a row key (a UUID).", "invalid_type", "key")
     return row
 
 
@@ -253,7 +253,7 @@ def _check_base(dataset: Dataset, base_version_id) -> DatasetVersion | None:
         return None
     base = (
         DatasetVersion.objects.filter(dataset=dataset, pk=base_version_id).first()
-        if _is_uuid(base_version_id)
+        if is_uuid(base_version_id)
         else None
     )
     if base is None:
@@ -265,12 +265,6 @@ def _check_base(dataset: Dataset, base_version_id) -> DatasetVersion | None:
     return base
 
 
-def _is_uuid(value) -> bool:
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 def dataset_version_create(

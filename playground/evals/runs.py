@@ -31,13 +31,13 @@ failure with its code; it never fails the run.
 from __future__ import annotations
 
 import datetime
-import uuid
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from core.error_codes import DomainError
+from core.ids import is_uuid
 from core.jobs import dispatch, drive_in_thread, request_cancel
 from inference_protocol.catalog import UnknownModel, model_names, model_spec
 from inference_protocol.features import unsupported
@@ -166,7 +166,7 @@ def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, na
             raise DomainError("The dataset has no version yet: add rows first.", code="dataset_empty",
                               field="dataset")
     else:
-        version = versions.filter(pk=version_id).first() if _is_uuid(version_id) else None
+        version = versions.filter(pk=version_id).first() if is_uuid(version_id) else None
         if version is None:
             raise DomainError("Dataset version not found.", code="version_not_found",
                               field="dataset_version")
@@ -189,12 +189,6 @@ def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, na
     return run
 
 
-def _is_uuid(value) -> bool:
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 # -- dispatch, resume, cancel --------------------------------------------------

@@ -1,7 +1,7 @@
 """What an export describes, independent of the language it is written in.
 
 Templates are cut into literal text and variable references here, with the
-same pattern the server renders with (playground.templating.VARIABLE), so
+same pattern the server renders with (core.templating.VARIABLE), so
 the exported code only concatenates: it never parses a template at run time
 and cannot disagree with the server about what `{{ name }}` means. A value
 is inserted as plain text and never expanded again, as on the server.
@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from core.templating import VARIABLE
 from playground.models import PromptVersion
 from playground.runs import version_params
-from playground.templating import VARIABLE, template_variables
+from playground.templating import template_variables
 
 
 @dataclasses.dataclass(frozen=True)

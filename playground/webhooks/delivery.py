@@ -28,6 +28,7 @@ from django.db import close_old_connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.commit import after_commit
 from core.error_codes import DomainError
 
 from . import sending
@@ -166,7 +167,8 @@ def deliveries_sweep(*, limit: int | None = None) -> list[str]:
                    .values_list("pk", flat=True)[:limit or settings.WEBHOOK_SWEEP_BATCH])
         if ids:
             WebhookDelivery.objects.filter(pk__in=ids).update(next_attempt_at=now)
-            transaction.on_commit(lambda: [schedule(i) for i in ids])
+            for delivery_id in ids:
+                after_commit(schedule, delivery_id)
     if ids:
         log.info("webhook sweep: %d overdue deliveries queued again", len(ids))
     return [str(i) for i in ids]

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from core.commit import after_commit
 from core.error_codes import DomainError
 
 from .delivery import schedule
@@ -68,7 +69,8 @@ def _delivery(*, endpoint: WebhookEndpoint, event: str, event_id, body: bytes,
 
 
 def _schedule_on_commit(ids: list) -> None:
-    transaction.on_commit(lambda: [schedule(i) for i in ids])
+    for delivery_id in ids:
+        after_commit(schedule, delivery_id)
 
 
 def webhook_emit(*, prompt, event: str, data: dict) -> list[WebhookDelivery]:

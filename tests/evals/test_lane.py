@@ -12,7 +12,8 @@ from inference_client import admission
 from inference_client import metrics as m
 from inference_client.batch_lane import serving_names
 from inference_client.models import UsageRecord
-from inference_client.services import Principal, _admit
+from inference_client.stages.admit import admit_tokens
+from inference_client.stages.call import Principal
 from inference_protocol import config
 from playground.evals.datasets import dataset_create, dataset_version_create
 from playground.evals.models import EvalResult
@@ -65,7 +66,7 @@ def test_should_charge_the_owners_tier_and_record_usage_tagged_with_the_run(user
     snapshot = config.current()
 
     def admit(lane):
-        return async_to_sync(_admit)(principal, MODEL, f"probe-{lane}", 0, check_queue=False,
+        return async_to_sync(admit_tokens)(principal, MODEL, f"probe-{lane}", 0, check_queue=False,
                                      snapshot=snapshot, lane=lane)
 
     assert admit("batch").allowed  # 5 left: one more batch request fits above the reserve of 4

@@ -14,7 +14,7 @@ from inference_client.control import documents
 from inference_client.control import rollout as ro
 from inference_client.control.canary import Figures, decide
 from inference_client.models import ControlEvent, Rollout
-from inference_client.services import choose_version
+from inference_client.stages.admit import choose_version
 
 THRESHOLDS = {"max_error_rate_delta": 0.05, "max_p99_ratio": 1.5, "min_requests": 10}
 
