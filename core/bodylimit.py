@@ -19,10 +19,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from core.errors import error_body
+
+if TYPE_CHECKING:
+    from core.asgi import ASGIApp, Receive, Scope, Send
 
 DEFAULT_LIMIT = "REQUEST_MAX_BYTES"
 
@@ -33,7 +38,7 @@ def too_large_body(setting: str, limit: int) -> bytes:
         limit=setting, max_bytes=limit)).encode()
 
 
-def _declared_length(scope) -> int | None:
+def _declared_length(scope: Scope) -> int | None:
     for name, value in scope.get("headers", ()):
         if name == b"content-length":
             try:
@@ -44,7 +49,7 @@ def _declared_length(scope) -> int | None:
 
 
 class BodyLimitMiddleware:
-    def __init__(self, app, limits: list[tuple[str, str]]):
+    def __init__(self, app: ASGIApp, limits: list[tuple[str, str]]) -> None:
         self.app = app
         self.limits = [(re.compile(pattern), setting) for pattern, setting in limits]
 
@@ -54,11 +59,11 @@ class BodyLimitMiddleware:
                 return setting
         return DEFAULT_LIMIT
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         setting = self.setting_for(scope["path"])
-        limit = getattr(settings, setting)
+        limit: int = getattr(settings, setting)
         declared = _declared_length(scope)
         if declared is not None and declared > limit:
             return await _refuse(send, setting, limit)
@@ -66,7 +71,7 @@ class BodyLimitMiddleware:
         received = 0
         started = refused = False
 
-        async def bounded_receive():
+        async def bounded_receive() -> Mapping[str, Any]:
             nonlocal received, refused
             if refused:
                 return {"type": "http.disconnect"}
@@ -80,7 +85,7 @@ class BodyLimitMiddleware:
                     return {"type": "http.disconnect"}  # Django: RequestAborted, no response
             return message
 
-        async def guarded_send(message):
+        async def guarded_send(message: Mapping[str, Any]) -> None:
             nonlocal started
             if refused and not started:
                 return  # the 413 was the answer
@@ -90,7 +95,7 @@ class BodyLimitMiddleware:
         await self.app(scope, bounded_receive, guarded_send)
 
 
-async def _refuse(send, setting: str, limit: int) -> None:
+async def _refuse(send: Send, setting: str, limit: int) -> None:
     body = too_large_body(setting, limit)
     # Connection: close makes the server drop the connection after the answer
     # instead of reading (and discarding) the rest of the body.

@@ -8,22 +8,19 @@ OpenAI's SDKs read errors, so /v1 clients get the shape they expect.
 
 import logging
 import sys
+from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError as DbInterfaceError
 from django.db import OperationalError as DbOperationalError
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils.html import escape
 from django.views.decorators.csrf import csrf_exempt
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_default_handler
-
-try:  # redis is optional in the embedded default
-    from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-except ImportError:  # pragma: no cover
-    RedisConnectionError = RedisTimeoutError = ()
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +29,8 @@ class ApiError(exceptions.APIException):
     """Raise from services and views with a stable code and a status."""
 
     def __init__(self, message: str, *, code: str, status_code: int = 400,
-                 field: str | None = None, extra: dict | None = None, headers: dict | None = None):
+                 field: str | None = None, extra: dict[str, Any] | None = None,
+                 headers: dict[str, str] | None = None):
         super().__init__(detail=message, code=code)
         self.status_code = status_code
         self.field = field
@@ -45,7 +43,8 @@ _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permi
           422: "invalid_request_error", 429: "rate_limit_error"}
 
 
-def error_body(code: str, message: str, status_code: int, field: str | None = None, **extra) -> dict:
+def error_body(code: str, message: str, status_code: int, field: str | None = None,
+               **extra: Any) -> dict[str, Any]:
     body = {
         "code": code,
         "message": message,
@@ -57,7 +56,7 @@ def error_body(code: str, message: str, status_code: int, field: str | None = No
     return {"error": body}
 
 
-def _first_validation_error(detail, prefix: str = "") -> tuple[str | None, str, str]:
+def _first_validation_error(detail: Any, prefix: str = "") -> tuple[str | None, str, str]:
     """Walk DRF's nested ValidationError detail to the first message; returns
     (dotted field, message, code)."""
     if isinstance(detail, dict):
@@ -70,17 +69,17 @@ def _first_validation_error(detail, prefix: str = "") -> tuple[str | None, str, 
     return (prefix or None), str(detail), code
 
 
-def api_exception_handler(exc, context):
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
     response = drf_default_handler(exc, context)
-    if response is None:
+    if response is None or not isinstance(exc, exceptions.APIException):
         return None  # not an API exception: Django's 500 handler (JSON for API paths)
 
     if isinstance(exc, ApiError):
-        body = error_body(exc.get_codes(), str(exc.detail), exc.status_code, exc.field, **exc.extra)
+        body = error_body(str(exc.get_codes()), str(exc.detail), exc.status_code, exc.field, **exc.extra)
         response = Response(body, status=exc.status_code, headers={**response.headers, **exc.headers})
     elif isinstance(exc, exceptions.ValidationError):
         field, message, code = _first_validation_error(exc.detail)
@@ -95,14 +94,14 @@ def api_exception_handler(exc, context):
     return response
 
 
-def json_error(code: str, message: str, status_code: int, *, headers: dict | None = None,
-               **extra) -> JsonResponse:
+def json_error(code: str, message: str, status_code: int, *, headers: dict[str, str] | None = None,
+               **extra: Any) -> JsonResponse:
     return JsonResponse(error_body(code, message, status_code, **extra), status=status_code,
                         headers=headers)
 
 
 @csrf_exempt  # an unknown route is a 404 for every method, never a CSRF page first
-def api_not_found(request, *args, **kwargs):
+def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     return json_error("not_found", f"No API route matches {request.path}.", status.HTTP_404_NOT_FOUND)
 
 
@@ -110,7 +109,7 @@ def is_api_path(path: str) -> bool:
     return path.startswith(("/api/", "/v1/"))
 
 
-def handler404(request, exception=None):
+def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if is_api_path(request.path):
         return api_not_found(request)
     from django.views.defaults import page_not_found
@@ -118,7 +117,7 @@ def handler404(request, exception=None):
     return page_not_found(request, exception)
 
 
-def handler500(request):
+def handler500(request: HttpRequest) -> HttpResponse:
     # Called inside Django's except block: a down service is a 503, not a 500.
     exc = sys.exc_info()[1]
     if exc is not None and (response := service_unavailable_response(request, exc)):
@@ -130,15 +129,15 @@ def handler500(request):
     return server_error(request)
 
 
-def _service_for(exc: Exception) -> str | None:
+def _service_for(exc: BaseException) -> str | None:
     if isinstance(exc, DbOperationalError | DbInterfaceError):
         return "database"
-    if RedisConnectionError and isinstance(exc, RedisConnectionError | RedisTimeoutError):
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError):
         return "cache"
     return None
 
 
-def service_unavailable_response(request, exception: Exception) -> HttpResponse | None:
+def service_unavailable_response(request: HttpRequest, exception: BaseException) -> HttpResponse | None:
     """A 503 naming the backing service that is down, or None for other errors."""
     service = _service_for(exception)
     if service is None:
