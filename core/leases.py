@@ -25,6 +25,7 @@ import os
 import socket
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -50,7 +51,7 @@ def unheld(now: datetime.datetime | None = None) -> Q:
     return Q(lease_until__isnull=True) | Q(lease_until__lt=now or timezone.now())
 
 
-def lease_claim(rows: QuerySet, *, owner: str, seconds: float, **changes) -> bool:
+def lease_claim(rows: QuerySet[Any], *, owner: str, seconds: float, **changes: Any) -> bool:
     """Take the lease of ``rows`` (one job, filtered to the states a driver may
     take) unless another driver holds it; ``changes`` are written in the same UPDATE."""
     now = timezone.now()
@@ -58,16 +59,16 @@ def lease_claim(rows: QuerySet, *, owner: str, seconds: float, **changes) -> boo
         lease_owner=owner, lease_until=now + datetime.timedelta(seconds=seconds), **changes))
 
 
-def lease_renew(rows: QuerySet, *, owner: str, seconds: float) -> bool:
+def lease_renew(rows: QuerySet[Any], *, owner: str, seconds: float) -> bool:
     """Extend ``owner``'s lease; False when it lost it (run out and taken)."""
     return bool(rows.filter(lease_owner=owner).update(
         lease_until=timezone.now() + datetime.timedelta(seconds=seconds)))
 
 
-def drive_in_thread(drive: Callable[[object], object], job_id, *, name: str) -> threading.Thread:
+def drive_in_thread(drive: Callable[[object], object], job_id: object, *, name: str) -> threading.Thread:
     """Run ``drive(job_id)`` on a daemon thread of this process. A driver that
     raises only logs: its lease runs out and the job resumes elsewhere."""
-    def run():
+    def run() -> None:
         try:
             logger.info("%s: %s", name, drive(job_id))
         except Exception:
@@ -92,7 +93,7 @@ class DriverThreads:
         self.threads = {job: t for job, t in self.threads.items() if t.is_alive()}
         return self.most - len(self.threads)
 
-    def start(self, drive: Callable[[object], object], job_id, *, name: str) -> bool:
+    def start(self, drive: Callable[[object], object], job_id: object, *, name: str) -> bool:
         """Start driving ``job_id`` unless a thread here drives it already or none is free."""
         if str(job_id) in self.threads or self.room() <= 0:
             return False
@@ -107,7 +108,7 @@ def release_connection() -> None:
         connection.close()
 
 
-def job_slot_check(*, user, active: QuerySet, limit: int, setting: str, kind: str) -> None:
+def job_slot_check(*, user: Any, active: QuerySet[Any], limit: int, setting: str, kind: str) -> None:
     """Refuse a new job of ``kind`` (429 too_many_active_jobs, naming ``setting``)
     while ``user`` has ``limit`` ``active`` ones. Call it in the transaction that
     creates the job: it locks the user's row first, so one user's concurrent
