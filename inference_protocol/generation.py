@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 
 @dataclasses.dataclass
 class GenerationRequest:
     request_id: str
     model: str
-    messages: list[dict]
+    messages: list[dict[str, Any]]
     max_tokens: int = 256
     temperature: float = 1.0
     top_p: float = 1.0
     stop: list[str] = dataclasses.field(default_factory=list)
     seed: int | None = None
     priority: str = "free"
-    response_format: dict | None = None  # a constraint (inference_protocol.structured)
+    response_format: dict[str, Any] | None = None  # a constraint (inference_protocol.structured)
     n: int = 1                           # choices, each its own sequence (seeds seed, seed+1, ...)
     logprobs: int | None = None          # top alternatives per token with its log probability
     raw_prompt: bool = False             # /v1/completions: messages[-1] is raw text
@@ -26,5 +27,5 @@ class GenerationRequest:
     # which carries the text; one event for the gateway to read, not one per step.
     stream: bool = True
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
