@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from concurrent.futures import Future
+from typing import Any, Protocol
 
 from inference_protocol.events import EventLog
 from inference_protocol.generation import GenerationRequest
@@ -50,7 +52,11 @@ class _Group:
 CANCEL_POLL_S = 1.0
 
 # Requests running in this process, for cancel notices (request id -> handle).
-_handles: dict[str, object] = {}
+class _Cancellable(Protocol):
+    def cancel(self, reason: str) -> None: ...
+
+
+_handles: dict[str, _Cancellable] = {}
 _handles_lock = threading.Lock()
 _watched: weakref.WeakSet = weakref.WeakSet()  # the logs whose cancel notices we watch
 
@@ -135,7 +141,9 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
             offsets[index] += len(delta)
         return on_token
 
-    group, seqs, finishing = _Group(), [], []
+    group = _Group()
+    seqs: list[Sequence] = []
+    finishing: list[tuple[dict[str, Any], Future[Any]]] = []
 
     def on_done(result) -> None:
         # n = 1, on the scheduler thread as the result comes: the terminal write is

@@ -22,6 +22,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -45,7 +46,7 @@ __all__ = ["CheckpointManager", "FetchError", "ensure", "get_manager", "node_rec
 class CheckpointManager:
     def __init__(self, *, cache_dir: Path | str | None = None, listen: str | None = None,
                  web_seed: bool = True, discovery: bool | None = None,
-                 peers: list[tuple[str, int]] = ()):
+                 peers: Iterable[tuple[str, int]] = ()):
         self.cache = CheckpointCache(cache_dir or settings.MODEL_CACHE_DIR,
                                      public_key=settings.CONFIG_PUBLIC_KEY)
         host = _advertised_host()
