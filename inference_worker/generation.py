@@ -103,7 +103,7 @@ def _usage(seq: Sequence, result) -> tuple[int, int]:
     return result.prompt_tokens, result.completion_tokens
 
 
-def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 1) -> dict:
+def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 1) -> dict[str, Any] | None:
     """Generate, streaming token events to ``log``; returns the terminal event.
 
     ``request.n`` choices run as n sequences submitted together (they join the
@@ -191,8 +191,9 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
     else:
         # n = 1: the scheduler thread built the done event and queued its write
         # as the result came (on_done), before this thread woke.
-        event, written = finishing[0] if finishing else (None, None)
-        if written is None:
+        if finishing:
+            event, written = finishing[0]
+        else:
             event = _done_event(request, seqs, results, scheduler.name)
             written = log.finish_async(request.request_id, event)
     if not written.result():
@@ -201,7 +202,8 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
     return event
 
 
-def _done_event(request: GenerationRequest, seqs: list[Sequence], results: list, served: str) -> dict:
+def _done_event(request: GenerationRequest, seqs: list[Sequence], results: list,
+                served: str) -> dict[str, Any]:
     """The terminal event of a generation whose n sequences finished."""
     inputs = request.inputs
     n = len(seqs)
@@ -217,7 +219,7 @@ def _done_event(request: GenerationRequest, seqs: list[Sequence], results: list,
             choice["embedding"] = seq.meta.get("embedding")
         choices.append(choice)
     first = results[0]
-    event = {"type": "done", "result": {
+    event: dict[str, Any] = {"type": "done", "result": {
         "text": first.text, "finish_reason": first.finish_reason,
         # n choices share one prompt; embeddings' inputs are each a prompt.
         "prompt_tokens": input_tokens if inputs else prompt_tokens,
