@@ -74,7 +74,7 @@ class CheckpointManager:
             label_lock = self._label_locks.setdefault(label, threading.Lock())
         with label_lock:
             current = self.fetches.get(label)
-            if current is not None and current.status.state == PRESENT:
+            if current is not None and current.status.state == PRESENT and current.path is not None:
                 return current.path
             fetch = CheckpointFetch(
                 swarm=self.swarm, store=self.store, cache=self.cache, model=model, version=version,

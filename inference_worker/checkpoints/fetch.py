@@ -14,6 +14,7 @@ import re
 import threading
 import time
 from pathlib import Path, PurePosixPath
+from typing import cast
 
 import httpx
 import libtorrent as lt
@@ -296,8 +297,9 @@ class CheckpointFetch:
     def _renew_web_seeds(self, now: float) -> None:
         """A presigned URL expires: hand libtorrent a fresh one at half its life."""
         for f in self.files:
-            if f.url and now - f.url_at > self.web_seed_expires / 2:
-                url = self.store.http_url(f.entry.object_key, expires=self.web_seed_expires)
+            if f.url and f.share is not None and now - f.url_at > self.web_seed_expires / 2:
+                # The store gave this file a URL before: it gives one again.
+                url = cast(str, self.store.http_url(f.entry.object_key, expires=self.web_seed_expires))
                 f.share.renew(url)
                 f.url, f.url_at = url, now
 
