@@ -32,13 +32,15 @@ import logging
 import secrets
 import time
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from accounts.selectors import account_tier
-from core.blobstore import get_blob_store
+from core.blobstore import BlobWriter, get_blob_store
 from core.errors import ApiError
 from core.leases import (
     drive_in_thread,
@@ -53,7 +55,13 @@ from inference_client.completion import Completion
 from inference_client.models import Batch, BatchFile, BatchLine
 from inference_client.rendering import completion_body, embeddings_body, error_status
 from inference_client.services import estimate_prompt_tokens
-from inference_client.validation import check_chat_request, check_embeddings_request, check_text_request
+from inference_client.validation import (
+    ChatRequest,
+    EmbedRequest,
+    check_chat_request,
+    check_embeddings_request,
+    check_text_request,
+)
 from inference_protocol import features
 from inference_protocol.backend import Backend, get_backend
 from inference_protocol.catalog import UnknownModel, model_spec
@@ -61,7 +69,8 @@ from inference_protocol.generation import GenerationRequest
 
 logger = logging.getLogger(__name__)
 
-ENDPOINTS = {"/v1/chat/completions": (check_chat_request, "chat"),
+ENDPOINTS: dict[str, tuple[Callable[[dict[str, Any]], ChatRequest | EmbedRequest], str]] = {
+             "/v1/chat/completions": (check_chat_request, "chat"),
              "/v1/completions": (check_text_request, "text"),
              "/v1/embeddings": (check_embeddings_request, "embed")}
 LINE_NAMESPACE = uuid.UUID("1d1f5d1e-8a51-4d33-9a7b-6a3f0f3c2b71")
@@ -149,7 +158,8 @@ def file_create(*, user, upload, purpose: str) -> BatchFile:
                        "accepted.", code="file_too_large", field="file")
     seen: set[str] = set()
     endpoints: set[str] = set()
-    shown, invalid, count, tokens = [], 0, 0, 0
+    shown: list[dict[str, object]] = []
+    invalid, count, tokens = 0, 0, 0
     for number, raw in enumerate(upload, start=1):  # Django's UploadedFile yields lines
         if not raw.strip():
             continue
@@ -207,7 +217,7 @@ class _ResultFile:
         self.user, self.name = user, name
         self.id = _new_id("file-")
         self.key = f"batch-files/{self.id}"
-        self.writer = None
+        self.writer: BlobWriter | None = None
         self.lines = 0
 
     def add(self, data: bytes) -> None:
