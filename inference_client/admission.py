@@ -157,7 +157,7 @@ class Bucket:
     cost: float
     reserve: float = 0.0  # -1: the free reserve from the hash
 
-    def args(self) -> list:
+    def args(self) -> list[float]:
         return [self.capacity, self.rate, self.cost, self.reserve]
 
 
@@ -210,7 +210,8 @@ async def admit(*, buckets: list[Bucket], model: str, request_id: str, check_que
     """Decide atomically; the last bucket must be the model's global bucket.
     ``api_key_id``: refuse (reason key_revoked) if that key was revoked.
     ``devices_of``: whose device states come back (a ``model@version``; default the model)."""
-    argv = [len(buckets), max(1, int(settings.CAPACITY_CONTROLLER_PERIOD_S * 1000)), request_id,
+    argv: list[str | float] = [
+            len(buckets), max(1, int(settings.CAPACITY_CONTROLLER_PERIOD_S * 1000)), request_id,
             int(settings.INFERENCE_REQUEST_TIMEOUT_S * 1000) + 5000,
             settings.INFERENCE_MAX_QUEUE_PER_MODEL, 1 if check_queue else 0]
     for bucket in buckets:

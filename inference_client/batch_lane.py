@@ -31,9 +31,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from accounts.selectors import account_tier
 from core.errors import ApiError
+from inference_client.completion import Completion
 from inference_client.models import UsageRecord
 from inference_client.services import SessionCaller, completion_create
 from inference_client.validation import check_chat_request
@@ -118,7 +120,7 @@ class BatchLane:
     async def _window(self, requests, unavailable: dict, stop: threading.Event, timeout_s: float,
                       no_worker_wait_s: float) -> tuple[list[dict], list[dict]]:
         events: list[dict | None] = [None] * len(requests)
-        started: dict[int, object] = {}
+        started: dict[int, Completion] = {}
         records: list[asyncio.Future] = []  # each started request's usage record, once it ends
         for index, request in enumerate(requests):
             if stop.is_set():
@@ -132,7 +134,7 @@ class BatchLane:
                 record = asyncio.get_running_loop().create_future()
                 completion = await self._admitted(request, chat, stop, record, timeout_s, no_worker_wait_s)
             except ApiError as exc:
-                events[index] = _error(exc.get_codes(), str(exc.detail))
+                events[index] = _error(str(exc.get_codes()), str(exc.detail))
                 continue
             if completion is not None:
                 started[index] = completion
@@ -168,7 +170,7 @@ class BatchLane:
                     api_key_or_user=self.caller, model=chat.model, messages=chat.messages,
                     params=chat.params, prompt_ref=prompt_ref, lane="batch", request_id=request["request_id"],
                     timeout_s=timeout_s,
-                    record_sink=lambda fields: record.done() or record.set_result(fields))
+                    record_sink=functools.partial(_settle_once, record))
                 return completion
             except ApiError as exc:
                 code = exc.get_codes()
@@ -180,6 +182,12 @@ class BatchLane:
                     raise
             await asyncio.sleep(min(max(wait_s, 0.05), MAX_RETRY_WAIT_S))
         return None
+
+
+def _settle_once(record: asyncio.Future[dict[str, Any]], fields: dict[str, Any]) -> None:
+    """A started request's usage record, kept from its first report."""
+    if not record.done():
+        record.set_result(fields)
 
 
 async def _final(completion) -> dict:

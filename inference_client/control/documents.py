@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import functools
 import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
@@ -108,7 +109,7 @@ def config_publish(*, content: dict, actor: str, reason: str = "", action: str =
                     created_at=datetime.datetime.fromisoformat(doc.created_at))
                 ControlEvent.objects.create(action=action, target=f"config:{doc.number}", actor_name=actor,
                                             detail={"reason": reason, "parent": parent, **(detail or {})})
-                transaction.on_commit(lambda doc=doc: config_broadcast(doc))
+                transaction.on_commit(functools.partial(config_broadcast, doc))
                 return record
         except IntegrityError:  # another publisher took this number (no row to lock yet)
             continue
