@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 
 from django.conf import settings
 
@@ -173,7 +174,7 @@ class Decision:
     ready: frozenset = frozenset()  # versions of the model with a ready worker (capacity.tick)
 
 
-def key_buckets(*, key_id: int, tier: str, tokens: int, snapshot=None, lane: str = "interactive"
+def key_buckets(*, key_id: int | str, tier: str, tokens: int, snapshot=None, lane: str = "interactive"
                 ) -> list[Bucket]:
     """``snapshot``: the request's config (inference_protocol.config.current()).
     ``lane`` "batch" (evaluation cells): the same buckets, but a batch request may
@@ -249,19 +250,19 @@ def peek(*, buckets: list[Bucket], redis) -> list[dict]:
     return states
 
 
-def _adjust_args(buckets: list[Bucket], deltas: list[float]) -> list:
+def _adjust_args(buckets: list[Bucket], deltas: Sequence[float]) -> list:
     argv = []
     for bucket, delta in zip(buckets, deltas, strict=True):
         argv += [bucket.capacity, bucket.rate, delta]
     return argv
 
 
-async def adjust(*, buckets: list[Bucket], deltas: list[float], redis=None) -> None:
+async def adjust(*, buckets: list[Bucket], deltas: Sequence[float], redis=None) -> None:
     """Correct token charges after the fact (positive delta = refund)."""
     await script(_ADJUST, redis)(keys=[b.key for b in buckets], args=_adjust_args(buckets, deltas))
 
 
-async def settle(*, model: str, request_id: str, buckets: list[Bucket], deltas: list[float],
+async def settle(*, model: str, request_id: str, buckets: list[Bucket], deltas: Sequence[float],
                  record: str, stream: str, redis=None) -> None:
     """Release the request's in-flight slot, correct its token charge and
     append its usage record (unless ``record`` is empty), in one atomic round trip."""

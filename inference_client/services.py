@@ -13,9 +13,11 @@ import random
 import secrets
 import time
 import uuid
+from typing import Any, cast
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from redis.exceptions import RedisError
 
 from accounts.models import ApiKey
@@ -39,13 +41,13 @@ from inference_protocol.generation import GenerationRequest
 class SessionCaller:
     """A signed-in browser user on /v1, with their account's tier
     (accounts.keycache.cached_account_tier: no database read per request)."""
-    user: object
+    user: AbstractBaseUser
     tier: str
 
 
 @dataclasses.dataclass(frozen=True)
 class Principal:
-    user: object
+    user: AbstractBaseUser
     api_key: ApiKey | None
     tier: str
     scope: str      # rate buckets and idempotency keys: per API key (or per user)
@@ -109,7 +111,8 @@ def _refuse(principal: Principal, decision: admission.Decision, tokens: int):
                        code="model_unavailable", status_code=503,
                        headers={**headers, "Retry-After": str(retry_s),
                                 "retry-after-ms": str(retry_s * 1000)})
-    reason = "queue_full" if decision.reason == "queue_full" else decision.failed_bucket
+    # Refused for its rate: the decision names the bucket.
+    reason = "queue_full" if decision.reason == "queue_full" else cast(str, decision.failed_bucket)
     if decision.retry_after_ms < 0 and reason == "tokens":
         limit = decision.buckets["tokens"]["limit"]
         raise ApiError(f"Request too large: it needs about {tokens} tokens (prompt + max_tokens) but "
@@ -175,6 +178,7 @@ async def completion_create(*, api_key_or_user, model: str, messages: list[dict]
                        f"'{missing[0]}'.", code="unsupported_parameter", status_code=400, field=missing[0])
     request_id, created = request_id or uuid.uuid4().hex, int(time.time())
     use_redis = redis_enabled()
+    shape: dict[str, Any]
     shape = dict(kind=kind, n=params.n, logprobs=params.logprobs is not None, tools=params.tools,
                  echo=messages[-1]["content"] if params.echo else None)
     prefix = "cmpl" if kind == "text" else "chatcmpl"
