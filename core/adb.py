@@ -12,18 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connections
 
-_pools: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg.rows import TupleRow
+    from psycopg_pool import AsyncConnectionPool
+
+    Pool = AsyncConnectionPool[AsyncConnection[TupleRow]]
+
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Pool] = weakref.WeakKeyDictionary()
 
 
 def enabled() -> bool:
     return connections["default"].vendor == "postgresql"
 
 
-def _kwargs() -> dict:
+def _kwargs() -> dict[str, Any]:
     params = dict(connections["default"].get_connection_params())
     params.pop("cursor_factory", None)  # Django's sync cursor class
     # Server-side prepared statements for the few hot statements sent here
@@ -32,7 +40,7 @@ def _kwargs() -> dict:
     return {**params, "autocommit": True}
 
 
-async def pool():
+async def pool() -> Pool:
     from psycopg_pool import AsyncConnectionPool
 
     loop = asyncio.get_running_loop()
@@ -45,13 +53,13 @@ async def pool():
     return found
 
 
-async def fetchone(sql: str, params: dict | tuple) -> tuple | None:
+async def fetchone(sql: str, params: dict[str, Any] | tuple[Any, ...]) -> tuple[Any, ...] | None:
     async with (await pool()).connection() as conn:
         cursor = await conn.execute(sql, params)
         return await cursor.fetchone()
 
 
-async def execute(sql: str, params: dict | tuple) -> int:
+async def execute(sql: str, params: dict[str, Any] | tuple[Any, ...]) -> int:
     """Runs one statement; returns its row count."""
     async with (await pool()).connection() as conn:
         cursor = await conn.execute(sql, params)

@@ -13,12 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, cast
 
 from asgiref.sync import iscoroutinefunction
 from django.core.exceptions import ImproperlyConfigured, RequestAborted
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.exception import convert_exception_to_response
+from django.http import HttpResponseBase
 from django.utils.module_loading import import_string
+
+# ASGI's parts, as django-stubs spells them.
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[Mapping[str, Any]]]
+Send = Callable[[Mapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[Any]]
 
 
 class ApiHandler(ASGIHandler):
@@ -29,12 +38,16 @@ class ApiHandler(ASGIHandler):
     clean-up) cost a thread hop each way per request. Session calls (the
     signed-in user is read on the request's thread) and every other path keep them."""
 
-    def __init__(self, middleware: list[str], signal_free: tuple[str, ...] = ()):
+    # BaseHandler's chain, which django-stubs does not declare.
+    _view_middleware: list[Any]
+    _template_response_middleware: list[Any]
+
+    def __init__(self, middleware: list[str], signal_free: tuple[str, ...] = ()) -> None:
         self.middleware_paths = list(middleware)
         self.signal_free = frozenset(signal_free)
         super().__init__()  # builds the chain through load_middleware
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Django opens a ThreadSensitiveContext per request: a new thread for
         # each request's few sync calls (its request signals). The API path
         # runs no ORM code on the request's thread, so they share asgiref's
@@ -47,7 +60,7 @@ class ApiHandler(ASGIHandler):
         else:
             await self.handle(scope, receive, send)
 
-    async def _handle_without_signals(self, scope, receive, send):
+    async def _handle_without_signals(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Django's ``handle`` less the request signals: the view runs as its own
         task beside a listener for the client's disconnect, which cancels it."""
         try:
@@ -56,11 +69,11 @@ class ApiHandler(ASGIHandler):
             return
         try:
             request, error_response = self.create_request(scope, body_file)
-            if request is None:
-                await self.send_response(error_response, send)
+            if request is None:  # then error_response is the answer
+                await self.send_response(cast(HttpResponseBase, error_response), send)
                 return
 
-            async def respond():
+            async def respond() -> None:
                 await self.send_response(await self.run_get_response(request), send)
 
             tasks = [asyncio.create_task(self.listen_for_disconnect(receive)),
@@ -74,10 +87,10 @@ class ApiHandler(ASGIHandler):
         finally:
             body_file.close()
 
-    def load_middleware(self, is_async=False):
+    def load_middleware(self, is_async: bool = False) -> None:
         self._view_middleware, self._template_response_middleware = [], []
         self._exception_middleware = []
-        handler = convert_exception_to_response(self._get_response_async)
+        handler = convert_exception_to_response(self._get_response_async)  # type: ignore[attr-defined]  # private
         for path in reversed(self.middleware_paths):
             middleware = import_string(path)(handler)
             if not iscoroutinefunction(middleware):
@@ -92,11 +105,11 @@ class ApiHandler(ASGIHandler):
 class PrefixRouter:
     """ASGI: HTTP requests whose path starts with a prefix go to its app, the rest to ``default``."""
 
-    def __init__(self, routes: dict[str, object], default):
+    def __init__(self, routes: dict[str, ASGIApp], default: ASGIApp) -> None:
         self.routes = list(routes.items())
         self.default = default
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
         path = scope.get("path", "")
         for prefix, app in self.routes:
             if path.startswith(prefix):

@@ -6,15 +6,15 @@ import time
 
 from django.conf import settings
 from django.core import signing
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from core.blobstore import LocalBlobStore, get_blob_store
+from core.blobstore import BlobStore, LocalBlobStore, get_blob_store
 from core.errors import json_error
 
 
 @csrf_exempt
-def blob_local(request, token):
+def blob_local(request: HttpRequest, token: str) -> HttpResponseBase:
     store = get_blob_store()
     if not isinstance(store, LocalBlobStore):
         return json_error("not_found", "The local blob endpoint is off: an object store is configured.")
@@ -44,7 +44,7 @@ class _WrongSize(Exception):
     pass
 
 
-def _put(request, store, key, size):
+def _put(request: HttpRequest, store: BlobStore, key: str, size: int) -> HttpResponseBase:
     declared = request.headers.get("Content-Length")
     if declared is not None and declared != str(size):
         return json_error("size_mismatch", f"This URL accepts exactly {size} bytes.")

@@ -13,7 +13,10 @@ import functools
 import secrets
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
 from django.conf import settings
 from django.core import signing
@@ -47,10 +50,10 @@ class BlobStore(abc.ABC):
         """Object size in bytes, None when absent."""
 
     @abc.abstractmethod
-    def iter_chunks(self, key: str, chunk_size: int = 1 << 20): ...
+    def iter_chunks(self, key: str, chunk_size: int = 1 << 20) -> Iterator[bytes]: ...
 
     @abc.abstractmethod
-    def presign_put(self, key: str, *, size: int, expires: int) -> dict:
+    def presign_put(self, key: str, *, size: int, expires: int) -> dict[str, Any]:
         """{"url", "method", "headers"} for a direct client upload of exactly `size` bytes."""
 
     @abc.abstractmethod
@@ -81,7 +84,7 @@ class BlobWriter(abc.ABC):
     """Bytes written in order, stored on ``commit`` as one object: readers never
     see part of it, and an aborted writer leaves nothing behind."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.bytes = 0
 
     def write(self, data: bytes) -> None:
@@ -100,7 +103,8 @@ class BlobWriter(abc.ABC):
     def __enter__(self) -> BlobWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None:
             self.commit()
         else:
@@ -117,14 +121,14 @@ class _S3Writer(BlobWriter):
         self.part_bytes = max(5 * 1024 * 1024, settings.S3_STREAM_PART_BYTES)  # S3's least part
         self.buffer = bytearray()
         self.upload_id: str | None = None
-        self.parts: list[dict] = []
+        self.parts: list[dict[str, Any]] = []
 
-    def _write(self, data):
+    def _write(self, data: bytes) -> None:
         self.buffer += data
         if len(self.buffer) >= self.part_bytes:
             self._send_part()
 
-    def _send_part(self):
+    def _send_part(self) -> None:
         if self.upload_id is None:
             self.upload_id = self.client.create_multipart_upload(Bucket=self.bucket, Key=self.key)["UploadId"]
         number = len(self.parts) + 1
@@ -134,7 +138,7 @@ class _S3Writer(BlobWriter):
         self.parts.append({"ETag": sent["ETag"], "PartNumber": number})
         self.buffer = bytearray()
 
-    def commit(self):
+    def commit(self) -> None:
         if self.upload_id is None:
             self.client.put_object(Bucket=self.bucket, Key=self.key, Body=self.buffer)
             return
@@ -143,7 +147,7 @@ class _S3Writer(BlobWriter):
         self.client.complete_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id,
                                               MultipartUpload={"Parts": self.parts})
 
-    def abort(self):
+    def abort(self) -> None:
         if self.upload_id is not None:
             self.client.abort_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id)
 
@@ -158,20 +162,20 @@ class _FileWriter(BlobWriter):
         self.tmp = target.with_name(f"{target.name}.{secrets.token_hex(6)}.part")
         self.fh = self.tmp.open("wb")
 
-    def _write(self, data):
+    def _write(self, data: bytes) -> None:
         self.fh.write(data)
 
-    def commit(self):
+    def commit(self) -> None:
         self.fh.close()
         self.tmp.replace(self.target)
 
-    def abort(self):
+    def abort(self) -> None:
         self.fh.close()
         self.tmp.unlink(missing_ok=True)
 
 
 class S3BlobStore(BlobStore):
-    def __init__(self):
+    def __init__(self) -> None:
         import boto3
         from botocore.config import Config
 
@@ -192,10 +196,10 @@ class S3BlobStore(BlobStore):
                           connect_timeout=3, read_timeout=30, retries={"max_attempts": 2}),
         )
 
-    def put(self, key, data):
+    def put(self, key: str, data: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
 
-    def put_file(self, key, path):
+    def put_file(self, key: str, path: Path) -> None:
         from boto3.s3.transfer import TransferConfig
 
         # boto3's managed transfer: multipart above the threshold, parts read from
@@ -205,36 +209,38 @@ class S3BlobStore(BlobStore):
                                 max_concurrency=settings.S3_MULTIPART_CONCURRENCY)
         self.client.upload_file(str(path), self.bucket, key, Config=config)
 
-    def writer(self, key):
+    def writer(self, key: str) -> BlobWriter:
         return _S3Writer(self, key)
 
-    def get(self, key, byte_range=None):
+    def get(self, key: str, byte_range: tuple[int, int] | None = None) -> bytes:
         kwargs = {"Bucket": self.bucket, "Key": key}
         if byte_range:
             kwargs["Range"] = f"bytes={byte_range[0]}-{byte_range[1] - 1}"
         try:
-            return self.client.get_object(**kwargs)["Body"].read()
+            data: bytes = self.client.get_object(**kwargs)["Body"].read()
+            return data
         except self.client.exceptions.NoSuchKey as exc:
             raise BlobNotFound(key) from exc
 
-    def iter_chunks(self, key, chunk_size=1 << 20):
+    def iter_chunks(self, key: str, chunk_size: int = 1 << 20) -> Iterator[bytes]:
         try:
             body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
         except self.client.exceptions.NoSuchKey as exc:
             raise BlobNotFound(key) from exc
         yield from body.iter_chunks(chunk_size)
 
-    def size(self, key):
+    def size(self, key: str) -> int | None:
         from botocore.exceptions import ClientError
 
         try:
-            return self.client.head_object(Bucket=self.bucket, Key=key)["ContentLength"]
+            length: int = self.client.head_object(Bucket=self.bucket, Key=key)["ContentLength"]
+            return length
         except ClientError as exc:
             if exc.response["Error"]["Code"] in {"404", "NoSuchKey", "NotFound"}:
                 return None
             raise
 
-    def presign_put(self, key, *, size, expires):
+    def presign_put(self, key: str, *, size: int, expires: int) -> dict[str, Any]:
         url = self.client.generate_presigned_url(
             "put_object",
             Params={"Bucket": self.bucket, "Key": key, "ContentLength": size},
@@ -242,15 +248,16 @@ class S3BlobStore(BlobStore):
         )
         return {"url": url, "method": "PUT", "headers": {"Content-Length": str(size)}}
 
-    def presign_get(self, key, *, expires):
-        return self.client.generate_presigned_url(
+    def presign_get(self, key: str, *, expires: int) -> str:
+        url: str = self.client.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=capped_get_expiry(expires)
         )
+        return url
 
-    def http_url(self, key, *, expires):
+    def http_url(self, key: str, *, expires: int) -> str | None:
         return self.presign_get(key, expires=expires)
 
-    def copy(self, src, dst):
+    def copy(self, src: str, dst: str) -> None:
         from botocore.exceptions import ClientError
 
         try:
@@ -261,10 +268,10 @@ class S3BlobStore(BlobStore):
                 raise BlobNotFound(src) from exc
             raise
 
-    def delete(self, key):
+    def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=key)
 
-    def ensure_bucket(self):
+    def ensure_bucket(self) -> None:
         from botocore.exceptions import ClientError
 
         try:
@@ -277,10 +284,10 @@ class S3BlobStore(BlobStore):
                 if exc.response["Error"]["Code"] not in {"BucketAlreadyExists", "BucketAlreadyOwnedByYou"}:
                     raise
 
-    def check(self):
+    def check(self) -> None:
         self.client.head_bucket(Bucket=self.bucket)
 
-    def describe(self):
+    def describe(self) -> str:
         return f"s3 {settings.S3_ENDPOINT_URL or 'aws'}/{self.bucket}"
 
 
@@ -290,7 +297,7 @@ class LocalBlobStore(BlobStore):
 
     salt = "playground.blobstore.local"
 
-    def __init__(self, root: Path | None = None):
+    def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root or settings.LOCAL_BLOB_DIR)
 
     def _path(self, key: str) -> Path:
@@ -299,24 +306,24 @@ class LocalBlobStore(BlobStore):
             raise BlobNotFound(key)
         return path
 
-    def put(self, key, data):
+    def put(self, key: str, data: bytes) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".part")
         tmp.write_bytes(data)
         tmp.replace(path)  # atomic: readers never see half an object
 
-    def put_file(self, key, path):
+    def put_file(self, key: str, path: Path) -> None:
         target = self._path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(".part")
         shutil.copyfile(path, tmp)
         tmp.replace(target)
 
-    def writer(self, key):
+    def writer(self, key: str) -> BlobWriter:
         return _FileWriter(self._path(key))
 
-    def get(self, key, byte_range=None):
+    def get(self, key: str, byte_range: tuple[int, int] | None = None) -> bytes:
         path = self._path(key)
         if not path.exists():
             raise BlobNotFound(key)
@@ -326,7 +333,7 @@ class LocalBlobStore(BlobStore):
             fh.seek(byte_range[0])
             return fh.read(byte_range[1] - byte_range[0])
 
-    def iter_chunks(self, key, chunk_size=1 << 20):
+    def iter_chunks(self, key: str, chunk_size: int = 1 << 20) -> Iterator[bytes]:
         path = self._path(key)
         if not path.exists():
             raise BlobNotFound(key)
@@ -334,11 +341,11 @@ class LocalBlobStore(BlobStore):
             while chunk := fh.read(chunk_size):
                 yield chunk
 
-    def size(self, key):
+    def size(self, key: str) -> int | None:
         path = self._path(key)
         return path.stat().st_size if path.exists() else None
 
-    def copy(self, src, dst):
+    def copy(self, src: str, dst: str) -> None:
         source, target = self._path(src), self._path(dst)
         if not source.exists():
             raise BlobNotFound(src)
@@ -347,10 +354,10 @@ class LocalBlobStore(BlobStore):
         shutil.copyfile(source, tmp)
         tmp.replace(target)
 
-    def delete(self, key):
+    def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
 
-    def ensure_bucket(self):
+    def ensure_bucket(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
 
     def sign(self, key: str, method: str, size: int | None = None, *, expires: int) -> str:
@@ -358,24 +365,25 @@ class LocalBlobStore(BlobStore):
         return signing.dumps({"k": key, "m": method, "s": size, "d": int(time.time()) + expires},
                              salt=self.salt, compress=True)
 
-    def unsign(self, token: str, max_age: int) -> dict:
-        return signing.loads(token, salt=self.salt, max_age=max_age)
+    def unsign(self, token: str, max_age: int) -> dict[str, Any]:
+        grant: dict[str, Any] = signing.loads(token, salt=self.salt, max_age=max_age)
+        return grant
 
-    def presign_put(self, key, *, size, expires):
+    def presign_put(self, key: str, *, size: int, expires: int) -> dict[str, Any]:
         url = reverse("blob-local", args=[self.sign(key, "PUT", size, expires=expires)])
         return {"url": url, "method": "PUT", "headers": {"Content-Length": str(size)},
                 "expires_in": expires}
 
-    def presign_get(self, key, *, expires):
+    def presign_get(self, key: str, *, expires: int) -> str:
         return reverse("blob-local", args=[self.sign(key, "GET", expires=capped_get_expiry(expires))])
 
-    def check(self):
+    def check(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         probe = self.root / ".healthz"
         probe.write_bytes(b"ok")
         probe.unlink()
 
-    def describe(self):
+    def describe(self) -> str:
         return f"local {self.root}"
 
 

@@ -19,11 +19,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from core.error_codes import DomainError
 from core.errors import domain_error_body
+
+if TYPE_CHECKING:
+    from core.asgi import ASGIApp, Receive, Scope, Send
 
 DEFAULT_LIMIT = "REQUEST_MAX_BYTES"
 
@@ -34,7 +39,7 @@ def too_large_body(setting: str, limit: int) -> bytes:
     return json.dumps(domain_error_body(refusal)).encode()
 
 
-def _declared_length(scope) -> int | None:
+def _declared_length(scope: Scope) -> int | None:
     for name, value in scope.get("headers", ()):
         if name == b"content-length":
             try:
@@ -45,7 +50,7 @@ def _declared_length(scope) -> int | None:
 
 
 class BodyLimitMiddleware:
-    def __init__(self, app, limits: list[tuple[str, str]]):
+    def __init__(self, app: ASGIApp, limits: list[tuple[str, str]]) -> None:
         self.app = app
         self.limits = [(re.compile(pattern), setting) for pattern, setting in limits]
 
@@ -55,11 +60,11 @@ class BodyLimitMiddleware:
                 return setting
         return DEFAULT_LIMIT
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         setting = self.setting_for(scope["path"])
-        limit = getattr(settings, setting)
+        limit: int = getattr(settings, setting)
         declared = _declared_length(scope)
         if declared is not None and declared > limit:
             return await _refuse(send, setting, limit)
@@ -67,7 +72,7 @@ class BodyLimitMiddleware:
         received = 0
         started = refused = False
 
-        async def bounded_receive():
+        async def bounded_receive() -> Mapping[str, Any]:
             nonlocal received, refused
             if refused:
                 return {"type": "http.disconnect"}
@@ -81,7 +86,7 @@ class BodyLimitMiddleware:
                     return {"type": "http.disconnect"}  # Django: RequestAborted, no response
             return message
 
-        async def guarded_send(message):
+        async def guarded_send(message: Mapping[str, Any]) -> None:
             nonlocal started
             if refused and not started:
                 return  # the 413 was the answer
@@ -91,7 +96,7 @@ class BodyLimitMiddleware:
         await self.app(scope, bounded_receive, guarded_send)
 
 
-async def _refuse(send, setting: str, limit: int) -> None:
+async def _refuse(send: Send, setting: str, limit: int) -> None:
     body = too_large_body(setting, limit)
     # Connection: close makes the server drop the connection after the answer
     # instead of reading (and discarding) the rest of the body.

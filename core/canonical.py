@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 
-def canonical_json(value) -> bytes:
+def canonical_json(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
-def canonical_hash(value) -> str:
+def canonical_hash(value: Any) -> str:
     """SHA-256 (hex) of the canonical JSON of ``value``."""
     return hashlib.sha256(canonical_json(value)).hexdigest()

@@ -11,17 +11,20 @@ trusted proxy is the client (what a client wrote further left is ignored).
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any
 
 from django.conf import settings
+from django.http import HttpRequest
 
 
 @lru_cache(maxsize=8)
-def _networks(proxies: tuple[str, ...]):
+def _networks(proxies: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     return tuple(ipaddress.ip_network(p.strip(), strict=False) for p in proxies if p.strip())
 
 
-def _trusted(addr: str, networks) -> bool:
+def _trusted(addr: str, networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]) -> bool:
     try:
         ip = ipaddress.ip_address(addr)
     except ValueError:
@@ -29,7 +32,7 @@ def _trusted(addr: str, networks) -> bool:
     return any(ip in net for net in networks)
 
 
-def client_ip(meta) -> str:
+def client_ip(meta: Mapping[str, Any]) -> str:
     """The client address for a request's META (or an ASGI scope's headers as META)."""
     peer = meta.get("REMOTE_ADDR", "") or ""
     networks = _networks(tuple(settings.TRUSTED_PROXIES))
@@ -46,6 +49,6 @@ def client_ip(meta) -> str:
     return hops[0] if hops else peer
 
 
-def request_client_ip(request) -> str:
+def request_client_ip(request: HttpRequest) -> str:
     """client_ip for a Django request (django-axes' AXES_CLIENT_IP_CALLABLE)."""
     return client_ip(request.META)

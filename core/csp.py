@@ -8,6 +8,9 @@ bug (tests/e2e/test_csp_ui.py records them in Chromium)."""
 from __future__ import annotations
 
 import secrets
+from typing import Any
+
+from django.http import HttpResponseBase
 
 from .middleware import _Middleware
 
@@ -30,18 +33,18 @@ def policy(*, nonce: str, host: str) -> str:
 
 
 class ContentSecurityPolicyMiddleware(_Middleware):
-    def __call__(self, request):
+    def __call__(self, request: Any) -> Any:
         if self.is_async:
             return self._acall(request)
         request.csp_nonce = secrets.token_urlsafe(16)
         return self._add(request, self.get_response(request))
 
-    async def _acall(self, request):
+    async def _acall(self, request: Any) -> HttpResponseBase:
         request.csp_nonce = secrets.token_urlsafe(16)
         return self._add(request, await self.get_response(request))
 
     @staticmethod
-    def _add(request, response):
+    def _add(request: Any, response: HttpResponseBase) -> HttpResponseBase:
         if HEADER not in response and response.get("Content-Type", "").startswith("text/html"):
             response[HEADER] = policy(nonce=request.csp_nonce, host=request.get_host())
         return response

@@ -6,11 +6,13 @@ Every CSV the app writes goes through `FormulaSafeWriter`."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
+from typing import Any
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def formula_safe(cell):
+def formula_safe(cell: Any) -> Any:
     """The cell as a spreadsheet should show it: text that starts like a
     formula gets a leading "'"; numbers and other text are unchanged."""
     if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
@@ -21,8 +23,8 @@ def formula_safe(cell):
 class FormulaSafeWriter:
     """csv.writer whose rows pass each cell through `formula_safe`."""
 
-    def __init__(self, stream, **fmtparams):
+    def __init__(self, stream: Any, **fmtparams: Any) -> None:
         self._writer = csv.writer(stream, **fmtparams)
 
-    def writerow(self, row):
+    def writerow(self, row: Iterable[Any]) -> Any:
         return self._writer.writerow([formula_safe(cell) for cell in row])

@@ -12,25 +12,22 @@ the /v1 gateway) or into a websocket error frame (error_frame).
 
 import logging
 import sys
+from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError as DbInterfaceError
 from django.db import OperationalError as DbOperationalError
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils.html import escape
 from django.views.decorators.csrf import csrf_exempt
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_default_handler
 from rest_framework.views import set_rollback
 
 from core.error_codes import DomainError
-
-try:  # redis is optional in the embedded default
-    from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-except ImportError:  # pragma: no cover
-    RedisConnectionError = RedisTimeoutError = ()
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +37,8 @@ _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permi
           422: "invalid_request_error", 429: "rate_limit_error"}
 
 
-def error_body(code: str, message: str, status_code: int, field: str | None = None, **extra) -> dict:
+def error_body(code: str, message: str, status_code: int, field: str | None = None,
+               **extra: Any) -> dict[str, Any]:
     body = {
         "code": code,
         "message": message,
@@ -89,7 +87,7 @@ def api_exception_handler(exc, context):
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
     response = drf_default_handler(exc, context)
-    if response is None:
+    if response is None or not isinstance(exc, exceptions.APIException):
         return None  # not an API exception: Django's 500 handler (JSON for API paths)
 
     if isinstance(exc, exceptions.ValidationError):
@@ -120,7 +118,7 @@ def is_api_path(path: str) -> bool:
     return path.startswith(("/api/", "/v1/"))
 
 
-def handler404(request, exception=None):
+def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if is_api_path(request.path):
         return api_not_found(request)
     from django.views.defaults import page_not_found
@@ -128,7 +126,7 @@ def handler404(request, exception=None):
     return page_not_found(request, exception)
 
 
-def handler500(request):
+def handler500(request: HttpRequest) -> HttpResponse:
     # Called inside Django's except block: a down service is a 503, not a 500.
     exc = sys.exc_info()[1]
     if exc is not None and (response := service_unavailable_response(request, exc)):
@@ -140,15 +138,15 @@ def handler500(request):
     return server_error(request)
 
 
-def _service_for(exc: Exception) -> str | None:
+def _service_for(exc: BaseException) -> str | None:
     if isinstance(exc, DbOperationalError | DbInterfaceError):
         return "database"
-    if RedisConnectionError and isinstance(exc, RedisConnectionError | RedisTimeoutError):
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError):
         return "cache"
     return None
 
 
-def service_unavailable_response(request, exception: Exception) -> HttpResponse | None:
+def service_unavailable_response(request: HttpRequest, exception: BaseException) -> HttpResponse | None:
     """A 503 naming the backing service that is down, or None for other errors."""
     service = _service_for(exception)
     if service is None:

@@ -12,7 +12,7 @@ DB_INT_MAX = 2**63 - 1
 _DIGITS = re.compile(r"[0-9]{1,19}")
 
 
-def parse_uint(value) -> int | None:
+def parse_uint(value: object) -> int | None:
     """A non-negative integer that fits a bigint, from an int or a string of ASCII
     digits; None for anything else (bools, floats, "²", "-1", "1e3", huge values)."""
     if isinstance(value, bool):

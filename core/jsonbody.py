@@ -10,6 +10,8 @@ with the stable code ``json_too_deep``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import IO, Any
 
 from django.conf import settings
 from rest_framework.exceptions import ParseError
@@ -24,7 +26,7 @@ def _too_deep() -> JsonTooDeep:
     return JsonTooDeep(f"The JSON body is nested more than {settings.JSON_MAX_DEPTH} levels deep.")
 
 
-def check_depth(value, limit: int) -> None:
+def check_depth(value: Any, limit: int) -> None:
     """Iterative, so that checking cannot itself run out of stack."""
     stack = [(value, 1)]
     while stack:
@@ -37,7 +39,7 @@ def check_depth(value, limit: int) -> None:
                 stack.append((child, depth + 1))
 
 
-def json_loads(raw: bytes | str):
+def json_loads(raw: bytes | str) -> Any:
     """``json.loads``, raising JsonTooDeep (a ValueError) past JSON_MAX_DEPTH."""
     try:
         value = json.loads(raw)
@@ -51,7 +53,8 @@ def json_loads(raw: bytes | str):
 class BoundedJSONParser(JSONParser):
     """DRF's JSON parser with the nesting bound (REST_FRAMEWORK's DEFAULT_PARSER_CLASSES)."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(self, stream: IO[Any], media_type: str | None = None,
+              parser_context: Mapping[str, Any] | None = None) -> Any:
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:

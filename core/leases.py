@@ -6,6 +6,8 @@ jobs of a kind (``job_slot_check``: a create past it is a 429).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import QuerySet
@@ -24,7 +26,7 @@ def release_connection() -> None:
         connection.close()
 
 
-def job_slot_check(*, user, active: QuerySet, limit: int, setting: str, kind: str) -> None:
+def job_slot_check(*, user: Any, active: QuerySet[Any], limit: int, setting: str, kind: str) -> None:
     """Refuse a new job of ``kind`` (429 too_many_active_jobs, naming ``setting``)
     while ``user`` has ``limit`` ``active`` ones. Call it in the transaction that
     creates the job: it locks the user's row first, so one user's concurrent

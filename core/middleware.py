@@ -7,12 +7,15 @@ from __future__ import annotations
 import contextvars
 import re
 import uuid
+from collections.abc import Callable
 from functools import partial
 from importlib import import_module
+from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.contrib.auth.middleware import auser, get_user
+from django.http import HttpRequest, HttpResponseBase
 from django.utils.functional import SimpleLazyObject
 
 from .errors import service_unavailable_response
@@ -21,6 +24,9 @@ _request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", 
 # A client-supplied id is kept only if it is short and plain (it ends up in logs and JSON).
 _REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
+# The next handler: a response, or (in an async chain) an awaitable of one.
+GetResponse = Callable[[HttpRequest], Any]
+
 
 class _Middleware:
     """Sync and async capable: under ASGI, an async chain stays on the event
@@ -28,25 +34,26 @@ class _Middleware:
 
     sync_capable = async_capable = True
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
         self.is_async = iscoroutinefunction(get_response)
         if self.is_async:
             markcoroutinefunction(self)
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> Any:
         if self.is_async:
             return self._acall(request)
         return self.get_response(request)
 
-    async def _acall(self, request):
-        return await self.get_response(request)
+    async def _acall(self, request: HttpRequest) -> HttpResponseBase:
+        response: HttpResponseBase = await self.get_response(request)
+        return response
 
 
 class ServiceUnavailableMiddleware(_Middleware):
     """Turn an unreachable database or cache into a 503 naming it, not a 500."""
 
-    def process_exception(self, request, exception):
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponseBase | None:
         return service_unavailable_response(request, exception)
 
 
@@ -54,7 +61,7 @@ class RequestIdMiddleware(_Middleware):
     """Takes X-Request-ID from the client (or makes one), exposes it to
     audit writes through a context variable, and echoes it in the response."""
 
-    def __call__(self, request):
+    def __call__(self, request: Any) -> Any:
         if self.is_async:
             return self._acall(request)
         token = self._enter(request)
@@ -65,17 +72,17 @@ class RequestIdMiddleware(_Middleware):
         response["X-Request-ID"] = request.request_id
         return response
 
-    async def _acall(self, request):
+    async def _acall(self, request: Any) -> HttpResponseBase:
         token = self._enter(request)
         try:
-            response = await self.get_response(request)
+            response: HttpResponseBase = await self.get_response(request)
         finally:
             _request_id.reset(token)
         response["X-Request-ID"] = request.request_id
         return response
 
     @staticmethod
-    def _enter(request) -> contextvars.Token:
+    def _enter(request: Any) -> contextvars.Token[str]:
         incoming = request.headers.get("X-Request-ID", "")
         request.request_id = incoming if _REQUEST_ID_RE.fullmatch(incoming) else uuid.uuid4().hex
         return _request_id.set(request.request_id)
@@ -87,15 +94,16 @@ class SessionUserMiddleware(_Middleware):
     (a Bearer call never touches the session) and read-only: nothing on the
     API path writes the session, so there is no response hook."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: GetResponse) -> None:
         super().__init__(get_response)
         self.store = import_module(settings.SESSION_ENGINE).SessionStore
 
-    async def _acall(self, request):
+    async def _acall(self, request: Any) -> HttpResponseBase:
         request.session = self.store(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
         request.user = SimpleLazyObject(lambda: get_user(request))
         request.auser = partial(auser, request)
-        return await self.get_response(request)
+        response: HttpResponseBase = await self.get_response(request)
+        return response
 
 
 def current_request_id() -> str:

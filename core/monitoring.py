@@ -7,11 +7,12 @@ from __future__ import annotations
 import hmac
 
 from django.conf import settings
+from django.http import HttpRequest
 
 from .bearer import MalformedBearer, bearer_token
 
 
-def monitoring_allowed(request) -> bool:
+def monitoring_allowed(request: HttpRequest) -> bool:
     token = settings.METRICS_TOKEN
     if token:
         try:

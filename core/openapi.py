@@ -16,6 +16,7 @@ response. A 5xx is never documented: it is a bug.
 """
 
 import re
+from typing import Any
 
 import drf_spectacular.openapi
 from rest_framework.generics import GenericAPIView
@@ -43,7 +44,7 @@ ERROR_SCHEMA = {
 _METHODS = {"get", "put", "post", "delete", "patch", "head", "options"}
 
 
-def add_error_responses(result, generator, request, public):
+def add_error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas.setdefault("Error", ERROR_SCHEMA)
     error = {"description": "The request was refused (the body says why, with a stable code).",
@@ -58,14 +59,14 @@ def add_error_responses(result, generator, request, public):
     return result
 
 
-def require_bodies(result, generator, request, public):
+def require_bodies(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """A request body whose schema requires a field (or one of several) is itself
     required: an empty request is refused the way one missing the field is.
     drf-spectacular says so only for serializers with a required field."""
     schemas = result.get("components", {}).get("schemas", {})
     for operations in result.get("paths", {}).values():
         for method, operation in operations.items():
-            body = operation.get("requestBody") if method in _METHODS else None
+            body: Any = operation.get("requestBody") if method in _METHODS else None
             for media in (body or {}).get("content", {}).values():
                 schema = media.get("schema", {})
                 if "$ref" in schema:
@@ -79,7 +80,7 @@ def _params(path: str) -> list[str]:
     return re.findall(r"{(\w+)}", path)
 
 
-def _created_id(operation: dict, schemas: dict) -> str | None:
+def _created_id(operation: dict[str, Any], schemas: dict[str, Any]) -> str | None:
     """The status of a create whose JSON body names the new object's `id`."""
     for status in ("201", "200"):
         media = operation.get("responses", {}).get(status, {}).get("content", {}).get("application/json")
@@ -91,7 +92,7 @@ def _created_id(operation: dict, schemas: dict) -> str | None:
     return None
 
 
-def add_links(result, generator, request, public):
+def add_links(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """A create (POST on a collection, answering with the new object's `id`) links
     to every operation on `<collection>/{id}` and on its actions
     (`<collection>/{id}/<action>`), the collection's own path parameters passed on."""
@@ -104,7 +105,7 @@ def add_links(result, generator, request, public):
             continue
         base = path.rstrip("/")
         outer = _params(path)
-        links = {}
+        links: dict[str, Any] = {}
         for target, target_ops in paths.items():
             inner = _params(target)
             head = re.match(re.escape(base) + r"/{(\w+)}(?:/[\w-]+)?/?$", target)
@@ -130,7 +131,7 @@ class AutoSchema(drf_spectacular.openapi.AutoSchema):
 
     _named_body_only = False
 
-    def _get_request_body(self, direction="request"):
+    def _get_request_body(self, direction: str = "request") -> Any:
         if self.method != "DELETE":
             return super()._get_request_body(direction)
         self._named_body_only, self.method = True, "POST"
@@ -139,11 +140,11 @@ class AutoSchema(drf_spectacular.openapi.AutoSchema):
         finally:
             self._named_body_only, self.method = False, "DELETE"
 
-    def _get_serializer(self):
+    def _get_serializer(self) -> Any:
         # A DELETE's body only where extend_schema names it: none is guessed.
         return None if self._named_body_only else super()._get_serializer()
 
-    def _get_request_for_media_type(self, serializer, direction="request"):
+    def _get_request_for_media_type(self, serializer: Any, direction: str = "request") -> Any:
         if self.method != "PATCH" or isinstance(self.view, GenericAPIView):
             return super()._get_request_for_media_type(serializer, direction)
         try:

@@ -20,6 +20,8 @@ with `patternProperties` (jsonschema resolves that pair with Python's `re`).
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import jsonschema
 import re2
@@ -45,7 +47,7 @@ def _options() -> re2.Options:
     return options
 
 
-def compile_pattern(pattern: str):
+def compile_pattern(pattern: str) -> Any:
     """The RE2 program of a pattern (cached by re2); PatternRefused when RE2 cannot run it."""
     limit = settings.USER_PATTERN_MAX_CHARS
     if len(pattern) > limit:
@@ -83,12 +85,14 @@ def matches(pattern: str, text: str, *, full: bool = False) -> bool:
 
 # The RE2 versions of jsonschema's keywords that run patterns (same results, same messages).
 
-def _pattern(validator, pattern, instance, schema):
+def _pattern(validator: Any, pattern: str, instance: Any,
+             schema: dict[str, Any]) -> Iterator[ValidationError]:
     if validator.is_type(instance, "string") and not matches(pattern, instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-def _pattern_properties(validator, pattern_properties, instance, schema):
+def _pattern_properties(validator: Any, pattern_properties: dict[str, Any], instance: Any,
+                        schema: dict[str, Any]) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
     for pattern, subschema in pattern_properties.items():
@@ -97,7 +101,8 @@ def _pattern_properties(validator, pattern_properties, instance, schema):
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
-def _additional_properties(validator, additional, instance, schema):
+def _additional_properties(validator: Any, additional: Any, instance: Any,
+                           schema: dict[str, Any]) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
     properties = schema.get("properties", {})
@@ -124,9 +129,10 @@ _DRAFTS = (jsonschema.Draft6Validator, jsonschema.Draft7Validator, jsonschema.Dr
 _RE2_VALIDATORS = {draft: jsonschema.validators.extend(draft, _RE2_KEYWORDS) for draft in _DRAFTS}
 
 
-def _keys(schema) -> set[str]:
+def _keys(schema: Any) -> set[str]:
     """Every object key anywhere in `schema` (an explicit stack: no recursion limit to hit)."""
-    keys, stack = set(), [schema]
+    keys: set[str] = set()
+    stack = [schema]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
@@ -137,7 +143,7 @@ def _keys(schema) -> set[str]:
     return keys
 
 
-def _draft(schema: dict):
+def _draft(schema: dict[str, Any]) -> Any:
     """The draft of `schema` (its $schema, else 2020-12), refused where patterns would escape RE2."""
     draft = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     if draft not in _RE2_VALIDATORS:
@@ -151,7 +157,7 @@ def _draft(schema: dict):
 
 
 @functools.cache
-def _meta_validator(draft):
+def _meta_validator(draft: Any) -> Any:
     checker = jsonschema.FormatChecker()
     checker.checkers = {**draft.FORMAT_CHECKER.checkers}
     checker.checks("regex", raises=PatternRefused)(lambda value: not isinstance(value, str)
@@ -160,7 +166,7 @@ def _meta_validator(draft):
     return meta(draft.META_SCHEMA, format_checker=checker)
 
 
-def _refused_pattern(errors) -> tuple[PatternRefused, ValidationError] | None:
+def _refused_pattern(errors: Iterable[ValidationError]) -> tuple[PatternRefused, ValidationError] | None:
     stack = list(errors)
     while stack:
         error = stack.pop()
@@ -170,7 +176,7 @@ def _refused_pattern(errors) -> tuple[PatternRefused, ValidationError] | None:
     return None
 
 
-def check_schema(schema: dict, *, field: str, invalid_code: str) -> None:
+def check_schema(schema: dict[str, Any], *, field: str, invalid_code: str) -> None:
     """A 400 unless `schema` is a valid JSON Schema whose every pattern RE2 can run.
     An invalid schema is `invalid_code`; a pattern RE2 refuses names its place in the schema."""
     try:
@@ -180,15 +186,15 @@ def check_schema(schema: dict, *, field: str, invalid_code: str) -> None:
     errors = list(_meta_validator(draft).iter_errors(schema))
     refused = _refused_pattern(errors)
     if refused is not None:
-        exc, error = refused
+        pattern_refused, error = refused
         where = ".".join([field, *(str(p) for p in error.absolute_path)])
-        raise refusal(exc, where)
+        raise refusal(pattern_refused, where)
     if errors:
         raise DomainError(f"The schema is not a valid JSON Schema: {best_match(errors).message}.",
                           code=invalid_code, field=field)
 
 
-def schema_error(schema: dict, instance) -> ValidationError | None:
+def schema_error(schema: dict[str, Any], instance: Any) -> ValidationError | None:
     """The most relevant way `instance` fails `schema` (None when it is valid).
     PatternRefused for a stored schema this module would refuse now."""
     validator = _RE2_VALIDATORS[_draft(schema)](schema)

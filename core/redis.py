@@ -14,12 +14,15 @@ import functools
 import logging
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from typing import Any
 
 import redis
 import redis.asyncio as aioredis
 from django.conf import settings
+from redis.client import Pipeline
+from redis.commands.core import AsyncScript
 
 # Connect fast to a down server (a clear 503, not a hang); reads may block up
 # to SOCKET_TIMEOUT_S (XREAD blocks for at most a second at a time).
@@ -29,7 +32,8 @@ SOCKET_TIMEOUT_S = 10
 # event stream: bound them per loop.
 MAX_ASYNC_CONNECTIONS = 1024
 
-_async_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aioredis.Redis] = (
+    weakref.WeakKeyDictionary())
 logger = logging.getLogger(__name__)
 
 
@@ -53,10 +57,10 @@ def get_aredis() -> aioredis.Redis:
     return client
 
 
-_scripts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # client -> {source: script}
+_scripts: weakref.WeakKeyDictionary[aioredis.Redis, dict[str, AsyncScript]] = weakref.WeakKeyDictionary()
 
 
-def script(source: str, client: aioredis.Redis | None = None):
+def script(source: str, client: aioredis.Redis | None = None) -> AsyncScript:
     """A Lua script on the loop's async client (or ``client``), sent by its SHA
     (EVALSHA), and loaded again only when Redis does not know it."""
     client = client or get_aredis()
@@ -70,6 +74,11 @@ def script(source: str, client: aioredis.Redis | None = None):
 # A held block's thread sends a batch itself only up to this size: a write that
 # fits in the socket's buffer returns at once, whatever Redis is doing meanwhile.
 INLINE_SEND_MAX_BYTES = 64 * 1024
+
+# Queues its commands on the writer's pipeline.
+AddCommands = Callable[[Pipeline], object]
+# (commands, [(done, index of the command whose reply it gets)]) of one send.
+_Waiters = list[tuple[Future[Any], int]]
 
 
 class PipelineWriter:
@@ -97,30 +106,32 @@ class PipelineWriter:
 
     def __init__(self, client: redis.Redis, name: str):
         self.client = client
-        self._queue: collections.deque = collections.deque()  # (add, done), not sent yet
-        self._latest: dict[str, Callable] = {}
+        # (add, done), not sent yet
+        self._queue: collections.deque[tuple[AddCommands, Future[Any] | None]] = collections.deque()
+        self._latest: dict[str, AddCommands] = {}
         self._lock = threading.Lock()  # guards _latest
         # One sender at a time, so that replies come back in the order of _sent.
         self._send_lock = threading.Lock()
         self._connection = client.connection_pool.make_connection()  # connects on its first send
-        self._sent: collections.deque = collections.deque()  # (commands, [(done, last index)])
-        self._handed_over = None  # a held thread's batch too large to send itself, for the writer
+        self._sent: collections.deque[tuple[list[Any], _Waiters]] = collections.deque()
+        # A held thread's batch too large to send itself, for the writer.
+        self._handed_over: tuple[list[bytes], list[Any], _Waiters] | None = None
         self._answered = False  # the last reply was read: nothing in flight has failed
         self._held = threading.local()
         self._wake = threading.Event()
         threading.Thread(target=self._run, name=name, daemon=True).start()
 
-    def put(self, add: Callable, done: Future | None = None) -> None:
+    def put(self, add: AddCommands, done: Future[Any] | None = None) -> None:
         self._queue.append((add, done))
         self._wake_unless_held()
 
-    def put_latest(self, key: str, add: Callable) -> None:
+    def put_latest(self, key: str, add: AddCommands) -> None:
         with self._lock:
             self._latest[key] = add
         self._wake_unless_held()
 
     @contextlib.contextmanager
-    def held(self):
+    def held(self) -> Iterator[None]:
         """Puts from this thread inside the block are sent by it at the block's end."""
         depth = getattr(self._held, "depth", 0)
         self._held.depth = depth + 1
@@ -176,7 +187,7 @@ class PipelineWriter:
         if not ops:
             return
         pipe = self.client.pipeline(transaction=False)
-        waiters = []
+        waiters: _Waiters = []
         try:
             for add, done in ops:
                 before = len(pipe.command_stack)
@@ -204,11 +215,11 @@ class PipelineWriter:
         if self._connection._sock is None:  # not connected: the send connects
             return False
         try:
-            return self._connection.can_read(timeout=0)
+            return bool(self._connection.can_read(timeout=0))
         except (redis.ConnectionError, redis.TimeoutError, OSError):
             return True
 
-    def _send(self, packed: list, commands: list, waiters: list) -> None:
+    def _send(self, packed: list[bytes], commands: list[Any], waiters: _Waiters) -> None:
         try:
             # No health check: its PING's reply would be read here, out of turn.
             self._connection.send_packed_command(packed, check_health=False)

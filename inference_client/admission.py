@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 
 from django.conf import settings
 
@@ -158,7 +159,7 @@ class Bucket:
     cost: float
     reserve: float = 0.0  # -1: the free reserve from the hash
 
-    def args(self) -> list:
+    def args(self) -> list[float]:
         return [self.capacity, self.rate, self.cost, self.reserve]
 
 
@@ -174,7 +175,7 @@ class Decision:
     ready: frozenset = frozenset()  # versions of the model with a ready worker (capacity.tick)
 
 
-def key_buckets(*, key_id: int, tier: str, tokens: int, snapshot=None, lane: str = "interactive"
+def key_buckets(*, key_id: int | str, tier: str, tokens: int, snapshot=None, lane: str = "interactive"
                 ) -> list[Bucket]:
     """``snapshot``: the request's config (inference_protocol.config.current()).
     ``lane`` "batch" (evaluation cells): the same buckets, but a batch request may
@@ -211,7 +212,8 @@ async def admit(*, buckets: list[Bucket], model: str, request_id: str, check_que
     """Decide atomically; the last bucket must be the model's global bucket.
     ``api_key_id``: refuse (reason key_revoked) if that key was revoked.
     ``devices_of``: whose device states come back (a ``model@version``; default the model)."""
-    argv = [len(buckets), max(1, int(settings.CAPACITY_CONTROLLER_PERIOD_S * 1000)), request_id,
+    argv: list[str | float] = [
+            len(buckets), max(1, int(settings.CAPACITY_CONTROLLER_PERIOD_S * 1000)), request_id,
             int(settings.INFERENCE_REQUEST_TIMEOUT_S * 1000) + 5000,
             settings.INFERENCE_MAX_QUEUE_PER_MODEL, 1 if check_queue else 0]
     for bucket in buckets:
@@ -249,19 +251,19 @@ def peek(*, buckets: list[Bucket], redis) -> list[dict]:
     return states
 
 
-def _adjust_args(buckets: list[Bucket], deltas: list[float]) -> list:
+def _adjust_args(buckets: list[Bucket], deltas: Sequence[float]) -> list:
     argv = []
     for bucket, delta in zip(buckets, deltas, strict=True):
         argv += [bucket.capacity, bucket.rate, delta]
     return argv
 
 
-async def adjust(*, buckets: list[Bucket], deltas: list[float], redis=None) -> None:
+async def adjust(*, buckets: list[Bucket], deltas: Sequence[float], redis=None) -> None:
     """Correct token charges after the fact (positive delta = refund)."""
     await script(_ADJUST, redis)(keys=[b.key for b in buckets], args=_adjust_args(buckets, deltas))
 
 
-async def settle(*, model: str, request_id: str, buckets: list[Bucket], deltas: list[float],
+async def settle(*, model: str, request_id: str, buckets: list[Bucket], deltas: Sequence[float],
                  record: str, stream: str, redis=None) -> None:
     """Release the request's in-flight slot, correct its token charge and
     append its usage record (unless ``record`` is empty), in one atomic round trip."""

@@ -31,9 +31,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from accounts.selectors import account_tier
 from core.error_codes import DomainError
+from inference_client.completion import Completion
 from inference_client.models import UsageRecord
 from inference_client.services import completion_create
 from inference_client.stages.call import SessionCaller
@@ -119,7 +121,7 @@ class BatchLane:
     async def _window(self, requests, unavailable: dict, stop: threading.Event, timeout_s: float,
                       no_worker_wait_s: float) -> tuple[list[dict], list[dict]]:
         events: list[dict | None] = [None] * len(requests)
-        started: dict[int, object] = {}
+        started: dict[int, Completion] = {}
         records: list[asyncio.Future] = []  # each started request's usage record, once it ends
         for index, request in enumerate(requests):
             if stop.is_set():
@@ -169,7 +171,7 @@ class BatchLane:
                     api_key_or_user=self.caller, model=chat.model, messages=chat.messages,
                     params=chat.params, prompt_ref=prompt_ref, lane="batch", request_id=request["request_id"],
                     timeout_s=timeout_s,
-                    record_sink=lambda fields: record.done() or record.set_result(fields))
+                    record_sink=functools.partial(_settle_once, record))
                 return completion
             except DomainError as exc:
                 code = exc.code
@@ -181,6 +183,12 @@ class BatchLane:
                     raise
             await asyncio.sleep(min(max(wait_s, 0.05), MAX_RETRY_WAIT_S))
         return None
+
+
+def _settle_once(record: asyncio.Future[dict[str, Any]], fields: dict[str, Any]) -> None:
+    """A started request's usage record, kept from its first report."""
+    if not record.done():
+        record.set_result(fields)
 
 
 async def _final(completion) -> dict:

@@ -20,6 +20,8 @@ import json
 import logging
 import secrets
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -32,13 +34,20 @@ from core.jobs import dispatch, request_cancel
 from core.vocabulary import Tier
 from inference_client.models import Batch, BatchFile
 from inference_client.stages.admit import estimate_prompt_tokens
-from inference_client.validation import check_chat_request, check_embeddings_request, check_text_request
+from inference_client.validation import (
+    ChatRequest,
+    EmbedRequest,
+    check_chat_request,
+    check_embeddings_request,
+    check_text_request,
+)
 from inference_protocol import features
 from inference_protocol.catalog import UnknownModel, model_spec
 
 logger = logging.getLogger(__name__)
 
-ENDPOINTS = {"/v1/chat/completions": (check_chat_request, "chat"),
+ENDPOINTS: dict[str, tuple[Callable[[dict[str, Any]], ChatRequest | EmbedRequest], str]] = {
+             "/v1/chat/completions": (check_chat_request, "chat"),
              "/v1/completions": (check_text_request, "text"),
              "/v1/embeddings": (check_embeddings_request, "embed")}
 LINE_NAMESPACE = uuid.UUID("1d1f5d1e-8a51-4d33-9a7b-6a3f0f3c2b71")
@@ -126,7 +135,8 @@ def file_create(*, user, upload, purpose: str) -> BatchFile:
                           "accepted.", code="file_too_large", field="file")
     seen: set[str] = set()
     endpoints: set[str] = set()
-    shown, invalid, count, tokens = [], 0, 0, 0
+    shown: list[dict[str, object]] = []
+    invalid, count, tokens = 0, 0, 0
     for number, raw in enumerate(upload, start=1):  # Django's UploadedFile yields lines
         if not raw.strip():
             continue

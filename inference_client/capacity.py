@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import cast
 
 from core.redis import get_redis
 from inference_client.admission import global_key, inflight_key
@@ -158,5 +159,5 @@ def tick(models: list[str] | None = None) -> dict[str, dict]:
 def current_states() -> dict[str, dict]:
     redis = get_redis()
     models = list(config.current().models)
-    raws = redis.mget([state_key(m) for m in models])
+    raws = cast(list[bytes | None], redis.mget([state_key(m) for m in models]))  # a sync client's reply
     return {m: json.loads(r) for m, r in zip(models, raws, strict=True) if r}

@@ -15,7 +15,8 @@ import contextvars
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any
 
 from inference_client.metrics import ITL
 from inference_protocol.backend import get_backend
@@ -25,7 +26,7 @@ logger = logging.getLogger(__name__)
 _background: set[asyncio.Task] = set()
 
 
-def spawn(coro: Awaitable) -> asyncio.Task:
+def spawn(coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
     """A task that outlives the request (kept referenced until it ends). It
     runs in a fresh context: the request's context names asgiref's per-request
     executor, which is gone once the response is sent."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Awaitable
+from typing import cast
 
 from django.conf import settings
 
@@ -68,4 +70,4 @@ return 0
 
 async def idempotency_release(*, scope: str, key: str, request_id: str) -> None:
     """The request was refused before it ran: a retry may run it afresh."""
-    await get_aredis().eval(_RELEASE, 1, _redis_key(scope, key), request_id)
+    await cast(Awaitable[object], get_aredis().eval(_RELEASE, 1, _redis_key(scope, key), request_id))

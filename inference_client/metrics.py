@@ -15,6 +15,7 @@ prometheus_client's multiprocess mode: ``PROMETHEUS_MULTIPROC_DIR`` is set by
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 from django.conf import settings
 from prometheus_client import (
@@ -26,6 +27,8 @@ from prometheus_client import (
     multiprocess,
 )
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from inference_protocol.catalog import model_names, split_served
 
@@ -68,11 +71,11 @@ def observe_end(model: str, *, latency_s: float, ttft_s: float | None, result: d
             QUEUE_TIME.labels(model).observe(result["queued_s"])
 
 
-class FleetCollector:
+class FleetCollector(Collector):
     """Gauges (and the batch-size histogram) computed from heartbeats and the
     capacity controller when scraped: they describe devices, not this process."""
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         from inference_client.capacity import ZONES, current_states
         from inference_protocol.backend import live_workers
 

@@ -11,6 +11,8 @@ lacks: logprobs, tools, response_format). Each is refused in the one error shape
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 
 from inference_client.idempotency import MAX_KEY_LENGTH
@@ -171,7 +173,7 @@ def _embeddings_request() -> dict:
 
 
 def _completion(kind: str) -> dict:
-    choice = {"type": "object", "required": ["index", "finish_reason"], "properties": {
+    choice: dict[str, Any] = {"type": "object", "required": ["index", "finish_reason"], "properties": {
         "index": {"type": "integer"},
         "finish_reason": {"type": "string"},
         "logprobs": {"type": "object", "nullable": True}}}
@@ -230,15 +232,15 @@ def _examples(request: str, generating: bool) -> dict:
         return {"one": {"value": {"model": model, "input": "hello"}},
                 "several": {"value": {"model": model, "input": ["hello", "world"],
                                       "encoding_format": "base64"}}}
-    ask = {"messages": [{"role": "user", "content": "hello"}]} if request == "ChatCompletionRequest" \
-        else {"prompt": "Once upon a time"}
+    ask: dict[str, Any] = {"messages": [{"role": "user", "content": "hello"}]} \
+        if request == "ChatCompletionRequest" else {"prompt": "Once upon a time"}
     return {"plain": {"value": {"model": model, **ask, "max_tokens": 16}},
             "streamed": {"value": {"model": model, **ask, "stream": True,
                                    "stream_options": {"include_usage": True}}}}
 
 
 def _operation(operation_id: str, summary: str, request: str, ok: str, *, stream: bool) -> dict:
-    content = {"application/json": {"schema": {"$ref": REF + ok}}}
+    content: dict[str, Any] = {"application/json": {"schema": {"$ref": REF + ok}}}
     if stream:
         content["text/event-stream"] = _SSE
     body = {"$ref": REF + request} if not stream else _streaming(request)

@@ -21,6 +21,8 @@ import functools
 import json
 import re
 import threading
+from collections.abc import Awaitable
+from typing import cast
 
 import numpy as np
 from django.conf import settings
@@ -118,7 +120,7 @@ def threshold_for(model: str) -> float:
 
 
 async def semantic_get(*, scope: str, question: str, model: str) -> tuple[dict, float] | None:
-    raws = await get_aredis().lrange(scope, 0, -1)
+    raws = await cast(Awaitable[list[bytes]], get_aredis().lrange(scope, 0, -1))  # an async client's reply
     if not raws:
         return None
     vector = await asyncio.to_thread(embed, question)

@@ -68,10 +68,10 @@ class Publisher:
                 except Exception as exc:  # the whole batch failed (no connection)
                     errors = [exc] * len(batch)
             self._inline = not any(errors)
-            outcomes = [(future, exc) for (_, future), exc in zip(batch, errors, strict=True)]
+            outcomes = [(future, error) for (_, future), error in zip(batch, errors, strict=True)]
             by_loop: dict[asyncio.AbstractEventLoop, list] = {}
-            for future, exc in outcomes:
-                by_loop.setdefault(future.get_loop(), []).append((future, exc))
+            for future, error in outcomes:
+                by_loop.setdefault(future.get_loop(), []).append((future, error))
             for loop, done in by_loop.items():
                 try:
                     loop.call_soon_threadsafe(_resolve, done)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import numpy as np
 
@@ -128,7 +129,8 @@ async def sse(c: Completion) -> AsyncIterator[bytes]:
                     yield _chunk(c, {"content": c.echo}, index=index)
             else:
                 yield _chunk(c, {"role": "assistant", "content": ""}, index=index)
-        held, prose = {}, set()   # tools: choice index -> text that may be a call; choices that are not
+        held: dict[int, str] = {}  # tools: choice index -> text that may be a call
+        prose: set[int] = set()  # choices that are not
         async for event in c.events():
             if event["type"] == "token":
                 index = event.get("index", 0)
@@ -153,7 +155,7 @@ async def sse(c: Completion) -> AsyncIterator[bytes]:
                         yield _chunk(c, {"content": held[ch["index"]]}, index=ch["index"])
                     yield _chunk(c, {}, finish, index=ch["index"])
                 if c.include_usage:
-                    body = {"id": c.id, "object": "text_completion" if c.kind == "text" else
+                    body: dict[str, Any] = {"id": c.id, "object": "text_completion" if c.kind == "text" else
                             "chat.completion.chunk", "created": c.created,
                             "model": c.model, "choices": [], "usage": usage(result)}
                     yield b"data: " + json.dumps(body).encode() + b"\n\n"

@@ -51,14 +51,14 @@ def usage_by_prompt_version(*, user, label: str | None = None) -> list[dict]:
     rows = UsageRecord.objects.filter(user=user, prompt_version__isnull=False)
     if label:
         rows = rows.filter(prompt_label=label)
-    rows = (rows.order_by().values("prompt_version", "prompt_label")
+    versions = (rows.order_by().values("prompt_version", "prompt_label")
             .annotate(requests=Count("id"), errors=Count("id", filter=~Q(status=UsageRecord.Status.OK)),
                       completion_tokens=Sum("completion_tokens"), mean_latency_ms=Avg("latency_ms")))
     return [{"prompt_version": str(r["prompt_version"]), "prompt_label": r["prompt_label"] or None,
              "requests": r["requests"], "errors": r["errors"],
              "completion_tokens": r["completion_tokens"] or 0,
              "mean_latency_ms": round(r["mean_latency_ms"] or 0, 1)}
-            for r in sorted(rows, key=lambda r: (str(r["prompt_version"]), r["prompt_label"]))]
+            for r in sorted(versions, key=lambda r: (str(r["prompt_version"]), r["prompt_label"]))]
 
 
 def usage_by_key(*, user, since: datetime) -> dict[int, dict]:

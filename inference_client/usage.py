@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import weakref
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -100,7 +101,8 @@ class UsageWriter:
     async def _drain(self, redis) -> None:
         claim_from, claim_at = "0-0", 0.0
         loop = asyncio.get_running_loop()
-        pending, first_read_at = [], 0.0  # read, not yet stored
+        pending: list[tuple[str, dict[str, Any]]] = []  # read, not yet stored
+        first_read_at = 0.0
         interval = settings.USAGE_FLUSH_INTERVAL_MS / 1000
         while True:
             if loop.time() >= claim_at:  # records of writers that died before acknowledging

@@ -18,6 +18,7 @@ import abc
 import functools
 import time
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 from django.conf import settings
 from django.utils.module_loading import import_string
@@ -50,17 +51,18 @@ class Backend(abc.ABC):
         await self.log.acancel(request_id)
 
     @abc.abstractmethod
-    def live_workers(self, model: str | None = None) -> list[dict]:
+    def live_workers(self, model: str | None = None) -> list[dict[str, Any]]:
         """Heartbeat records of the workers serving ``model`` (or every model)."""
 
-    def events(self, request_id: str, *, timeout_s: float | None = None) -> Iterator[dict]:
+    def events(self, request_id: str, *, timeout_s: float | None = None) -> Iterator[dict[str, Any]]:
         """Token events (deduplicated), then one terminal event (done/error)."""
         reader = _EventReader(timeout_s)
         while not reader.finished:
             batch = [] if reader.expired() else self.log.read(request_id, reader.cursor, reader.block_ms())
             yield from reader.feed(batch)
 
-    async def aevents(self, request_id: str, *, timeout_s: float | None = None) -> AsyncIterator[dict]:
+    async def aevents(self, request_id: str, *,
+                      timeout_s: float | None = None) -> AsyncIterator[dict[str, Any]]:
         """``events`` for async views."""
         reader = _EventReader(timeout_s)
         while not reader.finished:
@@ -69,7 +71,7 @@ class Backend(abc.ABC):
             for event in reader.feed(batch):
                 yield event
 
-    def result(self, request_id: str, *, timeout_s: float | None = None) -> dict:
+    def result(self, request_id: str, *, timeout_s: float | None = None) -> dict[str, Any]:
         """Wait for the terminal event (done carries the full text)."""
         for event in self.events(request_id, timeout_s=timeout_s):
             if event["type"] != "token":
@@ -96,12 +98,12 @@ class _EventReader:
             return READ_BLOCK_MS
         return max(1, min(READ_BLOCK_MS, int((self.deadline - time.monotonic()) * 1000)))
 
-    def feed(self, batch: list[tuple[str, dict]]) -> list[dict]:
+    def feed(self, batch: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
         if not batch and self.expired():
             self.finished = True
             message = f"no result within {self.timeout_s:.0f}s"
             return [{"type": "error", "code": "timeout", "message": message}]
-        out = []
+        out: list[dict[str, Any]] = []
         for cursor, event in batch:
             self.cursor = cursor
             if event["type"] != "token":
@@ -124,9 +126,10 @@ class _EventReader:
 
 @functools.cache
 def get_backend() -> Backend:
-    return import_string(settings.INFERENCE_BACKEND)()
+    backend: Backend = import_string(settings.INFERENCE_BACKEND)()
+    return backend
 
 
-def live_workers(model: str | None = None) -> list[dict]:
+def live_workers(model: str | None = None) -> list[dict[str, Any]]:
     """Heartbeat records of the live workers (of ``model``, or all)."""
     return get_backend().live_workers(model)

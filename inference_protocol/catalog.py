@@ -8,6 +8,8 @@ whose spec is the model's, with that version's checkpoint and option overrides.
 
 from __future__ import annotations
 
+from typing import Any
+
 from inference_protocol import config
 
 VERSION_SEPARATOR = "@"
@@ -31,7 +33,7 @@ def split_served(name: str) -> tuple[str, str | None]:
     return model, (version if sep else None)
 
 
-def model_spec(name: str, snapshot: config.ConfigSnapshot | None = None) -> dict:
+def model_spec(name: str, snapshot: config.ConfigSnapshot | None = None) -> dict[str, Any]:
     """The engine spec of a model, or of ``model@version`` (the version's
     checkpoint and its option overrides added)."""
     model, version = split_served(name)

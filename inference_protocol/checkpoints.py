@@ -25,6 +25,7 @@ import dataclasses
 import json
 import re
 from pathlib import PurePosixPath
+from typing import Any
 
 from core.canonical import canonical_json
 from inference_protocol.signing import sign, verifies
@@ -109,14 +110,14 @@ class Manifest:
     def label(self) -> str:
         return f"{self.model}@{self.version}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self) | {"files": [dataclasses.asdict(f) for f in self.files]}
 
     def to_json(self) -> bytes:
         return canonical_json(self.to_dict())
 
     @classmethod
-    def from_dict(cls, data: dict) -> Manifest:
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
         try:
             if data["format"] != MANIFEST_FORMAT:
                 raise ManifestError(f"manifest format {data['format']!r} is not {MANIFEST_FORMAT}")

@@ -42,13 +42,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
+from django.conf import LazySettings
 from django.test.signals import setting_changed
 
 from core.canonical import canonical_json
 from core.vocabulary import Tier
 from inference_protocol.config_floor import Floor, FloorStore, process_floor_stores, raise_floor, read_floor
 from inference_protocol.signing import _b64, _unb64
+
+if TYPE_CHECKING:
+    import redis
 
 logger = logging.getLogger("inference.config")
 
@@ -100,7 +105,7 @@ class ConfigError(ValueError):
 class ConfigDocument:
     number: int
     parent: int | None
-    content: dict
+    content: dict[str, Any]
     created_at: str       # ISO 8601, UTC
     created_by: str
     reason: str = ""
@@ -151,7 +156,7 @@ class ConfigDocument:
         return doc
 
 
-def _number(value, path: str, problems: list[str], *, integer: bool = False) -> None:
+def _number(value: Any, path: str, problems: list[str], *, integer: bool = False) -> None:
     kinds = (int,) if integer else (int, float)
     if value is None:
         problems.append(f"{path}: missing")
@@ -161,18 +166,18 @@ def _number(value, path: str, problems: list[str], *, integer: bool = False) -> 
         problems.append(f"{path}: must not be negative ({value})")
 
 
-def version_weight(entry):
+def version_weight(entry: Any) -> Any:
     """A version's entry in "versions" is its weight, or {"weight": W, <options>}."""
     return entry.get("weight") if isinstance(entry, dict) else entry
 
 
-def version_options(entry) -> dict:
+def version_options(entry: Any) -> dict[str, Any]:
     """Engine options a version's entry overrides (a failing canary in tests, a
     new batch size...)."""
     return {k: v for k, v in entry.items() if k != "weight"} if isinstance(entry, dict) else {}
 
 
-def check_content(content, *, published: Callable[[str, str], bool] | None = None) -> list[str]:
+def check_content(content: Any, *, published: Callable[[str, str], bool] | None = None) -> list[str]:
     """Every problem of a document's content (empty: valid). ``published(model,
     version)`` says whether a model version exists (the control plane passes its
     database; nodes, which have none, trust the signature for that)."""
@@ -263,16 +268,16 @@ class ConfigSnapshot:
 
     number: int
     parent: int | None
-    models: dict          # model -> engine spec (with "versions", if the document has them)
-    rate_limits: dict     # tier -> {requests_per_min, tokens_per_min}
-    capacity: dict        # CAPACITY_KEYS
-    rollout: dict         # ROLLOUT_KEYS
-    content: dict         # the whole content (pages, diffs, rollback)
+    models: dict[str, Any]          # model -> engine spec (with "versions", if the document has them)
+    rate_limits: dict[str, Any]     # tier -> {requests_per_min, tokens_per_min}
+    capacity: dict[str, Any]        # CAPACITY_KEYS
+    rollout: dict[str, Any]         # ROLLOUT_KEYS
+    content: dict[str, Any]         # the whole content (pages, diffs, rollback)
     digest: str           # SHA-256 of the canonical content
     applied_at: float
 
     @classmethod
-    def of(cls, number: int, parent: int | None, content: dict) -> ConfigSnapshot:
+    def of(cls, number: int, parent: int | None, content: dict[str, Any]) -> ConfigSnapshot:
         content = copy.deepcopy(content)
         return cls(number=number, parent=parent, models=content["models"],
                    rate_limits=content["rate_limits"], capacity=content["capacity"],
@@ -285,7 +290,7 @@ class ConfigSnapshot:
         return {v: version_weight(e) for v, e in (spec.get("versions") or {}).items()}
 
 
-def bootstrap_content(settings) -> dict:
+def bootstrap_content(settings: LazySettings) -> dict[str, Any]:
     """Document 0: the environment variables, as the settings modules read them."""
     return copy.deepcopy({
         "models": settings.INFERENCE_MODELS,
@@ -298,7 +303,7 @@ def bootstrap_content(settings) -> dict:
 class ConfigState:
     """This process's current document, and the one place that changes it."""
 
-    def __init__(self, bootstrap: Callable[[], dict], public_key: Callable[[], str | None],
+    def __init__(self, bootstrap: Callable[[], dict[str, Any]], public_key: Callable[[], str | None],
                  floor_stores: Callable[[], list[FloorStore]] = list):
         self._bootstrap = bootstrap
         self._public_key = public_key
@@ -386,15 +391,15 @@ class ConfigState:
 class ConfigWatcher(threading.Thread):
     """Pub/sub subscriber with a poll as the fallback (module docstring)."""
 
-    def __init__(self, state: ConfigState, redis_factory: Callable, *, poll_s: float, pubsub: bool = True,
-                 namespace: str | None = None):
+    def __init__(self, state: ConfigState, redis_factory: Callable[[], redis.Redis], *, poll_s: float,
+                 pubsub: bool = True, namespace: str | None = None):
         super().__init__(name="config-watcher", daemon=True)
         self.latest_key, self.channel = latest_key(namespace), channel(namespace)
         self.state, self.redis_factory, self.poll_s, self.use_pubsub = state, redis_factory, poll_s, pubsub
         self._stop_event = threading.Event()
 
-    def poll_once(self, client) -> None:
-        raw = client.get(self.latest_key)
+    def poll_once(self, client: redis.Redis) -> None:
+        raw = cast(bytes | None, client.get(self.latest_key))  # a sync client's reply
         if raw:
             self.state.offer(raw)
 
@@ -430,24 +435,24 @@ class ConfigWatcher(threading.Thread):
         self._stop_event.set()
 
 
-def broadcast(client, doc: ConfigDocument, namespace: str | None = None) -> None:
+def broadcast(client: redis.Redis, doc: ConfigDocument, namespace: str | None = None) -> None:
     """The control plane's send: newest document under latest_key() (for polls
     and late joiners), then on channel(). Never replaces a newer document."""
     raw = doc.to_json()
     client.eval("local cur = redis.call('GET', KEYS[1]) "
                 "if cur and cjson.decode(cur)['number'] >= tonumber(ARGV[2]) then return 0 end "
                 "redis.call('SET', KEYS[1], ARGV[1]) redis.call('PUBLISH', KEYS[2], ARGV[1]) return 1",
-                2, latest_key(namespace), channel(namespace), raw, doc.number)
+                2, latest_key(namespace), channel(namespace), raw, doc.number)  # type: ignore[arg-type]  # stub: not only str
 
 
 # ---- this process ---------------------------------------------------------------
 
 _state: ConfigState | None = None
-_watcher: ConfigWatcher | None = None
+_watcher: ConfigWatcher | _NoWatcher | None = None
 _start_lock = threading.RLock()
 
 
-def _settings():
+def _settings() -> LazySettings:
     from django.conf import settings
 
     return settings
@@ -480,10 +485,10 @@ def start_watcher() -> ConfigWatcher | None:
     the control plane applies its documents in-process)."""
     global _watcher
     if _watcher is not None:
-        return _watcher
+        return _watcher if isinstance(_watcher, ConfigWatcher) else None
     with _start_lock:
         if _watcher is not None:
-            return _watcher
+            return _watcher if isinstance(_watcher, ConfigWatcher) else None
         s = _settings()
         if not s.REDIS_URL:
             _watcher = _NoWatcher()
@@ -502,7 +507,7 @@ def start_watcher() -> ConfigWatcher | None:
         return watcher
 
 
-def _settings_changed(*, setting, **kwargs) -> None:
+def _settings_changed(*, setting: str, **kwargs: Any) -> None:
     # Tests override settings: a process still on document 0 follows them.
     if _state is not None and _state.snapshot.number == 0 and (
             setting in ("INFERENCE_MODELS", "RATE_LIMITS")

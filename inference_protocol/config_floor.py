@@ -19,7 +19,10 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, cast
+
+if TYPE_CHECKING:
+    from redis import Redis
 
 logger = logging.getLogger("inference.config")
 
@@ -36,7 +39,7 @@ class FloorStore(Protocol):
     def raise_to(self, floor: Floor) -> None: ...
 
 
-def _parse(raw) -> Floor | None:
+def _parse(raw: bytes | str | None) -> Floor | None:
     if not raw:
         return None
     data = json.loads(raw)
@@ -79,14 +82,14 @@ _RAISE = ("local cur = redis.call('GET', KEYS[1]) "
 
 
 class RedisFloor:
-    def __init__(self, redis_factory: Callable, key: str):
+    def __init__(self, redis_factory: Callable[[], Redis], key: str):
         self.redis_factory, self.key = redis_factory, key
 
     def read(self) -> Floor | None:
-        return _parse(self.redis_factory().get(self.key))
+        return _parse(cast(bytes | None, self.redis_factory().get(self.key)))  # a sync client's reply
 
     def raise_to(self, floor: Floor) -> None:
-        self.redis_factory().eval(_RAISE, 1, self.key, _dump(floor), floor.number)
+        self.redis_factory().eval(_RAISE, 1, self.key, _dump(floor), floor.number)  # type: ignore[arg-type]  # stub: not only str
 
 
 def read_floor(stores: list[FloorStore]) -> Floor | None:

@@ -15,6 +15,13 @@ import dataclasses
 import json
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from redis import Redis
+    from redis.client import Pipeline
+
+    from core.redis import PipelineWriter
 
 logger = logging.getLogger(__name__)
 
@@ -50,14 +57,15 @@ class DeviceState:
         return cls(**json.loads(raw))
 
 
-def publish_state(writer, model: str, device: str, state_of: Callable[[], DeviceState]) -> None:
+def publish_state(writer: PipelineWriter, model: str, device: str,
+                  state_of: Callable[[], DeviceState]) -> None:
     """Queue a device's state on a core.redis.PipelineWriter. ``state_of()`` makes it
     when the write is sent (only the newest pending one per device is): a scheduler
     about to start a step, where the state changes, spends no time on it (0.1 ms of
     the one-connection overhead, bench/overhead.py)."""
     key = devices_key(model)
 
-    def add(pipe):
+    def add(pipe: Pipeline) -> None:
         try:
             raw = state_of().to_json()
         except Exception:  # the writes sent beside it (a step's events) must still go
@@ -68,17 +76,18 @@ def publish_state(writer, model: str, device: str, state_of: Callable[[], Device
     writer.put_latest(f"{model}:{device}", add)
 
 
-def prune_states(redis, model: str, now: float) -> list[str]:
+def prune_states(redis: Redis, model: str, now: float) -> list[str]:
     """Delete the states of ``model``'s devices older than PRUNE_AFTER_S; returns those devices."""
     key = devices_key(model)
-    dead = [field for field, raw in redis.hgetall(key).items()
+    states = cast(dict[bytes, bytes], redis.hgetall(key))  # a sync client's reply
+    dead = [field for field, raw in states.items()
             if now - DeviceState.from_json(raw).at > PRUNE_AFTER_S]
     if dead:
-        redis.hdel(key, *dead)
+        redis.hdel(key, *dead)  # type: ignore[arg-type]  # stub: not only str
     return [field.decode() for field in dead]
 
 
-def parse_states(flat: list, now: float) -> list[DeviceState]:
+def parse_states(flat: list[bytes], now: float) -> list[DeviceState]:
     """HGETALL's flat [field, value, ...] reply -> the fresh states."""
     states = [DeviceState.from_json(raw) for raw in flat[1::2]]
     return [s for s in states if now - s.at <= STALE_S]

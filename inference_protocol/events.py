@@ -23,7 +23,10 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from typing import Any, cast
 
+import redis
 from django.conf import settings
 
 from core.redis import PipelineWriter, get_aredis, get_redis
@@ -35,28 +38,30 @@ EVENT_TTL_S = 24 * 3600
 # Pub/sub channel of cancel notices (request ids), for low-latency cancellation.
 CANCEL_CHANNEL = "gen:cancel"
 
+Event = dict[str, Any]
+
 
 class EventLog(abc.ABC):
     @abc.abstractmethod
-    def append(self, request_id: str, event: dict) -> None: ...
+    def append(self, request_id: str, event: Event) -> None: ...
 
     @abc.abstractmethod
-    def finish(self, request_id: str, event: dict) -> bool:
+    def finish(self, request_id: str, event: Event) -> bool:
         """Store the terminal event (done/error) unless one exists; append it to
         the log. Returns False when another attempt already finished."""
 
-    def finish_async(self, request_id: str, event: dict) -> concurrent.futures.Future:
+    def finish_async(self, request_id: str, event: Event) -> concurrent.futures.Future[Any]:
         """``finish`` for a caller that must not wait (a scheduler callback): a
         future of its answer."""
-        done = concurrent.futures.Future()
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
         done.set_result(self.finish(request_id, event))
         return done
 
     @abc.abstractmethod
-    def final(self, request_id: str) -> dict | None:
+    def final(self, request_id: str) -> Event | None:
         """The terminal event, if the generation has finished."""
 
-    def state(self, request_id: str) -> tuple[dict | None, bool]:
+    def state(self, request_id: str) -> tuple[Event | None, bool]:
         """(the terminal event or None, whether a cancel was asked), at once."""
         return self.final(request_id), self.cancelled(request_id)
 
@@ -72,26 +77,26 @@ class EventLog(abc.ABC):
     def cancelled(self, request_id: str) -> bool: ...
 
     @abc.abstractmethod
-    def watch_cancels(self, callback) -> None:
+    def watch_cancels(self, callback: Callable[[str], object]) -> None:
         """Call ``callback(request_id)`` soon after any cancel (best effort: the
         mark that ``cancelled`` reads stays the truth)."""
 
     @abc.abstractmethod
-    def read(self, request_id: str, after: str, block_ms: int) -> list[tuple[str, dict]]:
+    def read(self, request_id: str, after: str, block_ms: int) -> list[tuple[str, Event]]:
         """Events after cursor ``after`` ("0" = from the start), waiting up to
         ``block_ms`` for the first one. Returns (cursor, event) pairs."""
 
-    async def aread(self, request_id: str, after: str, block_ms: int) -> list[tuple[str, dict]]:
+    async def aread(self, request_id: str, after: str, block_ms: int) -> list[tuple[str, Event]]:
         """``read`` for async callers (a thread per blocking read unless overridden)."""
         return await asyncio.to_thread(self.read, request_id, after, block_ms)
 
-    async def astore(self, request_id: str, event: dict) -> bool:
+    async def astore(self, request_id: str, event: Event) -> bool:
         """``finish`` for a result that did not come from a worker (a cache hit):
         a done event's whole text is logged as one token first, so a reader
         attached later (an idempotent retry) reads it like a generation."""
         return await asyncio.to_thread(self._store, request_id, event)
 
-    def _store(self, request_id: str, event: dict) -> bool:
+    def _store(self, request_id: str, event: Event) -> bool:
         if self.final(request_id) is not None:
             return False
         if event["type"] == "done" and event["result"]["text"]:
@@ -100,7 +105,7 @@ class EventLog(abc.ABC):
 
 
 class RedisEventLog(EventLog):
-    def __init__(self, redis_client=None):
+    def __init__(self, redis_client: redis.Redis | None = None) -> None:
 
         self.redis = redis_client or get_redis()
 
@@ -118,26 +123,26 @@ class RedisEventLog(EventLog):
     # a step's events itself, core.redis.PipelineWriter.held). Its FIFO keeps
     # each generation's events in order.
 
-    def append(self, request_id, event):
+    def append(self, request_id: str, event: Event) -> None:
         stream, raw = self._stream(request_id), json.dumps(event)
 
-        def add(pipe):
+        def add(pipe: redis.client.Pipeline) -> None:
             pipe.xadd(stream, {"e": raw})
             pipe.expire(stream, EVENT_TTL_S)
         self.writer.put(add)
 
-    def finish(self, request_id, event):
+    def finish(self, request_id: str, event: Event) -> bool:
         return bool(self.finish_async(request_id, event).result())
 
-    def finish_async(self, request_id, event):
+    def finish_async(self, request_id: str, event: Event) -> concurrent.futures.Future[Any]:
         keys, raw = [self._result(request_id), self._stream(request_id)], json.dumps(event)
 
-        def add(pipe):
+        def add(pipe: redis.client.Pipeline) -> None:
             # EVAL, not a registered script: redis-py checks a pipeline's scripts
             # with SCRIPT EXISTS first, a second round trip before the terminal
             # event leaves (Redis caches the compiled script by its body's hash).
-            pipe.eval(_FINISH, len(keys), *keys, raw, EVENT_TTL_S)
-        done = concurrent.futures.Future()
+            pipe.eval(_FINISH, len(keys), *keys, raw, EVENT_TTL_S)  # type: ignore[arg-type]  # stub: not only str
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self.writer.put(add, done)
         return done
 
@@ -145,19 +150,19 @@ class RedisEventLog(EventLog):
     def writer(self) -> PipelineWriter:
         return PipelineWriter(self.redis, name="event-writer")
 
-    def state(self, request_id):
+    def state(self, request_id: str) -> tuple[Event | None, bool]:
         pipe = self.redis.pipeline(transaction=False)
         pipe.get(self._result(request_id))
         pipe.exists(self._cancel_key(request_id))
         raw, cancelled = pipe.execute()
         return (json.loads(raw) if raw else None), bool(cancelled)
 
-    async def astore(self, request_id, event):
-        redis = get_aredis()
-        if not await redis.set(self._result(request_id), json.dumps(event), nx=True, ex=EVENT_TTL_S):
+    async def astore(self, request_id: str, event: Event) -> bool:
+        aredis = get_aredis()
+        if not await aredis.set(self._result(request_id), json.dumps(event), nx=True, ex=EVENT_TTL_S):
             return False
         stream = self._stream(request_id)
-        async with redis.pipeline(transaction=False) as pipe:
+        async with aredis.pipeline(transaction=False) as pipe:
             if event["type"] == "done" and event["result"]["text"]:
                 pipe.xadd(stream, {"e": json.dumps(_whole_text(event))})
             pipe.xadd(stream, {"e": json.dumps(event)})
@@ -169,25 +174,25 @@ class RedisEventLog(EventLog):
     def _cancel_key(request_id: str) -> str:
         return f"gen:{request_id}:cancel"
 
-    def cancel(self, request_id):
+    def cancel(self, request_id: str) -> None:
         pipe = self.redis.pipeline(transaction=False)
         pipe.set(self._cancel_key(request_id), "1", ex=EVENT_TTL_S)
         pipe.publish(CANCEL_CHANNEL, request_id)
         pipe.execute()
 
-    async def acancel(self, request_id):
+    async def acancel(self, request_id: str) -> None:
         async with get_aredis().pipeline(transaction=False) as pipe:
             pipe.set(self._cancel_key(request_id), "1", ex=EVENT_TTL_S)
             pipe.publish(CANCEL_CHANNEL, request_id)
             await pipe.execute()
 
-    def cancelled(self, request_id):
+    def cancelled(self, request_id: str) -> bool:
         return bool(self.redis.exists(self._cancel_key(request_id)))
 
-    def watch_cancels(self, callback):
+    def watch_cancels(self, callback: Callable[[str], object]) -> None:
         threading.Thread(target=self._watch, args=(callback,), name="cancel-watcher", daemon=True).start()
 
-    def _watch(self, callback) -> None:
+    def _watch(self, callback: Callable[[str], object]) -> None:
         while True:
             try:
                 pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
@@ -202,15 +207,16 @@ class RedisEventLog(EventLog):
                 logger.warning("cancel watcher lost Redis; resubscribing", exc_info=True)
                 time.sleep(1)
 
-    def final(self, request_id):
-        raw = self.redis.get(self._result(request_id))
+    def final(self, request_id: str) -> Event | None:
+        # A sync client: its replies are values (redis-py types them as maybe awaitable).
+        raw = cast(bytes | None, self.redis.get(self._result(request_id)))
         return json.loads(raw) if raw else None
 
-    def read(self, request_id, after, block_ms):
+    def read(self, request_id: str, after: str, block_ms: int) -> list[tuple[str, Event]]:
         reply = self.redis.xread({self._stream(request_id): after}, block=block_ms or None, count=500)
         return _entries(reply)
 
-    async def aread(self, request_id, after, block_ms):
+    async def aread(self, request_id: str, after: str, block_ms: int) -> list[tuple[str, Event]]:
         # On the event loop: a blocking read per stream must not hold a thread.
         from core.redis import get_aredis
 
@@ -230,11 +236,11 @@ return 0
 """
 
 
-def _whole_text(done: dict) -> dict:
+def _whole_text(done: Event) -> Event:
     return {"type": "token", "attempt": 1, "offset": 0, "text": done["result"]["text"]}
 
 
-def _entries(reply) -> list[tuple[str, dict]]:
+def _entries(reply: Any) -> list[tuple[str, Event]]:
     return [(cursor.decode() if isinstance(cursor, bytes) else cursor, json.loads(fields[b"e"]))
             for _, entries in reply or () for cursor, fields in entries]
 
@@ -242,15 +248,15 @@ def _entries(reply) -> list[tuple[str, dict]]:
 class MemoryEventLog(EventLog):
     """In-process equivalent for the embedded default (one process, no Redis)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._events: dict[str, list[dict]] = defaultdict(list)
-        self._final: dict[str, dict] = {}
+        self._events: dict[str, list[Event]] = defaultdict(list)
+        self._final: dict[str, Event] = {}
         self._expires: dict[str, float] = {}
         self._cancelled: set[str] = set()
-        self._watchers: list = []
+        self._watchers: list[Callable[[str], object]] = []
 
-    def _expire_locked(self):
+    def _expire_locked(self) -> None:
         now = time.monotonic()
         for request_id in [r for r, t in self._expires.items() if t < now]:
             self._events.pop(request_id, None)
@@ -258,13 +264,13 @@ class MemoryEventLog(EventLog):
             self._cancelled.discard(request_id)
             del self._expires[request_id]
 
-    def append(self, request_id, event):
+    def append(self, request_id: str, event: Event) -> None:
         with self._cond:
             self._events[request_id].append(event)
             self._expires[request_id] = time.monotonic() + EVENT_TTL_S
             self._cond.notify_all()
 
-    def finish(self, request_id, event):
+    def finish(self, request_id: str, event: Event) -> bool:
         with self._cond:
             if request_id in self._final:
                 return False
@@ -273,29 +279,29 @@ class MemoryEventLog(EventLog):
         self.append(request_id, event)
         return True
 
-    def cancel(self, request_id):
+    def cancel(self, request_id: str) -> None:
         with self._cond:
             self._cancelled.add(request_id)
             watchers = list(self._watchers)
         for callback in watchers:
             callback(request_id)
 
-    async def acancel(self, request_id):
+    async def acancel(self, request_id: str) -> None:
         self.cancel(request_id)
 
-    def watch_cancels(self, callback):
+    def watch_cancels(self, callback: Callable[[str], object]) -> None:
         with self._cond:
             self._watchers.append(callback)
 
-    def cancelled(self, request_id):
+    def cancelled(self, request_id: str) -> bool:
         with self._cond:
             return request_id in self._cancelled
 
-    def final(self, request_id):
+    def final(self, request_id: str) -> Event | None:
         with self._cond:
             return self._final.get(request_id)
 
-    def read(self, request_id, after, block_ms):
+    def read(self, request_id: str, after: str, block_ms: int) -> list[tuple[str, Event]]:
         start = int(after)
         deadline = time.monotonic() + block_ms / 1000
         with self._cond:

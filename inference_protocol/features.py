@@ -7,6 +7,8 @@ declares the same set (``Engine.features``) and refuses it again at submit.
 
 from __future__ import annotations
 
+from typing import Any
+
 ENGINE_FEATURES: dict[str, frozenset[str]] = {
     "llamacpp": frozenset({"response_format", "logprobs", "completions", "tools"}),
     "transformers": frozenset(),
@@ -22,11 +24,11 @@ ENGINE_FEATURES: dict[str, frozenset[str]] = {
 GENERATES = frozenset({"llamacpp", "transformers", "upstream", "fixed_cost"})
 
 
-def unsupported(spec: dict, wanted: set[str]) -> list[str]:
+def unsupported(spec: dict[str, Any], wanted: set[str]) -> list[str]:
     """The features of ``wanted`` that the engine of ``spec`` does not implement."""
-    have = ENGINE_FEATURES.get(spec.get("engine"), frozenset())
+    have = ENGINE_FEATURES.get(spec.get("engine") or "", frozenset())
     return sorted(wanted - have)
 
 
-def generates(spec: dict) -> bool:
+def generates(spec: dict[str, Any]) -> bool:
     return spec.get("engine") in GENERATES

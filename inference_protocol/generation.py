@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from core.vocabulary import Priority
 
@@ -11,7 +12,7 @@ from core.vocabulary import Priority
 class GenerationRequest:
     request_id: str
     model: str
-    messages: list[dict]
+    messages: list[dict[str, Any]]
     max_tokens: int = 256
     temperature: float = 1.0
     top_p: float = 1.0
@@ -28,5 +29,5 @@ class GenerationRequest:
     # which carries the text; one event for the gateway to read, not one per step.
     stream: bool = True
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any, cast
 
 from core.redis import get_redis
 
@@ -60,7 +61,7 @@ def node_key(worker: str) -> str:
     return f"{_NODE_PREFIX}{worker}"
 
 
-def publish(records: list[dict], node: dict | None = None) -> None:
+def publish(records: list[dict[str, Any]], node: dict[str, Any] | None = None) -> None:
     """Model records, and this worker's node record, in one round trip."""
     pipe = get_redis().pipeline(transaction=False)
     for record in records:
@@ -74,13 +75,15 @@ def publish(records: list[dict], node: dict | None = None) -> None:
     pipe.execute()
 
 
-def _read(index: str, prefix: str) -> list[dict]:
+def _read(index: str, prefix: str) -> list[dict[str, Any]]:
     """The live records among the indexed keys that start with ``prefix``."""
     redis = get_redis()
-    keys = sorted(key for key in redis.smembers(index) if key.startswith(prefix.encode()))
+    # A sync client's replies (redis-py types them as maybe awaitable).
+    members = cast(set[bytes], redis.smembers(index))
+    keys = sorted(key for key in members if key.startswith(prefix.encode()))
     if not keys:
         return []
-    raws = redis.mget(keys)
+    raws = cast(list[bytes | None], redis.mget(keys))
     expired = [key for key, raw in zip(keys, raws, strict=True) if raw is None]
     if expired:
         # A worker that publishes again between the MGET and this re-adds its key
@@ -89,7 +92,7 @@ def _read(index: str, prefix: str) -> list[dict]:
     return [json.loads(raw) for raw in raws if raw is not None]
 
 
-def read_nodes() -> list[dict]:
+def read_nodes() -> list[dict[str, Any]]:
     """Live node records of every worker."""
     return _read(_NODE_INDEX, _NODE_PREFIX)
 
@@ -105,7 +108,7 @@ def swarm_peers(label: str, *, exclude: str | None = None) -> list[tuple[str, in
     return peers
 
 
-def read_heartbeats(model: str | None = None) -> list[dict]:
+def read_heartbeats(model: str | None = None) -> list[dict[str, Any]]:
     """Live records in Redis, for one model or all."""
     records = _read(_INDEX, f"{_PREFIX}{model}:" if model else _PREFIX)
     return [r for r in records if model is None or r["model"] == model]

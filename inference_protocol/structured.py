@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import functools
 import json
+from typing import TYPE_CHECKING, Any, cast
 
 from inference_protocol.validation import InvalidInput
 
+if TYPE_CHECKING:
+    from llguidance._lib import JsonCompileOptions
+
 # Compact JSON (no optional whitespace): fewer tokens, and a small model cannot
 # spend its max_tokens on blank lines.
-JSON_OPTIONS = {"whitespace_flexible": False}
+JSON_OPTIONS: JsonCompileOptions = {"whitespace_flexible": False}
 # A JSON schema bigger than this (serialised) is refused: compiling is bounded.
 MAX_SCHEMA_BYTES = 64 * 1024
 
@@ -34,7 +38,7 @@ def _bad(message: str, field: str, kind: str = "invalid_value") -> InvalidInput:
     return InvalidInput(message, field=field, kind=kind)
 
 
-def check_response_format(value, *, field: str = "response_format") -> dict | None:
+def check_response_format(value: object, *, field: str = "response_format") -> dict[str, Any] | None:
     """The constraint of an OpenAI ``response_format`` (None for plain text)."""
     if value is None:
         return None
@@ -72,13 +76,13 @@ def check_response_format(value, *, field: str = "response_format") -> dict | No
     return constraint
 
 
-def check_schema(schema, *, field: str) -> dict:
+def check_schema(schema: object, *, field: str) -> dict[str, Any]:
     """A JSON schema that compiles to a grammar (tool parameters use this too)."""
     check_compiles({"type": "json_schema", "name": "schema", "schema": schema}, field=field)
-    return schema
+    return cast(dict[str, Any], schema)  # check_compiles refused any other
 
 
-def check_compiles(constraint: dict, *, field: str) -> None:
+def check_compiles(constraint: dict[str, Any], *, field: str) -> None:
     schema = constraint.get("schema")
     if constraint["type"] == "json_schema":
         if not isinstance(schema, dict):
@@ -101,7 +105,7 @@ def _validate(constraint_json: str) -> str:
     return LLMatcher.validate_grammar(grammar)
 
 
-def grammar_for(constraint: dict) -> str:
+def grammar_for(constraint: dict[str, Any]) -> str:
     """The llguidance grammar (a JSON string) of a constraint."""
     from llguidance import LLMatcher
 

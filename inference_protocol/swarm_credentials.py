@@ -20,8 +20,13 @@ import dataclasses
 import datetime
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from inference_protocol.signing import _unb64
+
+if TYPE_CHECKING:  # cryptography loads only where swarm credentials are made
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 CA_NAME = "Promptyard swarm CA"
 # libtorrent loads DH parameters with every certificate and reports an error for
@@ -49,7 +54,7 @@ class SwarmCredential:
         return cls(Path(cert_file).read_text(), Path(key_file).read_text())
 
 
-def _ca_key(signing_key_b64: str):
+def _ca_key(signing_key_b64: str) -> Ed25519PrivateKey:
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -59,7 +64,7 @@ def _ca_key(signing_key_b64: str):
     return Ed25519PrivateKey.from_private_bytes(seed)
 
 
-def _name(common_name: str):
+def _name(common_name: str) -> x509.Name:
     from cryptography import x509
     from cryptography.x509.oid import NameOID
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from typing import Any
 
 from inference_protocol import structured
 from inference_protocol.validation import InvalidInput
@@ -34,7 +35,7 @@ def _bad(message: str, field: str, kind: str = "invalid_value") -> InvalidInput:
     return InvalidInput(message, field=field, kind=kind)
 
 
-def check_tools(tools, *, field: str = "tools") -> list[dict]:
+def check_tools(tools: object, *, field: str = "tools") -> list[dict[str, Any]]:
     """OpenAI's function tools as [{"name", "description", "parameters"}]."""
     if not isinstance(tools, list):
         raise _bad(f"'{field}' must be an array of tools.", field, "invalid_type")
@@ -71,17 +72,17 @@ def check_tools(tools, *, field: str = "tools") -> list[dict]:
     return out
 
 
-def check_tool_choice(value, tools: list[dict], *, field: str = "tool_choice") -> str:
+def check_tool_choice(value: Any, tools: list[dict[str, Any]], *, field: str = "tool_choice") -> str:
     """'none', 'auto', 'required', or the name of the one function to call."""
     if value is None:
         return "auto" if tools else "none"
-    if value in ("none", "auto", "required"):
+    if isinstance(value, str) and value in ("none", "auto", "required"):
         if value != "none" and not tools:
             raise _bad(f"'{field}' is '{value}' but no tools were given.", field)
         return value
     named = isinstance(value, dict) and value.get("type") == "function"
     if named and isinstance(value.get("function"), dict):
-        name = value["function"].get("name")
+        name: str = value["function"].get("name")
         if not any(t["name"] == name for t in tools):
             raise _bad(f"'{field}' names a function that is not in 'tools': {name!r}.",
                        f"{field}.function.name")
@@ -90,14 +91,15 @@ def check_tool_choice(value, tools: list[dict], *, field: str = "tool_choice") -
                "\"function\": {\"name\": ...}}.", field, "invalid_type")
 
 
-def _call_schema(tools: list[dict]) -> dict:
+def _call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
     options = [{"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
                 "properties": {"name": {"const": t["name"]}, "arguments": t["parameters"]}} for t in tools]
     schema = options[0] if len(options) == 1 else {"anyOf": options}
     return {**schema, "x-guidance": structured.JSON_OPTIONS}
 
 
-def tool_constraint(tools: list[dict], choice: str, *, parallel: bool = True) -> dict | None:
+def tool_constraint(tools: list[dict[str, Any]], choice: str, *,
+                    parallel: bool = True) -> dict[str, Any] | None:
     """The grammar of a reply (``{"type": "lark", "grammar": ...}``), or None for 'none'."""
     if choice == "none":
         return None
@@ -110,7 +112,7 @@ def tool_constraint(tools: list[dict], choice: str, *, parallel: bool = True) ->
     return {"type": "lark", "grammar": "\n".join(lines) + "\n"}
 
 
-def tools_prompt(tools: list[dict], choice: str) -> str:
+def tools_prompt(tools: list[dict[str, Any]], choice: str) -> str:
     """The system text that tells the model about its tools."""
     shown = tools if choice in ("auto", "required") else [t for t in tools if t["name"] == choice]
     lines = ["You can call functions. To call one, reply with "
@@ -124,7 +126,7 @@ def tools_prompt(tools: list[dict], choice: str) -> str:
     return "\n".join(lines)
 
 
-def call_text(calls: list[dict]) -> str:
+def call_text(calls: list[dict[str, Any]]) -> str:
     """An assistant turn's ``tool_calls`` as the text the model would have written."""
     out = []
     for call in calls:
@@ -139,7 +141,7 @@ def call_text(calls: list[dict]) -> str:
     return "".join(out)
 
 
-def parse_calls(text: str) -> list[dict] | None:
+def parse_calls(text: str) -> list[dict[str, Any]] | None:
     """The calls in a reply, in OpenAI's ``tool_calls`` shape (None: the reply is prose)."""
     if not text.startswith(CALL_MARK):
         return None

@@ -12,6 +12,7 @@ INFERENCE_MAX_STOP_SEQUENCES in config/settings/inference.py). Each raises
 from __future__ import annotations
 
 import math
+from typing import Any, TypeGuard
 
 from django.conf import settings
 
@@ -32,11 +33,11 @@ class InvalidInput(ValueError):
         self.kind = kind
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -56,7 +57,7 @@ def check_text(text: str, *, field: str) -> str:
     return text
 
 
-def check_max_tokens(value, *, field: str = "max_tokens") -> int:
+def check_max_tokens(value: object, *, field: str = "max_tokens") -> int:
     limit = settings.INFERENCE_MAX_TOKENS_LIMIT
     if not _is_int(value):
         raise InvalidInput(f"Invalid type for '{field}': expected an integer.", field=field,
@@ -70,7 +71,7 @@ def check_max_tokens(value, *, field: str = "max_tokens") -> int:
     return value
 
 
-def check_temperature(value, *, field: str = "temperature") -> float:
+def check_temperature(value: object, *, field: str = "temperature") -> float:
     high = settings.INFERENCE_TEMPERATURE_MAX
     if not _is_number(value):
         raise InvalidInput(f"Invalid type for '{field}': expected a number.", field=field,
@@ -81,7 +82,7 @@ def check_temperature(value, *, field: str = "temperature") -> float:
     return float(value)
 
 
-def check_top_p(value, *, field: str = "top_p") -> float:
+def check_top_p(value: object, *, field: str = "top_p") -> float:
     if not _is_number(value):
         raise InvalidInput(f"Invalid type for '{field}': expected a number.", field=field,
                            kind="invalid_type")
@@ -91,7 +92,7 @@ def check_top_p(value, *, field: str = "top_p") -> float:
     return float(value)
 
 
-def check_stop(value, *, field: str = "stop") -> list[str]:
+def check_stop(value: object, *, field: str = "stop") -> list[str]:
     most = settings.INFERENCE_MAX_STOP_SEQUENCES
     if not isinstance(value, list | tuple) or len(value) > most \
             or not all(isinstance(s, str) and s for s in value):
@@ -102,7 +103,7 @@ def check_stop(value, *, field: str = "stop") -> list[str]:
     return list(value)
 
 
-def check_seed(value, *, field: str = "seed") -> int:
+def check_seed(value: object, *, field: str = "seed") -> int:
     if not _is_int(value):
         raise InvalidInput(f"Invalid type for '{field}': expected an integer.", field=field,
                            kind="invalid_type")
@@ -119,14 +120,14 @@ _CHECKS = {"max_tokens": check_max_tokens, "temperature": check_temperature, "to
            "stop": check_stop, "seed": check_seed}
 
 
-def check_sampling(**params) -> None:
+def check_sampling(**params: Any) -> None:
     """Check the sampling parameters given (None: not given, the default applies)."""
     for name, value in params.items():
         if value is not None:
             _CHECKS[name](value)
 
 
-def check_messages(messages, *, field: str = "messages") -> list[dict]:
+def check_messages(messages: object, *, field: str = "messages") -> list[dict[str, Any]]:
     """A chat: a non-empty list of {"role", "content"} with a known role and
     text content (valid Unicode), the last one not empty. Returns clean copies
     holding only role and content."""

@@ -13,6 +13,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from typing import cast
 
 
 class RealClock:
@@ -93,7 +94,7 @@ def run_until_idle(scheduler, clock: VirtualClock, until: float | None = None) -
         nxt = clock.next_event_time()
         if delay is None and nxt is None:
             return
-        target = clock.now() + delay if delay is not None else nxt
+        target = clock.now() + delay if delay is not None else cast(float, nxt)  # not both None
         if nxt is not None:
             target = min(target, nxt)
         if until is not None:

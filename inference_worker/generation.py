@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from concurrent.futures import Future
+from typing import Any, Protocol
 
 from core.vocabulary import Priority
 from inference_protocol.events import EventLog
@@ -51,7 +53,11 @@ class _Group:
 CANCEL_POLL_S = 1.0
 
 # Requests running in this process, for cancel notices (request id -> handle).
-_handles: dict[str, object] = {}
+class _Cancellable(Protocol):
+    def cancel(self, reason: str) -> None: ...
+
+
+_handles: dict[str, _Cancellable] = {}
 _handles_lock = threading.Lock()
 _watched: weakref.WeakSet = weakref.WeakSet()  # the logs whose cancel notices we watch
 
@@ -98,7 +104,7 @@ def _usage(seq: Sequence, result) -> tuple[int, int]:
     return result.prompt_tokens, result.completion_tokens
 
 
-def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 1) -> dict:
+def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 1) -> dict[str, Any] | None:
     """Generate, streaming token events to ``log``; returns the terminal event.
 
     ``request.n`` choices run as n sequences submitted together (they join the
@@ -136,7 +142,9 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
             offsets[index] += len(delta)
         return on_token
 
-    group, seqs, finishing = _Group(), [], []
+    group = _Group()
+    seqs: list[Sequence] = []
+    finishing: list[tuple[dict[str, Any], Future[Any]]] = []
 
     def on_done(result) -> None:
         # n = 1, on the scheduler thread as the result comes: the terminal write is
@@ -184,8 +192,9 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
     else:
         # n = 1: the scheduler thread built the done event and queued its write
         # as the result came (on_done), before this thread woke.
-        event, written = finishing[0] if finishing else (None, None)
-        if written is None:
+        if finishing:
+            event, written = finishing[0]
+        else:
             event = _done_event(request, seqs, results, scheduler.name)
             written = log.finish_async(request.request_id, event)
     if not written.result():
@@ -194,7 +203,8 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
     return event
 
 
-def _done_event(request: GenerationRequest, seqs: list[Sequence], results: list, served: str) -> dict:
+def _done_event(request: GenerationRequest, seqs: list[Sequence], results: list,
+                served: str) -> dict[str, Any]:
     """The terminal event of a generation whose n sequences finished."""
     inputs = request.inputs
     n = len(seqs)
@@ -210,7 +220,7 @@ def _done_event(request: GenerationRequest, seqs: list[Sequence], results: list,
             choice["embedding"] = seq.meta.get("embedding")
         choices.append(choice)
     first = results[0]
-    event = {"type": "done", "result": {
+    event: dict[str, Any] = {"type": "done", "result": {
         "text": first.text, "finish_reason": first.finish_reason,
         # n choices share one prompt; embeddings' inputs are each a prompt.
         "prompt_tokens": input_tokens if inputs else prompt_tokens,

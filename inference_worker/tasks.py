@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from typing import Any
 
 from celery import shared_task
 from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
@@ -37,7 +38,7 @@ def _log() -> RedisEventLog:
 
 @shared_task(bind=True, name=GENERATE_TASK, acks_late=True, reject_on_worker_lost=True,
              ignore_result=True)
-def generate(self, request: dict) -> dict:
+def generate(self, request: dict[str, Any]) -> dict[str, Any] | None:
     attempt = 1 + int(bool(self.request.delivery_info.get("redelivered")))
     return run_generation(GenerationRequest(**request), _log(), attempt=attempt)
 

@@ -40,6 +40,8 @@ export S3_BUCKET=${S3_BUCKET:-promptyard-test}
 
 .venv/bin/ruff check .
 .venv/bin/lint-imports --no-cache
+# Static types: the packages of [tool.mypy] in pyproject.toml (strict on core and inference_protocol).
+.venv/bin/mypy
 # The documentation site (docs/): a broken link or a page missing from the nav fails the build.
 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 

@@ -22,6 +22,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -45,7 +46,7 @@ __all__ = ["CheckpointManager", "FetchError", "ensure", "get_manager", "node_rec
 class CheckpointManager:
     def __init__(self, *, cache_dir: Path | str | None = None, listen: str | None = None,
                  web_seed: bool = True, discovery: bool | None = None,
-                 peers: list[tuple[str, int]] = ()):
+                 peers: Iterable[tuple[str, int]] = ()):
         self.cache = CheckpointCache(cache_dir or settings.MODEL_CACHE_DIR,
                                      public_key=settings.CONFIG_PUBLIC_KEY)
         host = _advertised_host()
@@ -73,7 +74,7 @@ class CheckpointManager:
             label_lock = self._label_locks.setdefault(label, threading.Lock())
         with label_lock:
             current = self.fetches.get(label)
-            if current is not None and current.status.state == PRESENT:
+            if current is not None and current.status.state == PRESENT and current.path is not None:
                 return current.path
             fetch = CheckpointFetch(
                 swarm=self.swarm, store=self.store, cache=self.cache, model=model, version=version,

@@ -14,6 +14,7 @@ import re
 import threading
 import time
 from pathlib import Path, PurePosixPath
+from typing import cast
 
 import httpx
 import libtorrent as lt
@@ -69,10 +70,15 @@ class FetchStatus:
 class _File:
     def __init__(self, entry: ManifestFile, raw: bytes, info: lt.torrent_info):
         self.entry, self.raw, self.info = entry, raw, info
-        self.handle = None
+        self.handle: lt.torrent_handle | None = None
         self.url: str | None = None
         self.url_at = 0.0
         self.share: OriginShare | None = None
+
+    def added(self) -> lt.torrent_handle:
+        """The torrent's handle, once the fetch has added it."""
+        assert self.handle is not None, f"{self.entry.path} was not added"
+        return self.handle
 
 
 class CheckpointFetch:
@@ -201,7 +207,8 @@ class CheckpointFetch:
     def _web_seed_url(self, f: _File) -> str | None:
         url = self.store.http_url(f.entry.object_key, expires=self.web_seed_expires)
         if url is None:
-            refusal = f"the object store ({self.store.describe()}) gives no HTTP URL for a web seed"
+            refusal: str | None = (f"the object store ({self.store.describe()}) gives no HTTP URL "
+                                   "for a web seed")
         else:
             refusal = _probe(url)
         if refusal is None:
@@ -239,7 +246,7 @@ class CheckpointFetch:
         best, best_at = -1, time.monotonic()
         settled = False
         while True:
-            statuses = [f.handle.status() for f in self.files]
+            statuses = [f.added().status() for f in self.files]
             self._check_errors(statuses)
             done = sum(s.total_done for s in statuses)
             checking = any(s.state in _CHECKING for s in statuses)
@@ -290,14 +297,15 @@ class CheckpointFetch:
     def _renew_web_seeds(self, now: float) -> None:
         """A presigned URL expires: hand libtorrent a fresh one at half its life."""
         for f in self.files:
-            if f.url and now - f.url_at > self.web_seed_expires / 2:
-                url = self.store.http_url(f.entry.object_key, expires=self.web_seed_expires)
+            if f.url and f.share is not None and now - f.url_at > self.web_seed_expires / 2:
+                # The store gave this file a URL before: it gives one again.
+                url = cast(str, self.store.http_url(f.entry.object_key, expires=self.web_seed_expires))
                 f.share.renew(url)
                 f.url, f.url_at = url, now
 
     def _save_resume(self) -> None:
         for f in self.files:
-            if f.handle.need_save_resume_data() and (data := self.swarm.save_resume(f.handle)):
+            if f.added().need_save_resume_data() and (data := self.swarm.save_resume(f.added())):
                 path = self.cache.resume_file(self.model, self.version, f.entry.info_hash_v2)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_suffix(".tmp")
@@ -324,8 +332,8 @@ class CheckpointFetch:
 
     def _finish(self, manifest: Manifest, raw_manifest: bytes) -> None:
         for f in self.files:  # files closed before their directory is renamed
-            self.uploaded_before += f.handle.status().total_payload_upload
-            self.swarm.remove(f.handle)
+            self.uploaded_before += f.added().status().total_payload_upload
+            self.swarm.remove(f.added())
             f.handle = None
         self.cache.write_state(manifest, raw_manifest, {f.entry.path: f.raw for f in self.files})
         self.cache.publish(self.model, self.version)
@@ -354,7 +362,7 @@ def _checked_torrent(label: str, where: str, raw: bytes, entry: ManifestFile) ->
         if not isinstance(decoded, dict) or b"info" not in decoded:
             raise ValueError("no info dictionary")
         kept = {k: v for k, v in decoded.items() if k in (b"info", b"piece layers")}
-        info = lt.torrent_info(lt.bencode(kept))
+        info = lt.torrent_info(lt.bencode(kept))  # type: ignore[arg-type]  # stub: any bdecode'd dict
     except (RuntimeError, ValueError, TypeError) as exc:
         raise FetchError("torrent_invalid", f"{label}: {where} is not a valid torrent ({exc})") from None
     hashes = info.info_hashes()

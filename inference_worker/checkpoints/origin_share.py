@@ -37,6 +37,8 @@ Redis gone), the host stops splitting and asks the origin for whatever it lacks.
 
 from __future__ import annotations
 
+from collections.abc import Set
+
 import libtorrent as lt
 
 TOP, DEFAULT, SKIP = 7, 4, 0
@@ -58,11 +60,12 @@ def wanted_priorities(have, availability, web_seeds: int, own: range, failed) ->
 
 
 class OriginShare:
+    handle: lt.torrent_handle  # the torrent's, set by the fetch once it is added
+
     def __init__(self, num_pieces: int, url: str, *, rank: int, members: int, fallback_s: float,
                  start_at: float):
         self.num_pieces, self.url = num_pieces, url
         self.fallback_s, self.start_at = fallback_s, start_at
-        self.handle = None
         self.attached = False  # the torrent is added without its web seed
         self.fallback = False
         self.best, self.best_at = -1, start_at
@@ -74,7 +77,7 @@ class OriginShare:
             return range(self.num_pieces)
         return range(rank * self.num_pieces // members, (rank + 1) * self.num_pieces // members)
 
-    def update(self, status, rank: int, members: int, now: float, failed: set[int] = frozenset()) -> None:
+    def update(self, status, rank: int, members: int, now: float, failed: Set[int] = frozenset()) -> None:
         """Priorities and web seed for this tick (``status``: the handle's, with pieces;
         ``failed``: pieces that failed their hash check here)."""
         if status.num_pieces > self.best:

@@ -118,8 +118,8 @@ class SwarmSession:
                  download_rate: int = 0):
         self.credential = credential
         params = lt.session_params()
-        params.settings = session_settings(listen=listen, upload_rate=upload_rate,
-                                           download_rate=download_rate)
+        params.settings = session_settings(  # type: ignore[assignment]  # stub: a dict is taken too
+            listen=listen, upload_rate=upload_rate, download_rate=download_rate)
         params.disk_io_constructor = "pread_disk_io_constructor"
         self.session = lt.session(params)
         everyone = lt.ip_filter()

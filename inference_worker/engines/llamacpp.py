@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+from typing import Any, cast
 
 import numpy as np
 
@@ -96,7 +97,9 @@ class LlamaCppEngine(Engine):
     ):
         self.model_name = model_name
         self.model_path = model_path or default_model_path()
-        self._model = self._ctx = self._batch = None
+        self._model: GgufModel | None = None
+        self._ctx: Any = None  # llama.cpp's handles (ctypes)
+        self._batch: Any = None
         self._lock = threading.Lock()
         if n_seq_max < 1 or context_window < 16 or n_batch < 1:
             raise EngineLoadError("n_seq_max, context_window and n_batch must be positive")
@@ -132,8 +135,13 @@ class LlamaCppEngine(Engine):
         self._tokenizer_lock = threading.Lock()
         self.prefill_tokens = 0  # prompt tokens run through the model (shared prefills once)
 
+    @property
+    def _gguf(self) -> GgufModel:
+        assert self._model is not None, "the engine is closed"
+        return self._model
+
     def detokenize(self, tokens: list[int]) -> str:
-        return self._model.detokenize(tokens)
+        return self._gguf.detokenize(tokens)
 
     # -- Engine interface --------------------------------------------------
 
@@ -147,11 +155,11 @@ class LlamaCppEngine(Engine):
 
     def prepare(self, seq: Sequence) -> None:
         if seq.params.raw_prompt:  # /v1/completions: the text as it is, no chat template
-            tokens = self._model.tokenize(seq.messages[-1]["content"], parse_special=False)
+            tokens = self._gguf.tokenize(seq.messages[-1]["content"], parse_special=False)
             if not tokens:
                 raise EngineError("the prompt is empty", code="empty_input")
         else:
-            tokens = self._model.prompt_tokens(seq.messages)
+            tokens = self._gguf.prompt_tokens(seq.messages)
         check_prompt_fits(tokens, self.context_window)
         seq.prompt_tokens = tokens
         if seq.params.constraint is not None and "constraint" not in seq.meta:
@@ -201,7 +209,7 @@ class LlamaCppEngine(Engine):
                         constraint=seq.meta.get("constraint"),
                     )
                     admitted.append(st)
-                    leader = prefills.setdefault(tuple(seq.prompt_tokens), len(plan))
+                    leader: int | None = prefills.setdefault(tuple(seq.prompt_tokens), len(plan))
                     if leader == len(plan):
                         plan.append((seq, st, list(seq.prompt_tokens), 0, True, None))
                     else:  # the same prompt as a sequence already in this step: nothing to feed
@@ -209,7 +217,8 @@ class LlamaCppEngine(Engine):
                 elif st.finished:
                     raise EngineError(f"sequence {seq.id} already finished", code="finished")
                 else:
-                    plan.append((seq, st, [st.pending], st.n_past, False, None))
+                    # A running sequence: its sampled token is pending.
+                    plan.append((seq, st, [cast(int, st.pending)], st.n_past, False, None))
             logits = self._decode(plan)
         except BaseException:
             # Leave every sequence as it was before this step.
@@ -230,10 +239,10 @@ class LlamaCppEngine(Engine):
         results = []
         for (seq, st, feed, start, _is_new, _leader), row in zip(plan, logits, strict=True):
             st.n_past = start + len(feed)
-            results.append(self._advance(seq, st, row))
+            results.append(self._advance(seq, st, cast(np.ndarray, row)))  # each row filled by now
         return results
 
-    def _decode(self, plan) -> list[np.ndarray]:
+    def _decode(self, plan) -> list[np.ndarray | None]:
         """Run every token of the plan through llama_decode, n_batch at a time.
 
         One call in the common case (running tokens + short prompts); only the
@@ -280,19 +289,19 @@ class LlamaCppEngine(Engine):
         if st.constraint is not None:
             logits = st.constraint.apply(logits)
         tok = st.sampler(logits)
-        if seq.params.logprobs is not None and not self._model.is_end_of_generation(tok):
+        if seq.params.logprobs is not None and not self._gguf.is_end_of_generation(tok):
             seq.meta.setdefault("logprobs", []).append(self._logprob(raw, tok, seq.params.logprobs))
         if st.constraint is not None:
             st.constraint.consume(tok)
         st.generated += 1
         res = StepResult(seq_id=seq_id, token_ids=[tok])
-        if self._model.is_end_of_generation(tok):
+        if self._gguf.is_end_of_generation(tok):
             # The end-of-turn token is not part of the completion: usage counts
             # the tokens of the returned text, as llama_cpp.Llama does.
             res.token_ids = []
             res.text, res.finish_reason = st.stream.finish(), "stop"
         else:
-            res.text = st.stream.push(self._model.piece(tok))
+            res.text = st.stream.push(self._gguf.piece(tok))
             if st.stream.stopped or (st.constraint is not None and st.constraint.complete):
                 if not st.stream.stopped:
                     res.text += st.stream.finish()
@@ -308,7 +317,7 @@ class LlamaCppEngine(Engine):
         return res
 
     def _entry(self, token: int, logprob: float) -> dict:
-        data = self._model.piece(token)
+        data = self._gguf.piece(token)
         return {"token": data.decode("utf-8", errors="replace"), "bytes": list(data),
                 "logprob": float(logprob)}
 
@@ -319,7 +328,7 @@ class LlamaCppEngine(Engine):
         z -= z.max()
         logp = z - np.log(np.exp(z).sum())
         entry = self._entry(token, logp[token])
-        best = np.argpartition(-logp, top)[:top] if top else []
+        best: Any = np.argpartition(-logp, top)[:top] if top else []
         entry["top_logprobs"] = [self._entry(int(t), logp[t]) for t in sorted(best, key=lambda t: -logp[t])]
         return entry
 

@@ -26,6 +26,8 @@ import dataclasses
 import inspect
 import os
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -92,7 +94,7 @@ class TransformersEngine(Engine):
             )
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         if dtype == "auto":
-            torch_dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+            torch_dtype: torch.dtype | None = torch.bfloat16 if self.device.type == "cuda" else torch.float32
         else:
             torch_dtype = getattr(torch, dtype, None)
             if not isinstance(torch_dtype, torch.dtype):
@@ -101,13 +103,13 @@ class TransformersEngine(Engine):
 
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-            kwargs = {"dtype": torch_dtype, "local_files_only": True}
+            kwargs: dict[str, Any] = {"dtype": torch_dtype, "local_files_only": True}
             if attn_implementation:
                 kwargs["attn_implementation"] = attn_implementation
             model = AutoModelForCausalLM.from_pretrained(model_dir, **kwargs)
         except Exception as exc:
             raise EngineLoadError(f"could not load a causal LM from {model_dir}: {exc}") from exc
-        self.model = model.to(self.device).eval()
+        self.model = model.to(self.device).eval()  # type: ignore[arg-type]  # stub: to() takes a device
         self.vocab_size = self.model.get_input_embeddings().num_embeddings
         # transformers 5 renamed past_key_values to cache (the old name warns).
         params = inspect.signature(self.model.forward).parameters
@@ -139,7 +141,7 @@ class TransformersEngine(Engine):
         check_messages(messages)
         if self.tokenizer.chat_template:
             try:
-                ids = self.tokenizer.apply_chat_template(
+                ids: Any = self.tokenizer.apply_chat_template(
                     messages, add_generation_prompt=True, tokenize=True, return_dict=False
                 )
             except Exception as exc:
@@ -345,7 +347,7 @@ class TransformersEngine(Engine):
         # Decode a short window and emit only what is stable: a token may be
         # half a character (byte-level BPE) or change the spacing of the one
         # before it. The same scheme as TGI/vLLM's incremental detokenizer.
-        dec = self.tokenizer.decode
+        dec: Callable[..., str] = self.tokenizer.decode  # type: ignore[assignment]  # one sequence: a str
         prefix = dec(st.tokens[st.prefix_offset:st.read_offset], skip_special_tokens=True)
         text = dec(st.tokens[st.prefix_offset:], skip_special_tokens=True)
         if len(text) > len(prefix) and (final or not text.endswith("\ufffd")):

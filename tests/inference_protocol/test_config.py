@@ -128,3 +128,12 @@ def test_should_know_the_same_engines_as_the_worker():
     from inference_worker.engines import ENGINES
 
     assert set(config.ENGINE_NAMES) == set(ENGINES)
+
+
+def test_should_start_no_watcher_without_redis_on_every_call(settings, monkeypatch):
+    # The first call marks the process as watcher-less; later calls said so too
+    # only by accident (they returned that mark, not None).
+    settings.REDIS_URL = ""
+    monkeypatch.setattr(config, "_watcher", None)
+    assert config.start_watcher() is None
+    assert config.start_watcher() is None
