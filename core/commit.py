@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from django.db import transaction
 
 
-def after_commit(fn: Callable[..., object], /, *args, **kwargs) -> None:
+def after_commit(fn: Callable[..., object], /, *args: Any, **kwargs: Any) -> None:
     """``fn(*args, **kwargs)`` once the current transaction commits (at once
     outside one); the arguments are bound now, not when it runs."""
     transaction.on_commit(partial(fn, *args, **kwargs))

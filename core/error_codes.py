@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -279,7 +280,7 @@ class DomainError(Exception):
     Its HTTP status is the code's (core.errors maps it to a response or frame)."""
 
     def __init__(self, message: str | None = None, *, code: str, field: str | None = None,
-                 extra: dict | None = None, headers: dict | None = None):
+                 extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None):
         entry = spec(code)
         self.code = code
         self.extra = extra or {}

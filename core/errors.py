@@ -50,7 +50,7 @@ def error_body(code: str, message: str, status_code: int, field: str | None = No
     return {"error": body}
 
 
-def domain_error_body(exc: DomainError) -> dict:
+def domain_error_body(exc: DomainError) -> dict[str, Any]:
     return error_body(exc.code, exc.message, exc.status, exc.field, **exc.extra)
 
 
@@ -58,14 +58,14 @@ def domain_error_response(exc: DomainError) -> JsonResponse:
     return JsonResponse(domain_error_body(exc), status=exc.status, headers=exc.headers)
 
 
-def error_frame(exc: DomainError, **extra) -> dict:
+def error_frame(exc: DomainError, **extra: Any) -> dict[str, Any]:
     """A websocket's error frame: the body's code, message and fields, flat."""
     frame = {"type": "error", "code": exc.code, "message": exc.message, "field": exc.field,
              **exc.extra, **extra}
     return {k: v for k, v in frame.items() if v is not None}
 
 
-def _first_validation_error(detail, prefix: str = "") -> tuple[str | None, str, str]:
+def _first_validation_error(detail: Any, prefix: str = "") -> tuple[str | None, str, str]:
     """Walk DRF's nested ValidationError detail to the first message; returns
     (dotted field, message, code)."""
     if isinstance(detail, dict):
@@ -78,7 +78,7 @@ def _first_validation_error(detail, prefix: str = "") -> tuple[str | None, str, 
     return (prefix or None), str(detail), code
 
 
-def api_exception_handler(exc, context):
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, DomainError):
         set_rollback()
         return Response(domain_error_body(exc), status=exc.status, headers=exc.headers)
@@ -104,13 +104,13 @@ def api_exception_handler(exc, context):
 
 
 def json_error(code: str, message: str | None = None, *, field: str | None = None,
-               headers: dict | None = None, **extra) -> JsonResponse:
+               headers: dict[str, str] | None = None, **extra: Any) -> JsonResponse:
     """A plain view's error response: the status is the code's (core.error_codes)."""
     return domain_error_response(DomainError(message, code=code, field=field, extra=extra, headers=headers))
 
 
 @csrf_exempt  # an unknown route is a 404 for every method, never a CSRF page first
-def api_not_found(request, *args, **kwargs):
+def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     return json_error("not_found", f"No API route matches {request.path}.")
 
 

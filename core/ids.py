@@ -26,7 +26,7 @@ def parse_uint(value: object) -> int | None:
     return number if number <= DB_INT_MAX and number >= 0 else None
 
 
-def parse_uuid(value) -> uuid.UUID | None:
+def parse_uuid(value: object) -> uuid.UUID | None:
     """A UUID from a client's value (any of its string forms); None for anything else."""
     try:
         return uuid.UUID(str(value))
@@ -34,5 +34,5 @@ def parse_uuid(value) -> uuid.UUID | None:
         return None
 
 
-def is_uuid(value) -> bool:
+def is_uuid(value: object) -> bool:
     return parse_uuid(value) is not None

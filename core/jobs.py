@@ -36,7 +36,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import connection
@@ -56,6 +56,12 @@ CANCELLED = "cancelled"
 
 class LeaseLost(Exception):
     """This driver no longer holds the job: it stops without writing."""
+
+
+class Clock(Protocol):
+    def now(self) -> datetime.datetime: ...
+
+    def sleep(self, seconds: float) -> None: ...
 
 
 class WallClock:
@@ -101,13 +107,13 @@ class JobKind:
         """Rows no driver holds at ``now`` (never claimed, cleared, or run out)."""
         return Q(**{f"{self.until_field}__isnull": True}) | Q(**{f"{self.until_field}__lt": now})
 
-    def active_rows(self) -> QuerySet:
-        return self.model.objects.filter(**{f"{self.status_field}__in": self.active})
+    def active_rows(self) -> QuerySet[Any]:
+        return self.model._default_manager.filter(**{f"{self.status_field}__in": self.active})
 
     def lease_end(self, now: datetime.datetime) -> datetime.datetime:
         return now + datetime.timedelta(seconds=getattr(settings, self.lease_setting))
 
-    def slot_check(self, user) -> None:
+    def slot_check(self, user: Any) -> None:
         """429 while ``user`` has its limit of active jobs of this kind; in the
         transaction that creates the job (core.leases.job_slot_check)."""
         assert self.slots is not None
@@ -119,18 +125,18 @@ class JobKind:
 class Job:
     """One job as its driver sees it: every write conditional on the lease."""
 
-    def __init__(self, kind: JobKind, pk, *, owner: str | None = None, clock=None):
+    def __init__(self, kind: JobKind, pk: Any, *, owner: str | None = None, clock: Clock | None = None):
         self.kind, self.pk = kind, pk
         self.owner = owner or lease_owner_id()
-        self.clock = clock or WallClock()
+        self.clock: Clock = clock or WallClock()
 
-    def rows(self) -> QuerySet:
-        return self.kind.model.objects.filter(pk=self.pk)
+    def rows(self) -> QuerySet[Any]:
+        return self.kind.model._default_manager.filter(pk=self.pk)
 
-    def mine(self) -> QuerySet:
+    def mine(self) -> QuerySet[Any]:
         return self.rows().filter(**{self.kind.owner_field: self.owner})
 
-    def claim(self, **changes) -> bool:
+    def claim(self, **changes: Any) -> bool:
         """Take the lease of an active job nobody else holds; ``changes`` are
         written in the same UPDATE."""
         now = self.clock.now()
@@ -161,7 +167,7 @@ class Job:
         release_connection()
         self.clock.sleep(seconds)
 
-    def write(self, **fields) -> None:
+    def write(self, **fields: Any) -> None:
         """Update the job's row while holding its lease (LeaseLost otherwise)."""
         if not self.mine().update(**fields):
             raise LeaseLost(f"{self.kind.name} {self.pk} is no longer driven by {self.owner}")
@@ -171,12 +177,13 @@ class Job:
         if not list(self.mine().select_for_update().values_list("pk", flat=True)):
             raise LeaseLost(f"{self.kind.name} {self.pk} is no longer driven by {self.owner}")
 
-    def end(self, **fields) -> bool:
+    def end(self, **fields: Any) -> bool:
         """Write the job's end and clear its lease (only while holding it)."""
         return bool(self.mine().update(**fields, **{self.kind.until_field: None}))
 
 
-def drive(kind: JobKind, pk, *, owner: str | None = None, clock=None, **context) -> str:
+def drive(kind: JobKind, pk: Any, *, owner: str | None = None, clock: Clock | None = None,
+          **context: Any) -> str:
     """Drive a job to its end, a cancel, or until another driver holds it.
     Returns its final status, or "busy" / "paused"."""
     job = Job(kind, pk, owner=owner, clock=clock)
@@ -198,26 +205,27 @@ def drive(kind: JobKind, pk, *, owner: str | None = None, clock=None, **context)
         return kind.finish(job, work, outcome)
 
 
-def request_cancel(kind: JobKind, pk, *, clock=None, **changes) -> bool:
+def request_cancel(kind: JobKind, pk: Any, *, clock: Clock | None = None, **changes: Any) -> bool:
     """Set the job's cancel flag (its driver stops before its next step); True
     when no driver holds it (the caller ends it at once)."""
-    kind.model.objects.filter(pk=pk).update(**{kind.cancel_field: True}, **changes)
-    return kind.model.objects.filter(pk=pk).filter(kind.unheld((clock or WallClock()).now())).exists()
+    rows = kind.model._default_manager.filter(pk=pk)
+    rows.update(**{kind.cancel_field: True}, **changes)
+    return rows.filter(kind.unheld((clock or WallClock()).now())).exists()
 
 
-def waiting(kind: JobKind, *, limit: int, clock=None) -> list:
+def waiting(kind: JobKind, *, limit: int, clock: Clock | None = None) -> list[Any]:
     """Ids of the active jobs no driver holds (new ones, and ones whose driver
     died), oldest first."""
     rows = kind.active_rows().filter(kind.unheld((clock or WallClock()).now())).order_by("created_at")
     return list(rows.values_list("pk", flat=True)[:max(0, limit)])
 
 
-def drive_in_thread(kind: JobKind, pk) -> threading.Thread:
+def drive_in_thread(kind: JobKind, pk: Any) -> threading.Thread:
     """Drive a job on a daemon thread of this process. A driver that raises
     only logs: its lease runs out and the job resumes elsewhere."""
     name = f"{kind.name}-{pk}"
 
-    def run():
+    def run() -> None:
         try:
             logger.info("%s: %s", name, drive(kind, pk))
         except Exception:
@@ -230,7 +238,7 @@ def drive_in_thread(kind: JobKind, pk) -> threading.Thread:
     return thread
 
 
-def dispatch(kind: JobKind, pk) -> None:
+def dispatch(kind: JobKind, pk: Any) -> None:
     """Once the transaction commits, drive a new job on a thread of this
     process where the kind's dispatch setting is "thread"; else a worker's poll
     takes it."""
@@ -250,7 +258,7 @@ class DriverThreads:
         self.threads = {job: t for job, t in self.threads.items() if t.is_alive()}
         return self.most - len(self.threads)
 
-    def start(self, kind: JobKind, pk) -> bool:
+    def start(self, kind: JobKind, pk: Any) -> bool:
         """Start driving a job unless a thread here drives it already or none is free."""
         key = f"{kind.name}-{pk}"
         if key in self.threads or self.room() <= 0:

@@ -21,11 +21,13 @@ import itertools
 import json
 import logging
 import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
-from core.blobstore import get_blob_store
+from core.blobstore import BlobWriter, get_blob_store
 from core.error_codes import DomainError
 from core.jobs import CANCELLED, PAUSED, Job, JobKind, Slots, drive
 from core.leases import release_connection
@@ -50,7 +52,7 @@ class _ResultFile:
         self.user, self.name = user, name
         self.id = new_id("file-")
         self.key = f"batch-files/{self.id}"
-        self.writer = None
+        self.writer: BlobWriter | None = None
         self.lines = 0
 
     def add(self, data: bytes) -> None:
@@ -188,10 +190,10 @@ def _expire(batch: Batch, pending) -> None:
 @dataclasses.dataclass
 class _Work:
     batch: Batch
-    check: object  # the endpoint's body checker
+    check: Callable[[dict[str, Any]], Any]  # the endpoint's body checker
     kind: str  # "chat", "text" or "embed"
     backend: Backend
-    pending: object  # (number, line) of the lines not stored yet
+    pending: Iterator[tuple[int, dict[str, Any]]]  # (number, line) of the lines not stored yet
     inflight: _Window | None = None
 
 

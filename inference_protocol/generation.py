@@ -19,7 +19,7 @@ class GenerationRequest:
     stop: list[str] = dataclasses.field(default_factory=list)
     seed: int | None = None
     priority: str = Priority.FREE.wire  # core.vocabulary.Priority, by name
-    response_format: dict | None = None  # a constraint (inference_protocol.structured)
+    response_format: dict[str, Any] | None = None  # a constraint (inference_protocol.structured)
     n: int = 1                           # choices, each its own sequence (seeds seed, seed+1, ...)
     logprobs: int | None = None          # top alternatives per token with its log probability
     raw_prompt: bool = False             # /v1/completions: messages[-1] is raw text

@@ -356,6 +356,7 @@ def _watch(work: _Work) -> str | None:
         lease.set(state=Rollout.State.RUNNING, requested="")
         _audit(rollout, "rollout_resumed", "resumed by an operator")
         work.window_end = lease.clock.now() + window
+    assert work.window_end is not None  # set when the watch of this step began
     if rollout.state == Rollout.State.PAUSED or lease.clock.now() < work.window_end:
         return None
     canary = window_figures(model=rollout.model, version=rollout.version, since=work.since)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from typing import cast
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -124,7 +125,7 @@ def _refuse(principal: Principal, decision: admission.Decision, tokens: int):
                           code="model_unavailable",
                           headers={**headers, "Retry-After": str(retry_s),
                                    "retry-after-ms": str(retry_s * 1000)})
-    reason = "queue_full" if decision.reason == "queue_full" else decision.failed_bucket
+    reason = "queue_full" if decision.reason == "queue_full" else cast(str, decision.failed_bucket)
     if decision.retry_after_ms < 0 and reason == "tokens":
         limit = decision.buckets["tokens"]["limit"]
         raise DomainError(f"Request too large: it needs about {tokens} tokens (prompt + max_tokens) but "

@@ -77,9 +77,11 @@ async def _semantic_opted_in(call: Call) -> bool:
 async def answer(call: Call) -> Completion:
     """The cached result as the call's answer (in place of publish and stream),
     stored in its event log like a worker's; then the record stage."""
+    hit = call.hit
+    assert hit is not None  # answer() runs only on a hit
     completion = call.completion(cache_hit=call.cache_hit, headers=call.headers, timings=call.timings)
-    done = {"type": "done", "result": {**call.hit, "queued_s": 0.0, "latency_s": 0.0}}
+    done = {"type": "done", "result": {**hit, "queued_s": 0.0, "latency_s": 0.0}}
     await get_backend().log.astore(call.request_id, done)
-    completion.preload([{"type": "token", "text": call.hit["text"]}, done] if call.hit["text"] else [done])
+    completion.preload([{"type": "token", "text": hit["text"]}, done] if hit["text"] else [done])
     spawn(record(completion, call, done))
     return completion

@@ -6,6 +6,8 @@ import dataclasses
 import time
 from collections.abc import Callable
 
+from django.contrib.auth.base_user import AbstractBaseUser
+
 from accounts.models import ApiKey
 from inference_client.admission import Decision
 from inference_client.completion import Completion
@@ -17,13 +19,13 @@ from inference_protocol.config import ConfigSnapshot
 class SessionCaller:
     """A signed-in browser user on /v1, with their account's tier
     (accounts.keycache.cached_account_tier: no database read per request)."""
-    user: object
+    user: AbstractBaseUser
     tier: str
 
 
 @dataclasses.dataclass(frozen=True)
 class Principal:
-    user: object
+    user: AbstractBaseUser
     api_key: ApiKey | None
     tier: str
     scope: str      # rate buckets and idempotency keys: per API key (or per user)
