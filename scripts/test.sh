@@ -40,8 +40,11 @@ export S3_BUCKET=${S3_BUCKET:-promptyard-test}
 
 .venv/bin/ruff check .
 .venv/bin/lint-imports --no-cache
-# Static types: the packages of [tool.mypy] in pyproject.toml (strict on core and inference_protocol).
-.venv/bin/mypy
+# Static types: the packages of [tool.mypy] in pyproject.toml (strict on core and
+# inference_protocol). A minute of CPU: it runs beside the tests, its verdict at the end.
+mypy_log=$(mktemp)
+.venv/bin/mypy >"$mypy_log" 2>&1 &
+mypy_pid=$!
 # The documentation site (docs/): a broken link or a page missing from the nav fails the build.
 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 
@@ -77,7 +80,7 @@ if [[ " $passes " == *" services "* ]]; then
         || { rabbitmqctl add_vhost "$vhost" >/dev/null && rabbitmqctl set_permissions -p "$vhost" guest '.*' '.*' '.*' >/dev/null; }
     done
   fi
-  .venv/bin/python -m pytest -p tests.xdist_services "${xdist[@]}" "$@" || rc=$?
+  .venv/bin/python -m pytest -p tests.xdist_services "${xdist[@]}" --durations=25 "$@" || rc=$?
 fi
 if [ -n "$embedded_pid" ]; then
   erc=0
@@ -88,4 +91,10 @@ if [ -n "$embedded_pid" ]; then
   # 5: the arguments selected only tests that need the services.
   if [ "$erc" != 0 ] && [ "$erc" != 5 ] && [ "$rc" = 0 ]; then rc=$erc; fi
 fi
+mrc=0
+wait "$mypy_pid" || mrc=$?
+echo "=== mypy ==="
+cat "$mypy_log"
+rm -f "$mypy_log"
+if [ "$mrc" != 0 ] && [ "$rc" = 0 ]; then rc=$mrc; fi
 exit "$rc"

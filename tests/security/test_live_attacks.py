@@ -147,7 +147,7 @@ def test_m1_webhooks_cannot_point_inside_the_network(live, url, code):
 
 def _send_chunked_until_answered(base: str, path: str, total: int) -> tuple[bytes, int]:
     """POST a chunked body of up to `total` bytes; stop at the first byte of an answer.
-    Returns (the answer's head, bytes sent)."""
+    Returns (the whole answer: head and its Content-Length of body, bytes sent)."""
     host, port = base.removeprefix("http://").split(":")
     sock = socket.create_connection((host, int(port)), timeout=10)
     sock.sendall(f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
@@ -162,9 +162,22 @@ def _send_chunked_until_answered(base: str, path: str, total: int) -> tuple[byte
     except (BrokenPipeError, ConnectionResetError):
         pass
     sock.settimeout(10)
-    answer = sock.recv(65536)
+    answer = b""
+    while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < _content_length(answer):
+        data = sock.recv(65536)  # the head and the body may come in separate reads
+        if not data:
+            break
+        answer += data
     sock.close()
     return answer, sent
+
+
+def _content_length(answer: bytes) -> int:
+    head = answer.partition(b"\r\n\r\n")[0].lower()
+    for line in head.split(b"\r\n"):
+        if line.startswith(b"content-length:"):
+            return int(line.split(b":", 1)[1])
+    return 0
 
 
 def test_m2_an_endless_chunked_body_is_refused_while_it_is_sent(live):
