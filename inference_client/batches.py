@@ -33,9 +33,9 @@ from core.error_codes import DomainError
 from core.jobs import dispatch, request_cancel
 from core.vocabulary import Tier
 from inference_client.models import Batch, BatchFile
+from inference_client.request_params import ChatRequest
 from inference_client.stages.admit import estimate_prompt_tokens
 from inference_client.validation import (
-    ChatRequest,
     EmbedRequest,
     check_chat_request,
     check_embeddings_request,

@@ -3,8 +3,8 @@
 
 They are plain async Django views (views.py: no DRF on the hot path), which
 drf-spectacular does not see; this hook writes their operations by hand, from
-the same limits inference_client.validation enforces, so that a body the schema
-calls valid is one the gateway accepts (the model may still refuse a feature it
+the same limits inference_client.validation and request_params enforce, so that
+a body the schema calls valid is one the gateway accepts (the model may still refuse a feature it
 lacks: logprobs, tools, response_format). Each is refused in the one error shape
 (core/openapi.py adds the `4XX`); a 5xx is never documented.
 """
@@ -16,7 +16,8 @@ from typing import Any
 from django.conf import settings
 
 from inference_client.idempotency import MAX_KEY_LENGTH
-from inference_client.validation import PROMPT_LABEL, TEXT_DEFAULT_MAX_TOKENS, TEXT_MAX_LOGPROBS
+from inference_client.request_params import PROMPT_LABEL
+from inference_client.validation import TEXT_DEFAULT_MAX_TOKENS, TEXT_MAX_LOGPROBS
 from inference_protocol import config, features
 from inference_protocol.validation import SEED_MAX
 

@@ -17,10 +17,11 @@ from django.views.decorators.csrf import csrf_exempt
 from core.error_codes import DomainError
 from core.errors import domain_error_response, json_error
 from inference_client.idempotency import body_fingerprint, check_idempotency_key
+from inference_client.request_params import check_body_size, parse_json
 from inference_client.services import completion_create
 from inference_client.stages.request import authenticate
 from inference_client.threads import run_db
-from inference_client.validation import check_body_size, check_chat_request, parse_json
+from inference_client.validation import check_chat_request
 from inference_client.views import completion_response
 from playground.permissions import SHARE_TOKEN_HEADER, client_address
 from playground.runs import run_prepare

@@ -14,13 +14,13 @@ from accounts.models import ApiKey
 from core.redis import enabled as redis_enabled
 from inference_client.completion import Completion
 from inference_client.idempotency import idempotency_release
+from inference_client.request_params import ChatParams
 from inference_client.stages.admit import admit
 from inference_client.stages.cache import answer, lookup, replay
 from inference_client.stages.call import Call, Principal, SessionCaller
 from inference_client.stages.publish import publish
 from inference_client.stages.publish import stream as stream_stage
 from inference_client.stages.resolve import resolve
-from inference_client.validation import ChatParams
 from inference_protocol import config
 
 

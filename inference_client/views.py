@@ -22,14 +22,13 @@ from core.monitoring import monitoring_allowed
 from inference_client import metrics as m
 from inference_client import selectors
 from inference_client.rendering import completion_body, embeddings_body, error_status, sse
+from inference_client.request_params import check_body_size, parse_json
 from inference_client.services import completion_create
 from inference_client.stages.request import authenticate, parse_body, parse_headers
 from inference_client.validation import (
-    check_body_size,
     check_chat_request,
     check_embeddings_request,
     check_text_request,
-    parse_json,
 )
 from inference_protocol import config
 

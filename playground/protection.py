@@ -2,7 +2,8 @@
 changes their protection, and (require_approval) a move is a request that a
 second editor approves or rejects. Every request and decision is audited; an
 approved move is an ordinary compare-and-set move from where the request found
-the label, so a label moved meanwhile makes the approval a 409."""
+the label, so a label moved meanwhile makes the approval a 409. What a
+protected label refuses to a direct change is label_locks.py's (services checks it)."""
 
 from __future__ import annotations
 
@@ -13,21 +14,7 @@ from core.error_codes import DomainError
 
 from .audit import audit_record
 from .models import Label, PendingLabelMove, PendingStatus, Prompt, PromptVersion
-from .permissions import Role
-
-
-def check_label_unlocked(label: Label | None, *, prompt: Prompt, action: str, approved: bool = False) -> None:
-    """Raise unless `action` ("move", "undo", "redo", "split", "delete") may change
-    `label` directly."""
-    if label is None or not label.protected:
-        return
-    if action == "delete" and getattr(prompt, "access_role", Role.OWNER) != Role.OWNER:
-        raise DomainError(f"Label {label.name!r} is protected: only the owner may remove it.",
-                          code="label_protected", field="name")
-    if label.require_approval and not approved:
-        raise DomainError(f"Label {label.name!r} needs a second editor's approval to move: POST .../move "
-                          "creates a pending move that another editor approves.", code="approval_required",
-                          field="name")
+from .services import label_move
 
 
 def label_protect(*, prompt: Prompt, name: str, protected: bool, require_approval: bool, actor) -> Label:
@@ -86,8 +73,6 @@ def pending_decide(*, prompt: Prompt, name: str, pending_id, actor, approve: boo
     """Approve (the move happens, compare-and-set from where the request found the
     label) or reject a pending move. The requester cannot decide their own request.
     `gate(pending)` runs the evaluation gate before an approval."""
-    from .services import label_move
-
     if not isinstance(reason, str) or len(reason) > 500:
         raise DomainError("reason is a string of at most 500 characters.", code="invalid_request",
                           field="reason")

@@ -19,8 +19,8 @@ from core.ids import is_uuid
 
 from .audit import audit_record
 from .bodies import body_cache, storage_fields
+from .label_locks import check_label_unlocked
 from .models import LABEL_NAME_PATTERN, Label, LabelMove, MoveKind, Prompt, PromptVersion
-from .protection import check_label_unlocked
 from .splits import check_variants
 from .uploads import upload_verify
 from .validation import check_params, check_utf8

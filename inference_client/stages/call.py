@@ -11,7 +11,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from accounts.models import ApiKey
 from inference_client.admission import Decision
 from inference_client.completion import Completion
-from inference_client.validation import ChatParams
+from inference_client.request_params import ChatParams
 from inference_protocol.config import ConfigSnapshot
 
 

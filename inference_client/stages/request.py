@@ -15,9 +15,9 @@ from accounts.selectors import account_tier
 from core.bearer import MalformedBearer, bearer_token
 from core.error_codes import DomainError
 from inference_client.idempotency import body_fingerprint, check_idempotency_key
+from inference_client.request_params import ChatRequest, check_body_size, check_prompt_ref, parse_json
 from inference_client.stages.call import SessionCaller
 from inference_client.threads import run_db
-from inference_client.validation import ChatRequest, check_body_size, check_prompt_ref, parse_json
 
 
 def _csrf_rejected(request) -> bool:

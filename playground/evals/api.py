@@ -1,6 +1,7 @@
-"""Evaluations REST API: datasets, versions, rows, import/export, grants,
-evaluators, runs, results. Views parse, check access, call a service or a
-selector and serialize; nothing else."""
+"""Evaluations REST API: datasets, versions, rows, import/export, grants and
+links (evaluators and runs are in api_runs.py, a run's results in
+api_results.py). Views parse, check access, call a service or a selector and
+serialize; nothing else."""
 
 from __future__ import annotations
 
@@ -29,11 +30,9 @@ from ..sharing.serializers import (
     LinkSerializer,
 )
 from . import datasets as services
-from .evaluators import evaluator_list
 from .import_job import dataset_import_start
 from .models import DatasetImport, DatasetVersion
-from .permissions import access_dataset, access_run, datasets_visible_to, request_dataset, runs_visible_to
-from .runs import evalrun_cancel, evalrun_create, evalrun_resume_if_stale
+from .permissions import datasets_visible_to, request_dataset
 from .serializers import (
     DatasetCreateSerializer,
     DatasetRowSerializer,
@@ -41,18 +40,14 @@ from .serializers import (
     DatasetUpdateSerializer,
     DatasetVersionCreateSerializer,
     DatasetVersionSerializer,
-    EvalRunCreateSerializer,
-    EvalRunSerializer,
-    EvaluatorSerializer,
     ImportRequestSerializer,
     ImportResultSerializer,
     ImportTextRequestSerializer,
     RowPageSerializer,
 )
-from .visibility import visibility_for
 
 PAGE_MAX = 500
-# The ranges _int_param checks, in the schema.
+# The ranges int_param checks, in the schema.
 START = {"type": "integer", "minimum": 0}
 LIMIT = {"type": "integer", "minimum": 1, "maximum": PAGE_MAX}
 
@@ -66,7 +61,7 @@ def _version(dataset, version_id) -> DatasetVersion:
     return version
 
 
-def _int_param(request, name: str, default: int, *, low: int = 0, high: int | None = None) -> int:
+def int_param(request, name: str, default: int, *, low: int = 0, high: int | None = None) -> int:
     raw = request.query_params.get(name)
     if raw is None:
         return default
@@ -79,7 +74,7 @@ def _int_param(request, name: str, default: int, *, low: int = 0, high: int | No
     return value
 
 
-def _refuse_unknown_params(request, allowed: set[str]) -> None:
+def refuse_unknown_params(request, allowed: set[str]) -> None:
     unknown = sorted(set(request.query_params) - allowed)
     if unknown:
         raise DomainError(f"Unrecognized query parameter: {unknown[0]}.", code="unknown_parameter",
@@ -181,11 +176,11 @@ class DatasetRowsApi(APIView):
                    responses=RowPageSerializer,
                    description="Rows by index: a page of a large dataset without counting the whole.")
     def get(self, request, dataset_id, version_id):
-        _refuse_unknown_params(request, {"start", "limit"})
+        refuse_unknown_params(request, {"start", "limit"})
         dataset = request_dataset(request, dataset_id=dataset_id, need="read")
         version = _version(dataset, version_id)
-        start = _int_param(request, "start", 0)
-        limit = _int_param(request, "limit", 100, low=1, high=PAGE_MAX)
+        start = int_param(request, "start", 0)
+        limit = int_param(request, "limit", 100, low=1, high=PAGE_MAX)
         rows = version.rows.filter(index__gte=start, index__lt=start + limit).order_by("index")
         nxt = start + limit if start + limit < version.row_count else None
         return Response({"rows": DatasetRowSerializer(rows, many=True).data, "next": nxt,
@@ -200,7 +195,7 @@ class DatasetExportApi(APIView):
                    responses={(200, "application/jsonl"): OpenApiTypes.STR,
                               (200, "text/csv"): OpenApiTypes.STR})
     def get(self, request, dataset_id, version_id):
-        _refuse_unknown_params(request, {"as"})
+        refuse_unknown_params(request, {"as"})
         dataset = request_dataset(request, dataset_id=dataset_id, need="read")
         version = _version(dataset, version_id)
         fmt = request.query_params.get("as", "jsonl")
@@ -366,66 +361,3 @@ class DatasetLinkDetailApi(APIView):
         dataset = request_dataset(request, dataset_id=dataset_id, need="own")
         link = sharing.link_revoke(dataset=dataset, link_id=link_id, actor=request.user)
         return Response(LinkSerializer(link).data)
-
-
-class EvaluatorListApi(APIView):
-    @extend_schema(responses=EvaluatorSerializer(many=True))
-    def get(self, request):
-        return Response([{"name": e.name, "version": e.version, "doc": e.doc, "args": list(e.args),
-                          "needs_expected": e.needs_expected} for e in evaluator_list()])
-
-
-def _run_queryset():
-    return ("dataset_version__dataset", "owner")
-
-
-def _runs_body(request, runs) -> list:
-    """Runs as the reader may see them: prompts it cannot view are redacted (visibility)."""
-    return EvalRunSerializer(runs, many=True,
-                             context={"visibility": visibility_for(user=request.user, runs=runs)}).data
-
-
-def _run_body(request, run) -> dict:
-    return EvalRunSerializer(run, context={"visibility": visibility_for(user=request.user, runs=[run])}).data
-
-
-class EvalRunListApi(APIView):
-    pagination_class = Page  # the schema documents the cursor page paginated() answers
-    @extend_schema(parameters=[OpenApiParameter("dataset", str, description="Only runs over this dataset")],
-                   responses=EvalRunSerializer(many=True))
-    def get(self, request):
-        _refuse_unknown_params(request, {"dataset", "cursor", "page_size"})
-        runs = runs_visible_to(user=request.user).select_related(*_run_queryset()).prefetch_related(
-            "columns__prompt_version__prompt")
-        if request.query_params.get("dataset"):
-            dataset = access_dataset(user=request.user, dataset_id=request.query_params["dataset"],
-                                     need="view")
-            runs = runs.filter(dataset_version__dataset=dataset)
-        return paginated(request, self, runs, ("-created_at",), lambda items: _runs_body(request, items))
-
-    @extend_schema(request=EvalRunCreateSerializer, responses={201: EvalRunSerializer},
-                   description="Run every row of a dataset version through each column (prompt version, "
-                               "model, parameters) at batch priority, scored by the evaluators.")
-    def post(self, request):
-        data = EvalRunCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
-        run = evalrun_create(user=request.user, dataset_id=v["dataset"], version_id=v["dataset_version"],
-                             columns=v["columns"], evaluators=v["evaluators"], name=v["name"])
-        return Response(_run_body(request, run), status=status.HTTP_201_CREATED)
-
-
-class EvalRunDetailApi(APIView):
-    @extend_schema(responses=EvalRunSerializer, description="The run, its progress and (once done) "
-                                                             "per-column aggregates with 95% intervals.")
-    def get(self, request, run_id):
-        run = access_run(user=request.user, run_id=run_id)
-        evalrun_resume_if_stale(run)
-        return Response(_run_body(request, run))
-
-
-class EvalRunCancelApi(APIView):
-    @extend_schema(request=None, responses=EvalRunSerializer)
-    def post(self, request, run_id):
-        run = evalrun_cancel(run=access_run(user=request.user, run_id=run_id, need="cancel"))
-        return Response(_run_body(request, run))

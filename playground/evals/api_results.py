@@ -1,5 +1,5 @@
-"""An evaluation run's results grid, a page of rows at a time (the rest of the
-evaluations API is in api.py). What the reader may not see of a column's prompt
+"""An evaluation run's results grid, a page of rows at a time (datasets are in
+api.py, runs in api_runs.py). What the reader may not see of a column's prompt
 is redacted (visibility)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from core.error_codes import DomainError
 
 from ..matching import Budget
-from .api import LIMIT, PAGE_MAX, START, _int_param, _refuse_unknown_params
+from .api import LIMIT, PAGE_MAX, START, int_param, refuse_unknown_params
 from .models import EvalResult
 from .permissions import access_run
 from .serializers import ResultPageSerializer
@@ -59,12 +59,12 @@ class EvalResultsApi(APIView):
         description="The grid, a page of rows at a time: each row's cells (one per column), their scores "
                     "and a word diff against the first column's output.")
     def get(self, request, run_id):
-        _refuse_unknown_params(request, {"start", "limit", "filter"})
+        refuse_unknown_params(request, {"start", "limit", "filter"})
         run = access_run(user=request.user, run_id=run_id)
         seen = visibility_for(user=request.user, runs=[run])
         judges = hidden_judges(run, seen)
-        start = _int_param(request, "start", 0)
-        limit = _int_param(request, "limit", 100, low=1, high=PAGE_MAX)
+        start = int_param(request, "start", 0)
+        limit = int_param(request, "limit", 100, low=1, high=PAGE_MAX)
         which = request.query_params.get("filter")
         if which not in (None, "failed", "disagree"):
             raise DomainError("filter is failed or disagree.", code="invalid_request", field="filter")

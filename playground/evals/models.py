@@ -1,6 +1,7 @@
 """Datasets, their immutable versions and rows; evaluation runs, their columns
 and per-cell results; label gates. Imported by playground.models so Django
-registers them with the playground app.
+registers them with the playground app; they name its prompt models by
+"playground.<Model>", so this module does not import that one back.
 
 A dataset version never changes: an edit (a row added, changed or removed, an
 import) makes a child version with a copy of the rows. A run keeps the dataset
@@ -13,8 +14,6 @@ import uuid
 
 from django.conf import settings
 from django.db import models
-
-from playground.models import Prompt, PromptVersion
 
 
 class ImmutableRecordError(Exception):
@@ -163,7 +162,8 @@ class EvalColumn(models.Model):
 
     run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="columns")
     index = models.PositiveIntegerField()
-    prompt_version = models.ForeignKey(PromptVersion, on_delete=models.RESTRICT, related_name="+")
+    prompt_version = models.ForeignKey("playground.PromptVersion", on_delete=models.RESTRICT,
+                                       related_name="+")
     model_name = models.CharField(max_length=100)
     # The chat-completions sampling fields the column sends (the version's, with overrides).
     params = models.JSONField(default=dict)
@@ -209,7 +209,7 @@ class LabelGate(models.Model):
     must score within `margin` of the version the label holds now, on
     `dataset`, by `evaluator` (mean score, 0..1)."""
 
-    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="label_gates")
+    prompt = models.ForeignKey("playground.Prompt", on_delete=models.CASCADE, related_name="label_gates")
     label_name = models.CharField(max_length=63)
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
     evaluator = models.CharField(max_length=64)
@@ -227,8 +227,10 @@ class GateDecision(models.Model):
 
     gate = models.ForeignKey(LabelGate, on_delete=models.CASCADE, related_name="decisions")
     run = models.ForeignKey(EvalRun, null=True, on_delete=models.SET_NULL, related_name="+")
-    candidate_version = models.ForeignKey(PromptVersion, on_delete=models.CASCADE, related_name="+")
-    baseline_version = models.ForeignKey(PromptVersion, null=True, on_delete=models.CASCADE, related_name="+")
+    candidate_version = models.ForeignKey("playground.PromptVersion", on_delete=models.CASCADE,
+                                          related_name="+")
+    baseline_version = models.ForeignKey("playground.PromptVersion", null=True, on_delete=models.CASCADE,
+                                         related_name="+")
     passed = models.BooleanField()
     code = models.CharField(max_length=64)
     reason = models.TextField()

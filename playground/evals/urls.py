@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, api_results
+from . import api, api_results, api_runs
 
 D = "<uuid:dataset_id>"
 V = f"{D}/versions/<str:version_id>"
@@ -22,9 +22,9 @@ dataset_urls = [
 ]
 
 eval_urls = [
-    path("evaluators", api.EvaluatorListApi.as_view(), name="api-evaluators"),
-    path("runs", api.EvalRunListApi.as_view(), name="api-eval-runs"),
-    path("runs/<uuid:run_id>", api.EvalRunDetailApi.as_view(), name="api-eval-run"),
-    path("runs/<uuid:run_id>/cancel", api.EvalRunCancelApi.as_view(), name="api-eval-run-cancel"),
+    path("evaluators", api_runs.EvaluatorListApi.as_view(), name="api-evaluators"),
+    path("runs", api_runs.EvalRunListApi.as_view(), name="api-eval-runs"),
+    path("runs/<uuid:run_id>", api_runs.EvalRunDetailApi.as_view(), name="api-eval-run"),
+    path("runs/<uuid:run_id>/cancel", api_runs.EvalRunCancelApi.as_view(), name="api-eval-run-cancel"),
     path("runs/<uuid:run_id>/results", api_results.EvalResultsApi.as_view(), name="api-eval-run-results"),
 ]

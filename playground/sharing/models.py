@@ -1,12 +1,11 @@
 """Share links, grants and the audit log (imported by playground.models so
-Django registers them with the playground app)."""
+Django registers them with the playground app; the prompt models are named by
+"playground.<Model>", so this module does not import that one back)."""
 
 import uuid
 
 from django.conf import settings
 from django.db import models
-
-from playground.models import Prompt, PromptVersion
 
 
 class LinkMode(models.TextChoices):
@@ -22,11 +21,11 @@ class ShareLink(models.Model):
     timing says nothing about the secret."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    prompt = models.ForeignKey(Prompt, null=True, blank=True, on_delete=models.CASCADE,
+    prompt = models.ForeignKey("playground.Prompt", null=True, blank=True, on_delete=models.CASCADE,
                                related_name="share_links")
     dataset = models.ForeignKey("playground.Dataset", null=True, blank=True, on_delete=models.CASCADE,
                                 related_name="share_links")
-    version = models.ForeignKey(PromptVersion, null=True, blank=True, on_delete=models.CASCADE,
+    version = models.ForeignKey("playground.PromptVersion", null=True, blank=True, on_delete=models.CASCADE,
                                 related_name="+")
     mode = models.CharField(max_length=8, choices=LinkMode.choices)
     name = models.CharField(max_length=100, blank=True, default="")
@@ -59,7 +58,8 @@ class GrantRole(models.TextChoices):
 class Grant(models.Model):
     """Access to a prompt or a dataset for one account or for every member of a team."""
 
-    prompt = models.ForeignKey(Prompt, null=True, blank=True, on_delete=models.CASCADE, related_name="grants")
+    prompt = models.ForeignKey("playground.Prompt", null=True, blank=True, on_delete=models.CASCADE,
+                               related_name="grants")
     dataset = models.ForeignKey("playground.Dataset", null=True, blank=True, on_delete=models.CASCADE,
                                 related_name="grants")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
@@ -119,7 +119,7 @@ class TransferOffer(models.Model):
     """An owner offers a prompt to another user; it changes hands only when the
     receiver accepts, and only while the offerer still owns it."""
 
-    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="transfer_offers")
+    prompt = models.ForeignKey("playground.Prompt", on_delete=models.CASCADE, related_name="transfer_offers")
     from_user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     to_user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                                 related_name="transfer_offers")

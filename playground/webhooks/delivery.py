@@ -23,6 +23,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+from celery import current_app
 from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.db.models import F
@@ -53,14 +54,18 @@ def _grace() -> datetime.timedelta:
     return datetime.timedelta(seconds=settings.WEBHOOK_SWEEP_GRACE_S)
 
 
+# The Celery task that runs attempt_delivery (tasks.py), sent by name: tasks.py
+# imports this module.
+DELIVER_TASK = "playground.webhooks.deliver"
+
+
 def schedule(delivery_id, *, countdown: float = 0.0) -> None:
     """Queue an attempt: on the webhooks Celery queue, or (no broker, the embedded
     default) on a timer thread of this process."""
     if settings.CELERY_BROKER_URL:
-        from .tasks import deliver
-
         try:
-            deliver.apply_async(args=[str(delivery_id)], queue=settings.WEBHOOK_QUEUE, countdown=countdown)
+            current_app.send_task(DELIVER_TASK, args=[str(delivery_id)], queue=settings.WEBHOOK_QUEUE,
+                                  countdown=countdown, ignore_result=True)
         except Exception as exc:  # the row stays pending, visible in the log; the sweep queues it again
             log.warning("webhook delivery %s could not be queued: %r", delivery_id, exc)
             # No message can be late: the first sweep after its due time takes it, without the grace.

@@ -5,10 +5,10 @@ beat entry (config/settings/celery.py: CELERY_BEAT_SCHEDULE)."""
 
 from celery import shared_task
 
-from .delivery import attempt_delivery, deliveries_sweep
+from .delivery import DELIVER_TASK, attempt_delivery, deliveries_sweep
 
 
-@shared_task(name="playground.webhooks.deliver", bind=True, acks_late=True, ignore_result=True,
+@shared_task(name=DELIVER_TASK, bind=True, acks_late=True, ignore_result=True,
              max_retries=5)
 def deliver(self, delivery_id: str) -> str:
     try:

@@ -4,12 +4,10 @@ cache (promptyard.cache), rendering, and runs through /v1/chat/completions."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from typing import Any, Literal
 from urllib.parse import quote
 
 import httpx
@@ -24,114 +22,11 @@ from .errors import (
     PromptyardError,
     ServerUnavailable,
 )
-from .splits import split_pick
-from .template import render_texts
+from .version import LabelValue, PromptVersion, choose, fallback_version, label_value, versions_of
 
-Source = Literal["server", "cache", "stale", "fallback"]
 DEFAULT_TTL = 60.0
 DEFAULT_MAX_STALE = 300.0
 DEFAULT_TIMEOUT = 5.0
-PARAMETER_FIELDS = ("temperature", "max_tokens", "top_p", "stop")
-
-
-@dataclasses.dataclass(frozen=True)
-class PromptVersion:
-    """One saved version of a prompt, as `get_prompt` returns it.
-
-    `source` says where it came from: "server" (fetched by this call), "cache"
-    (fresh copy, younger than ttl), "stale" (older than ttl, served while a
-    background refresh runs; never older than ttl + max_stale) or "fallback"
-    (the caller's fallback, because the server could not answer: `error` says why).
-    """
-
-    prompt_id: str
-    label: str
-    id: str | None
-    number: int | None
-    model: str | None
-    system: str
-    template: str
-    variables: dict[str, str | None]
-    parameters: dict[str, Any]
-    response_schema: dict | None
-    tools: list
-    source: Source = "server"
-    # A split label: this variant's weight, and every variant's (version id, weight).
-    weight: int | None = None
-    split: tuple[tuple[str, int], ...] | None = None
-    fetched_at: float | None = None  # wall-clock time (time.time()) of the fetch, None for a fallback
-    error: str | None = None
-    _client: Any = dataclasses.field(default=None, repr=False, compare=False)
-
-    @property
-    def stale(self) -> bool:
-        return self.source == "stale"
-
-    @property
-    def is_fallback(self) -> bool:
-        return self.source == "fallback"
-
-    def render(self, variables: Mapping[str, object] | None = None) -> dict:
-        """{"system", "body", "messages"}: the texts with `{{name}}` filled in (as
-        the server renders them; RenderError names missing or unknown variables)."""
-        out = render_texts({"system": self.system, "body": self.template}, declared=self.variables,
-                           values=dict(variables or {}))
-        messages = ([{"role": "system", "content": out["system"]}] if self.system else []) + [
-            {"role": "user", "content": out["body"]}]
-        return {**out, "messages": messages}
-
-    def chat_body(self, variables: Mapping[str, object] | None = None, *, stream: bool = False) -> dict:
-        """The /v1/chat/completions body of a run of this version: the request a run
-        by reference makes (its response schema enforced, its tools offered)."""
-        if not self.model:
-            raise ApiError("This version names no model: give the fallback a 'model' to run it.",
-                           code="model_required")
-        body = {"model": self.model, "messages": self.render(variables)["messages"], **self.parameters}
-        if self.response_schema is not None:
-            body["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "response", "schema": self.response_schema, "strict": True}}
-        if self.tools:
-            body["tools"] = list(self.tools)
-        if stream:
-            body["stream"] = True
-        return body
-
-    def run_headers(self) -> dict:
-        """Headers that put this version (and label) in the run's usage record."""
-        if self.id is None:
-            return {}
-        return {"X-Prompt-Version": self.id, "X-Prompt-Label": self.label}
-
-    def run(self, variables: Mapping[str, object] | None = None, *, stream: bool = False):
-        """Run through /v1/chat/completions: the chat.completion object, or (stream=True)
-        an iterator of chat.completion.chunk objects. The usage record names this version."""
-        if not isinstance(self._client, Promptyard):
-            raise TypeError("run() needs a version from Promptyard.get_prompt; use arun() for async")
-        return self._client.run(self, variables, stream=stream)
-
-    async def arun(self, variables: Mapping[str, object] | None = None, *, stream: bool = False):
-        if not isinstance(self._client, AsyncPromptyard):
-            raise TypeError("arun() needs a version from AsyncPromptyard.get_prompt")
-        return await self._client.run(self, variables, stream=stream)
-
-
-def _fallback_version(fallback, *, prompt: str, label: str, error: Exception, client) -> PromptVersion:
-    if isinstance(fallback, PromptVersion):
-        return dataclasses.replace(fallback, source="fallback", error=str(error), _client=client)
-    if isinstance(fallback, str):
-        fallback = {"template": fallback}
-    if not isinstance(fallback, Mapping) or "template" not in fallback:
-        raise TypeError("fallback must be a PromptVersion, a template string, or a mapping with 'template'")
-    unknown = set(fallback) - {"template", "system", "model", "variables", "parameters",
-                               "response_schema", "tools"}
-    if unknown:
-        raise TypeError(f"unknown fallback fields: {', '.join(sorted(unknown))}")
-    return PromptVersion(
-        prompt_id=prompt, label=label, id=None, number=None, model=fallback.get("model"),
-        system=fallback.get("system", ""), template=fallback["template"],
-        variables=dict(fallback.get("variables") or {}), parameters=dict(fallback.get("parameters") or {}),
-        response_schema=fallback.get("response_schema"), tools=list(fallback.get("tools") or []),
-        source="fallback", error=str(error), _client=client)
 
 
 def _error_from(response: httpx.Response, *, what: str) -> PromptyardError:
@@ -152,51 +47,6 @@ def _error_from(response: httpx.Response, *, what: str) -> PromptyardError:
             PromptNotFound if code == "prompt_not_found" else NotFound)
         return kind(message, code=code, status=status)
     return ApiError(message, code=code, status=status)
-
-
-def _version_from(v: dict, body: str, *, prompt: str, label: str, client) -> PromptVersion:
-    return PromptVersion(
-        prompt_id=prompt, label=label, id=v["id"], number=v.get("number"), model=v.get("model"),
-        system=v.get("system") or "", template=body, variables=dict(v.get("variables") or {}),
-        parameters={k: v[k] for k in PARAMETER_FIELDS if v.get(k) not in (None, [])},
-        response_schema=v.get("response_schema"), tools=list(v.get("tools") or []),
-        source="server", fetched_at=time.time(), _client=client)
-
-
-@dataclasses.dataclass(frozen=True)
-class _LabelValue:
-    """What the cache holds for a label: its version, or a split's variants."""
-
-    primary: PromptVersion
-    variants: tuple[tuple[PromptVersion, int], ...] | None = None
-
-    @property
-    def id(self) -> str | None:  # the label's (first) version: what the cache tests compare
-        return self.primary.id
-
-
-def _choose(value: _LabelValue, user: str | None, *, source: Source) -> PromptVersion:
-    if not value.variants:
-        return dataclasses.replace(value.primary, source=source)
-    weights = [w for _, w in value.variants]
-    version, weight = value.variants[split_pick(weights, prompt_id=value.primary.prompt_id,
-                                                label=value.primary.label, user=user)]
-    return dataclasses.replace(version, source=source, weight=weight,
-                               split=tuple((v.id, w) for v, w in value.variants))
-
-
-def _label_value(data: dict, bodies: dict, *, prompt: str, label: str, client) -> _LabelValue:
-    def make(v):
-        return _version_from(v, bodies[v["id"]], prompt=prompt, label=label, client=client)
-
-    if not data.get("split"):
-        return _LabelValue(make(data["version"]))
-    variants = tuple((make(item["version"]), item["weight"]) for item in data["split"])
-    return _LabelValue(variants[0][0], variants)
-
-
-def _versions_of(data: dict) -> list[dict]:
-    return [item["version"] for item in data.get("split") or ()] or [data["version"]]
 
 
 # Outcomes of a fetch that the cache records (an answer) or counts (no answer).
@@ -230,7 +80,7 @@ class _Base:
             raise AuthenticationError("An API key is required (create one at /settings/api-keys/).",
                                       code="missing_api_key")
         self.base_url = base_url.rstrip("/")
-        self.cache: BoundedStalenessCache[_LabelValue] = BoundedStalenessCache(
+        self.cache: BoundedStalenessCache[LabelValue] = BoundedStalenessCache(
             ttl=ttl, max_stale=max_stale, clock=clock)
         self.timeout = timeout
         self.run_timeout = run_timeout
@@ -242,14 +92,14 @@ class _Base:
         if plan.action == "fresh":
             if entry.gone is not None:
                 raise entry.gone
-            return _choose(entry.value, user, source="cache")
+            return choose(entry.value, user, source="cache")
         if plan.action == "stale":
-            return _choose(entry.value, user, source="stale")
+            return choose(entry.value, user, source="stale")
         return None
 
     def _unavailable(self, exc, fallback, prompt, label):
         if fallback is not None:
-            return _fallback_version(fallback, prompt=prompt, label=label, error=exc, client=self)
+            return fallback_version(fallback, prompt=prompt, label=label, error=exc, client=self)
         raise exc
 
 
@@ -260,6 +110,8 @@ class Promptyard(_Base):
         version = py.get_prompt(prompt_id, label="production", fallback="Summarise: {{text}}")
         reply = version.run({"text": doc})
     """
+
+    is_async = False  # which of PromptVersion.run / arun goes through this client
 
     def __init__(self, base_url: str, api_key: str, *, ttl: float = DEFAULT_TTL,
                  max_stale: float = DEFAULT_MAX_STALE, timeout: float = DEFAULT_TIMEOUT,
@@ -298,7 +150,7 @@ class Promptyard(_Base):
                 self._spawn(lambda: self._refresh(key))
             return served
         try:
-            return _choose(self._fetch_and_record(key), user, source="server")
+            return choose(self._fetch_and_record(key), user, source="server")
         except _NO_ANSWER as exc:
             return self._unavailable(exc, fallback, str(prompt), label)
 
@@ -310,7 +162,7 @@ class Promptyard(_Base):
         except Exception:
             self.cache.failed(key, refresh=True)
 
-    def _fetch_and_record(self, key, *, refresh: bool = False) -> _LabelValue:
+    def _fetch_and_record(self, key, *, refresh: bool = False) -> LabelValue:
         at = self.cache.clock()
         try:
             version = self._fetch(*key)
@@ -335,12 +187,12 @@ class Promptyard(_Base):
             raise _error_from(response, what=f"GET {path}")
         return response
 
-    def _fetch(self, prompt: str, label: str) -> _LabelValue:
+    def _fetch(self, prompt: str, label: str) -> LabelValue:
         data = _json(self._get(_label_path(prompt, label)))
         bodies = {}
-        for v in _versions_of(data):  # a large body is fetched from its own URL
+        for v in versions_of(data):  # a large body is fetched from its own URL
             bodies[v["id"]] = v["body"] if v.get("body") is not None else self._get(v["body_url"]).text
-        return _label_value(data, bodies, prompt=prompt, label=label, client=self)
+        return label_value(data, bodies, prompt=prompt, label=label, client=self)
 
     def run(self, version: PromptVersion, variables: Mapping[str, object] | None = None, *,
             stream: bool = False):
@@ -372,6 +224,8 @@ class Promptyard(_Base):
 class AsyncPromptyard(_Base):
     """The asyncio client: the same contract; background refreshes are tasks
     on the running loop."""
+
+    is_async = True
 
     def __init__(self, base_url: str, api_key: str, *, ttl: float = DEFAULT_TTL,
                  max_stale: float = DEFAULT_MAX_STALE, timeout: float = DEFAULT_TIMEOUT,
@@ -405,7 +259,7 @@ class AsyncPromptyard(_Base):
                 task.add_done_callback(self._tasks.discard)
             return served
         try:
-            return _choose(await self._fetch_and_record(key), user, source="server")
+            return choose(await self._fetch_and_record(key), user, source="server")
         except _NO_ANSWER as exc:
             return self._unavailable(exc, fallback, str(prompt), label)
 
@@ -423,7 +277,7 @@ class AsyncPromptyard(_Base):
             self.cache.failed(key, refresh=True)
             raise
 
-    async def _fetch_and_record(self, key, *, refresh: bool = False) -> _LabelValue:
+    async def _fetch_and_record(self, key, *, refresh: bool = False) -> LabelValue:
         at = self.cache.clock()
         try:
             version = await self._fetch(*key)
@@ -445,13 +299,13 @@ class AsyncPromptyard(_Base):
             raise _error_from(response, what=f"GET {path}")
         return response
 
-    async def _fetch(self, prompt: str, label: str) -> _LabelValue:
+    async def _fetch(self, prompt: str, label: str) -> LabelValue:
         data = _json(await self._get(_label_path(prompt, label)))
         bodies = {}
-        for v in _versions_of(data):
+        for v in versions_of(data):
             body = v.get("body")
             bodies[v["id"]] = body if body is not None else (await self._get(v["body_url"])).text
-        return _label_value(data, bodies, prompt=prompt, label=label, client=self)
+        return label_value(data, bodies, prompt=prompt, label=label, client=self)
 
     async def run(self, version: PromptVersion, variables: Mapping[str, object] | None = None, *,
                   stream: bool = False):
