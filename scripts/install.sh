@@ -44,8 +44,10 @@ if [ "$(.venv/bin/python -c "import importlib.metadata as m; print(m.version('ll
   $PIP install --no-deps "$WHEELS"/llama_cpp_python-"$version"-*.whl
 fi
 
-# The lock is complete (every dependency pinned and hashed), hence --no-deps.
-$PIP install --require-hashes --no-deps -r "$lock"
+# The lock is complete (every dependency pinned and hashed), hence --no-deps. A
+# download cut short fails its hash check: the second try fetches afresh.
+$PIP install --require-hashes --no-deps -r "$lock" \
+  || $PIP install --no-cache-dir --require-hashes --no-deps -r "$lock"
 
 # torch's build is the host's (CPU here, CUDA on a GPU host, which may install its
 # own build first): the version pyproject.toml pins, outside the lock files, after
