@@ -13,7 +13,8 @@ from typing import Any
 from core.vocabulary import Priority
 from inference_worker.engines.base import EngineError, Sequence, StepResult
 
-log = logging.getLogger(__name__)
+# Logged as the scheduler's: its thread runs these callbacks and releases.
+log = logging.getLogger("inference_worker.scheduler")
 
 TokenCallback = Callable[[str], None]
 DoneCallback = Callable[["GenerationResult"], None]
