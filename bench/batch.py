@@ -66,7 +66,8 @@ django.setup()
 from inference_worker.clock import VirtualClock, run_until_idle  # noqa: E402
 from inference_worker.engines.base import SamplingParams, Sequence  # noqa: E402
 from inference_worker.engines.fixed_cost import FixedCostEngine  # noqa: E402
-from inference_worker.scheduler import Scheduler, SchedulerConfig  # noqa: E402
+from inference_worker.requests import SchedulerConfig  # noqa: E402
+from inference_worker.scheduler import Scheduler  # noqa: E402
 
 N, CALL = 50, 0.2
 LIMIT = N / CALL

@@ -60,7 +60,7 @@ def host_main(args) -> None:
     from core.redis import get_redis
     from inference_protocol.heartbeat import HEARTBEAT_INTERVAL_S, node_key, publish
     from inference_worker.checkpoints import CheckpointManager
-    from inference_worker.heartbeat import WORKER_ID
+    from inference_worker.identity import WORKER_ID
 
     print(json.dumps({"event": "up"}), flush=True)
     for line in sys.stdin:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from inference_protocol import config
+from inference_protocol.config_document import version_options
 
 VERSION_SEPARATOR = "@"
 
@@ -50,6 +51,6 @@ def model_spec(name: str, snapshot: config.ConfigSnapshot | None = None) -> dict
         if version not in versions:
             raise UnknownModel(f"The model '{model}' has no version '{version}' in config document "
                                f"{(snapshot or config.current()).number}.")
-        spec = {**spec, **config.version_options(versions[version]),
+        spec = {**spec, **version_options(versions[version]),
                 "checkpoint": {"model": model, "version": version}}
     return spec

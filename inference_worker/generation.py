@@ -18,7 +18,7 @@ from inference_protocol.events import EventLog
 from inference_protocol.generation import GenerationRequest
 from inference_protocol.validation import SEED_MAX
 from inference_worker.engines.base import EngineError, SamplingParams, Sequence
-from inference_worker.heartbeat import WORKER_ID
+from inference_worker.identity import WORKER_ID
 from inference_worker.runtime import get_scheduler, submit_together
 
 logger = logging.getLogger(__name__)

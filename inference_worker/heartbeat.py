@@ -5,8 +5,6 @@ inference_protocol.heartbeat)."""
 
 from __future__ import annotations
 
-import os
-import socket
 import threading
 import time
 
@@ -14,8 +12,8 @@ from core.redis import get_redis
 from inference_protocol import config
 from inference_protocol.devices import PRUNE_AFTER_S, prune_states
 from inference_protocol.heartbeat import HEARTBEAT_INTERVAL_S, publish
-
-WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
+from inference_worker.identity import WORKER_ID
+from inference_worker.runtime import engine_status, loaded_schedulers
 
 
 def heartbeat_record(model: str, stats, engine: tuple[int, str | None] | None = None) -> dict:
@@ -36,14 +34,12 @@ def heartbeat_record(model: str, stats, engine: tuple[int, str | None] | None = 
 
 def local_records(model: str | None = None) -> list[dict]:
     """Records of this process's schedulers (all, or one model)."""
-    from inference_worker.runtime import engine_status, loaded_schedulers
-
     return [heartbeat_record(name, s.stats(), engine_status(name)) for name, s in loaded_schedulers().items()
             if model is None or name == model]
 
 
 def node_record() -> dict | None:
-    from inference_worker import checkpoints  # it names this module's WORKER_ID
+    from inference_worker import checkpoints  # libtorrent: loaded at the first beat, not at import
 
     return checkpoints.node_record()
 
@@ -57,8 +53,6 @@ class HeartbeatThread(threading.Thread):
         self._pruned_at = 0.0  # dead states are gone within PRUNE_AFTER_S: no need to look every beat
 
     def run(self):
-        from inference_worker.runtime import loaded_schedulers
-
         while not self._stop_event.is_set():
             schedulers = list(loaded_schedulers().values())
             for scheduler in schedulers:

@@ -3,16 +3,18 @@ plus the scheduler's configuration and stats records."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core.vocabulary import Priority
-from inference_worker.engines.base import EngineError, Sequence
+from inference_worker.engines.base import EngineError, Sequence, StepResult
 
-if TYPE_CHECKING:
-    from inference_worker.scheduler import Scheduler
+# Logged as the scheduler's: its thread runs these callbacks and releases.
+log = logging.getLogger("inference_worker.scheduler")
 
 TokenCallback = Callable[[str], None]
 DoneCallback = Callable[["GenerationResult"], None]
@@ -110,11 +112,12 @@ class RequestHandle:
     writes its underscored fields, always under its own lock.
     """
 
-    def __init__(self, scheduler: Scheduler, seq: Sequence, priority: Priority,
+    def __init__(self, cancel: Callable[[RequestHandle, str], bool], seq: Sequence,
+                 priority: Priority,
                  deadline: float | None, submitted_at: float, order: int,
                  on_token: TokenCallback | None, on_done: DoneCallback | None,
                  on_error: ErrorCallback | None, footprint: int = 0):
-        self._scheduler = scheduler
+        self._cancel = cancel  # the scheduler's, which owns the request
         self.seq = seq
         self.priority = priority
         self.deadline = deadline
@@ -171,7 +174,101 @@ class RequestHandle:
 
     def cancel(self, reason: str = "client went away") -> bool:
         """Cancel the request; False if it had already finished."""
-        return self._scheduler.cancel(self, reason)
+        return self._cancel(self, reason)
+
+    def _take(self, r: StepResult, now: float) -> tuple[int, str | None]:
+        """Record one step's output (under the scheduler's lock); returns the
+        tokens it made and its finish reason (None: it goes on)."""
+        produced = produced_tokens(r)
+        self._completion_tokens += produced
+        self._token_ids.extend(r.token_ids)
+        if produced and self.first_token_at is None:
+            self.first_token_at = now
+        if r.text:
+            self._chunks.append(r.text)
+        finish = (r.finish_reason or "stop") if r.finished else None
+        if finish is None and self._completion_tokens >= self.seq.params.max_tokens:
+            finish = "length"   # an engine that overran max_tokens is cut off
+        return produced, finish
+
+    def _stop_error(self, now: float) -> RequestFailed | None:
+        """Why a running request must stop at this step boundary (cancelled or
+        past its deadline), or None."""
+        if self._cancel_reason is not None:
+            return RequestFailed(f"cancelled: {self._cancel_reason}", code="cancelled")
+        if self.deadline is not None and self.deadline <= now:
+            return RequestFailed("deadline exceeded while running; stopped",
+                                 code="deadline_exceeded")
+        return None
+
+    def _finish(self, now: float, *, finish_reason: str | None = None,
+                error: RequestFailed | None = None) -> Callable[[], None]:
+        """Mark the request done (under the scheduler's lock); returns the
+        notification to run after the lock is released."""
+        self._state = DONE
+        self.finished_at = now
+        if error is not None:
+            self._error = error
+        else:
+            self._result = GenerationResult(
+                request_id=self.id, text="".join(self._chunks), token_ids=tuple(self._token_ids),
+                finish_reason=finish_reason or "stop", prompt_tokens=len(self.seq.prompt_tokens),
+                completion_tokens=self._completion_tokens,
+                queued_s=(self.started_at if self.started_at is not None else now)
+                - self.submitted_at,
+                latency_s=now - self.submitted_at,
+                first_token_s=None if self.first_token_at is None
+                else self.first_token_at - self.submitted_at)
+
+        def notify() -> None:
+            if self._error is not None:
+                call_safely(self._on_error, self._error.code, str(self._error))
+            else:
+                call_safely(self._on_done, self._result)
+        return notify
+
+    def _token_notifier(self, delta: str) -> Callable[[], None]:
+        return lambda: call_safely(self._on_token, delta)
 
     def __repr__(self) -> str:
         return f"<RequestHandle {self.id} {self.priority.name.lower()} {self._state}>"
+
+
+# What a step did to a request: (handle, its notification, release its engine state).
+Outcome = tuple[RequestHandle, Callable[[], None], bool]
+
+
+def deliver_outcomes(outcomes: list[Outcome], deliver: Callable[[], contextlib.AbstractContextManager],
+                     release: Callable[[str], None], name: str) -> None:
+    """Release the engine state of the requests that left and run their
+    notifications, inside ``deliver()``; then wake the threads waiting on them."""
+    if not outcomes:
+        return
+    try:
+        with deliver():
+            for h, notify, release_it in outcomes:
+                if release_it:
+                    try:
+                        release(h.id)
+                    except Exception:
+                        log.exception("%s: engine.release(%s) failed", name, h.id)
+                notify()
+    finally:
+        for h in {h.id: h for h, _, _ in outcomes if h._state == DONE}.values():
+            h._event.set()  # after the callbacks: a waiter finds its result delivered
+
+
+def produced_tokens(r: StepResult) -> int:
+    """Tokens a step made for a sequence (text with no token ids counts as one)."""
+    return len(r.token_ids) or (1 if r.text else 0)
+
+
+def call_safely(callback: Callable[..., None] | None, *args: Any) -> None:
+    """Call ``callback`` (if any), logging what it raises: a caller's callback
+    must not break the scheduler's thread."""
+    if callback is None:
+        return
+    try:
+        callback(*args)
+    except Exception:
+        log.exception("request callback %r failed", callback)

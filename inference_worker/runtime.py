@@ -38,7 +38,8 @@ from inference_protocol import config
 from inference_protocol.catalog import UnknownModel, model_spec
 from inference_worker.engines import build_engine, engine_class
 from inference_worker.engines.base import EngineLoadError
-from inference_worker.scheduler import RequestFailed, RequestHandle, Scheduler, SchedulerConfig
+from inference_worker.requests import RequestFailed, RequestHandle, SchedulerConfig
+from inference_worker.scheduler import Scheduler
 
 logger = logging.getLogger(__name__)
 

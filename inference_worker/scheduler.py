@@ -6,18 +6,11 @@ callbacks and ``handle.result(timeout)`` blocks for the final result. The
 scheduler thread decides what runs in each step:
 
 - continuous batching: between steps, finished and cancelled sequences leave
-  and waiting ones join, up to ``max_batch_size`` sequences and
-  ``max_batch_tokens`` tokens (prompt + max_tokens reserved per sequence, so a
-  running batch can never outgrow the device);
+  and waiting ones join (who joins, and when an idle device waits for a fuller
+  batch: ``inference_worker.admission``);
 - fixed-batch engines (one call maps inputs to outputs): a batch is sealed only
   when the device is free, so everything that arrived during a call goes into
-  the next call at once (up to the size cap), and an idle device is handed
-  waiting work immediately. ``max_wait_ms`` (default 0) can make an idle device
-  hold a partial batch, bounded by the oldest request's age; see
-  ``SchedulerConfig``;
-- priority: paid before free, FIFO within a tier; a free request waiting
-  longer than ``free_age_bound_s`` competes with paid ones by arrival order, so
-  free traffic is never starved;
+  the next call at once (up to the size cap);
 - deadlines: a request whose deadline passed is dropped at the next step
   boundary with ``deadline_exceeded`` (never run if it was still waiting);
 - cancellation: ``handle.cancel()`` (a client that went away) removes a
@@ -33,7 +26,6 @@ tests and the benchmark drive ``run_once`` on a virtual clock, with no sleeps.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import itertools
 import logging
@@ -41,24 +33,27 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from inference_worker.admission import WaitingQueues, batch_limits, deadline_at, prepare_footprint
 from inference_worker.clock import RealClock
 from inference_worker.engines.base import Engine, EngineError, Sequence, StepResult
 from inference_worker.isolation import IsolatingStepper
-from inference_worker.requests import (  # noqa: F401 (re-exported: the scheduler's public API)
+from inference_worker.requests import (
     DONE,
-    RUNNING,
     WAITING,
     DoneCallback,
     ErrorCallback,
-    GenerationResult,
+    Outcome,
     Priority,
     RequestFailed,
     RequestHandle,
     SchedulerConfig,
     SchedulerStats,
     TokenCallback,
+    call_safely,
+    deliver_outcomes,
+    produced_tokens,
 )
-from inference_worker.stepstats import StepWindow
+from inference_worker.stepstats import StepWindow, Tally
 
 log = logging.getLogger(__name__)
 
@@ -82,12 +77,10 @@ class Scheduler:
         cap = engine.capacity
         self.fixed_batch = cap.fixed_batch
         self.context_window = cap.context_window
-        self.max_batch_size, self.max_batch_tokens, self.batch_slots = self._limits(self.config)
+        self.max_batch_size, self.max_batch_tokens, self.batch_slots = batch_limits(engine, self.config)
 
         self._lock = threading.Condition()
-        self._waiting: dict[Priority, collections.deque[RequestHandle]] = {
-            Priority.PAID: collections.deque(), Priority.FREE: collections.deque(),
-            Priority.BATCH: collections.deque()}
+        self._waiting = WaitingQueues()
         self._running: dict[str, RequestHandle] = {}  # insertion order = join order
         self._ids: set[str] = set()                   # waiting or running
         self._order = itertools.count()
@@ -99,22 +92,8 @@ class Scheduler:
         self._busy_until = self.clock.now()   # the running step's expected end
         self.healthy = True                   # engine.health(), as of check_health()
         self._stepper = IsolatingStepper(engine, self.name)
-
-        # counters (written by the scheduler thread, read by stats())
-        self._steps = self._last_batch = self._batched = 0
-        self._batch_sizes: collections.Counter[int] = collections.Counter()
-        self._completed = self._failed = self._cancelled = self._expired = 0
+        self._tally = Tally()  # written by the scheduler thread, read by stats()
         self._window = StepWindow(self.config.stats_window_s)
-
-    def _limits(self, config: SchedulerConfig) -> tuple[int, int, int]:
-        """(max_batch_size, max_batch_tokens, batch_slots): the config's caps
-        under the engine's capacity (ValueError when a cap is below 1)."""
-        cap = self.engine.capacity
-        size = min(cap.max_batch_size, config.max_batch_size or cap.max_batch_size)
-        tokens = min(cap.max_batch_tokens, config.max_batch_tokens or cap.max_batch_tokens)
-        if size < 1 or tokens < 1:
-            raise ValueError("max_batch_size and max_batch_tokens must be at least 1")
-        return size, tokens, max(1, int(size * config.batch_slot_share))
 
     def reconfigure(self, config: SchedulerConfig) -> None:
         """Apply new settings live (a config document), atomically between steps:
@@ -122,23 +101,17 @@ class Scheduler:
         all of the new settings and none before it did; a running step is not
         disturbed. Running sequences keep their room (their tokens were
         reserved); a waiting request that no longer fits in one batch (a lower
-        max_batch_tokens) fails with too_many_tokens, since left at the head
-        of its queue it would block everything behind it for ever."""
-        size, tokens, slots = self._limits(config)
+        max_batch_tokens) fails with too_many_tokens."""
+        size, tokens, slots = batch_limits(self.engine, config)
         events = []
         with self._lock:
             self.config = config
             self.max_batch_size, self.max_batch_tokens, self.batch_slots = size, tokens, slots
             self._window.span_s = config.stats_window_s
-            for queue in self._waiting.values():
-                for h in [h for h in queue if h._footprint > tokens]:
-                    queue.remove(h)
-                    self._ids.discard(h.id)
-                    self._failed += 1
-                    events.append((h, self._finish(h, error=RequestFailed(
-                        f"request needs {h._footprint} tokens (prompt + max_tokens), more than one "
-                        f"batch holds under the new settings ({tokens})", code="too_many_tokens")),
-                        False))
+            for h, error in self._waiting.too_big(tokens):
+                self._ids.discard(h.id)
+                self._tally.failed += 1
+                events.append((h, self._finish(h, error=error), False))
             self._dirty = True
             self._lock.notify_all()
         self._release_and_notify(events)
@@ -166,22 +139,10 @@ class Scheduler:
         starts between them, so they join the same step when it has room and an
         engine can share their prompt's prefill."""
         priority = Priority.parse(priority)
-        footprints = []
-        for seq, _ in items:
-            # Tokenizing can be slow: do it on the caller's thread, outside the lock.
-            self.engine.check_supported(seq.params)
-            self.engine.prepare(seq)
-            footprint = self._footprint(seq)
-            if footprint > self.max_batch_tokens:
-                raise EngineError(
-                    f"request needs {footprint} tokens (prompt + max_tokens), more than one "
-                    f"batch holds ({self.max_batch_tokens})", code="too_many_tokens")
-            footprints.append(footprint)
+        footprints = [prepare_footprint(self.engine, seq, self.max_batch_tokens, self.context_window)
+                      for seq, _ in items]
         now = self.clock.now()
-        if timeout is not None:
-            deadline = now + timeout if deadline is None else min(deadline, now + timeout)
-        if deadline is not None and deadline <= now:
-            raise RequestFailed("deadline already passed at submit", code="deadline_exceeded")
+        deadline = deadline_at(now, deadline, timeout)
         with self._lock:
             if self._stopping:
                 raise RequestFailed("the scheduler is stopping", code="scheduler_stopped")
@@ -190,14 +151,13 @@ class Scheduler:
                 if seq_id in self._ids or ids.count(seq_id) > 1:
                     raise EngineError(f"request id {seq_id!r} is already queued or running",
                                       code="duplicate_request")
-            if self._queue_length() + len(items) > self.config.max_queue:
-                raise RequestFailed(f"queue full ({self.config.max_queue} waiting)",
-                                    code="queue_full")
+            if len(self._waiting) + len(items) > self.config.max_queue:
+                raise RequestFailed(f"queue full ({self.config.max_queue} waiting)", code="queue_full")
             handles = []
             for (seq, on_token), footprint in zip(items, footprints, strict=True):
-                handle = RequestHandle(self, seq, priority, deadline, now, next(self._order),
+                handle = RequestHandle(self.cancel, seq, priority, deadline, now, next(self._order),
                                        on_token, on_done, on_error, footprint)
-                self._waiting[priority].append(handle)
+                self._waiting.append(handle)
                 self._ids.add(seq.id)
                 handles.append(handle)
             self._dirty = True
@@ -210,20 +170,15 @@ class Scheduler:
             self._changed()
         return handles
 
-    def _footprint(self, seq: Sequence) -> int:
-        # Reserve the worst case (prompt + max_tokens): admitted sequences can
-        # then always run to completion without outgrowing the device.
-        return min(len(seq.prompt_tokens) + seq.params.max_tokens, self.context_window)
-
     def cancel(self, handle: RequestHandle, reason: str) -> bool:
         """Cancel ``handle``'s request (``RequestHandle.cancel`` calls this)."""
         with self._lock:
             if handle._state == DONE:
                 return False
             if handle._state == WAITING:
-                self._waiting[handle.priority].remove(handle)
+                self._waiting.remove(handle)
                 self._ids.discard(handle.id)
-                self._cancelled += 1
+                self._tally.cancelled += 1
                 notify = self._finish(handle, error=RequestFailed(
                     f"cancelled: {reason}", code="cancelled"))
             else:
@@ -258,7 +213,10 @@ class Scheduler:
             return hold
         with self._lock:
             now = self.clock.now()
-            new = self._admit_locked(now)
+            new = self._waiting.admit(
+                self._running, now, max_batch_size=self.max_batch_size,
+                max_batch_tokens=self.max_batch_tokens, batch_slots=self.batch_slots,
+                fixed_batch=self.fixed_batch, free_age_bound_s=self.config.free_age_bound_s)
             batch = list(self._running.values())
             if not batch:
                 return None
@@ -271,29 +229,21 @@ class Scheduler:
         results, errors = self._stepper.step(running, [h.seq for h in new])
         return self._apply(batch, results, errors, started)
 
-    def _reap_locked(self, now: float) -> list[tuple[RequestHandle, Callable[[], None], bool]]:
+    def _reap_locked(self, now: float) -> list[Outcome]:
         """Drop cancelled and expired requests; returns (handle, notify, release)."""
         gone = []
-        for queue in self._waiting.values():
-            if not any(h.deadline is not None and h.deadline <= now for h in queue):
-                continue
-            for h in [h for h in queue if h.deadline is not None and h.deadline <= now]:
-                queue.remove(h)
-                self._ids.discard(h.id)
-                self._expired += 1
-                gone.append((h, self._finish(h, error=RequestFailed(
-                    f"deadline exceeded after waiting {now - h.submitted_at:.3f}s in the "
-                    "queue; not run", code="deadline_exceeded")), False))
+        for h, error in self._waiting.expire(now):
+            self._ids.discard(h.id)
+            self._tally.expired += 1
+            gone.append((h, self._finish(h, error=error), False))
         for h in list(self._running.values()):
-            if h._cancel_reason is not None:
-                self._cancelled += 1
-                err = RequestFailed(f"cancelled: {h._cancel_reason}", code="cancelled")
-            elif h.deadline is not None and h.deadline <= now:
-                self._expired += 1
-                err = RequestFailed("deadline exceeded while running; stopped",
-                                    code="deadline_exceeded")
-            else:
+            err = h._stop_error(now)
+            if err is None:
                 continue
+            if err.code == "cancelled":
+                self._tally.cancelled += 1
+            else:
+                self._tally.expired += 1
             del self._running[h.id]
             self._ids.discard(h.id)
             gone.append((h, self._finish(h, error=err), True))
@@ -302,66 +252,18 @@ class Scheduler:
     def _hold_locked(self, now: float) -> float | None:
         """Seconds to keep an idle fixed-batch device waiting, or None to go."""
         wait_s = self.config.max_wait_ms / 1000.0
-        if not (self.fixed_batch and wait_s > 0 and not self._running):
-            return None
-        waiting = [h for q in self._waiting.values() for h in q]
-        if not waiting or len(waiting) >= self.max_batch_size:
-            return None
-        if sum(h._footprint for h in waiting) >= self.max_batch_tokens:
-            return None
-        flush_at = min(h.submitted_at for h in waiting) + wait_s
-        if flush_at <= now:
-            return None
-        # Wake for an earlier deadline too, so expiry is reported on time.
-        deadlines = [h.deadline for h in waiting if h.deadline is not None]
-        return min([flush_at, *deadlines]) - now
-
-    def _next_queue_locked(self, now: float, batch_room: bool) -> collections.deque[RequestHandle] | None:
-        paid, free = self._waiting[Priority.PAID], self._waiting[Priority.FREE]
-        if not free:
-            return paid or (self._waiting[Priority.BATCH] if batch_room else None) or None
-        if not paid:
-            return free
-        promoted = now - free[0].submitted_at >= self.config.free_age_bound_s
-        return free if promoted and free[0]._order < paid[0]._order else paid
-
-    def _admit_locked(self, now: float) -> list[RequestHandle]:
-        tokens = sum(h._footprint for h in self._running.values())
-        batch_running = sum(1 for h in self._running.values() if h.priority == Priority.BATCH)
-        new = []
-        while len(self._running) < self.max_batch_size:
-            # Batch work takes only slots interactive work leaves empty, and on
-            # a continuous engine (where it holds them for many steps) at most
-            # its share, so that interactive arrivals find room at the next step.
-            batch_room = self.fixed_batch or batch_running < self.batch_slots
-            queue = self._next_queue_locked(now, batch_room)
-            if queue is None:
-                break
-            # Strict order: a big request at the head is not overtaken (it
-            # would starve), it waits for room.
-            if tokens + queue[0]._footprint > self.max_batch_tokens:
-                break
-            h = queue.popleft()
-            tokens += h._footprint
-            batch_running += h.priority == Priority.BATCH
-            h._state = RUNNING
-            h.started_at = now
-            self._running[h.id] = h
-            new.append(h)
-        return new
+        idle = self.fixed_batch and wait_s > 0 and not self._running
+        return self._waiting.hold_s(now, wait_s, self.max_batch_size, self.max_batch_tokens) if idle else None
 
     def _apply(self, batch: list[RequestHandle], results: dict[str, StepResult],
                errors: dict[str, RequestFailed], started: float) -> float:
-        events: list[tuple[RequestHandle, Callable[[], None], bool]] = []
+        events: list[Outcome] = []
         tokens = completed = 0
         with self._lock:
             now = self.clock.now()
             self._busy_until = now
             self._stepping = False
-            self._steps += 1
-            self._last_batch = len(batch)
-            self._batched += len(batch)
-            self._batch_sizes[len(batch)] += 1
+            self._tally.step(len(batch))
             for h in batch:
                 if h._state == DONE:
                     continue
@@ -369,33 +271,25 @@ class Scheduler:
                     # Cancelled during the step: its output is discarded.
                     r = results.get(h.id)
                     if r is not None:  # the engine made it all the same
-                        h.tokens_after_cancel = len(r.token_ids) or (1 if r.text else 0)
-                    self._cancelled += 1
+                        h.tokens_after_cancel = produced_tokens(r)
+                    self._tally.cancelled += 1
                     self._drop_running(h)
                     events.append((h, self._finish(h, error=RequestFailed(
                         f"cancelled: {h._cancel_reason}", code="cancelled")), True))
                     continue
                 if h.id in errors:
-                    self._failed += 1
+                    self._tally.failed += 1
                     self._drop_running(h)
                     events.append((h, self._finish(h, error=errors[h.id]), True))
                     continue
                 r = results[h.id]
-                produced = len(r.token_ids) or (1 if r.text else 0)
+                produced, finish = h._take(r, now)
                 tokens += produced
-                h._completion_tokens += produced
-                h._token_ids.extend(r.token_ids)
-                if produced and h.first_token_at is None:
-                    h.first_token_at = now
                 if r.text:
-                    h._chunks.append(r.text)
-                    events.append((h, _token_notifier(h, r.text), False))
-                finish = (r.finish_reason or "stop") if r.finished else None
-                if finish is None and h._completion_tokens >= h.seq.params.max_tokens:
-                    finish = "length"   # an engine that overran max_tokens is cut off
+                    events.append((h, h._token_notifier(r.text), False))
                 if finish is not None:
                     completed += 1
-                    self._completed += 1
+                    self._tally.completed += 1
                     self._drop_running(h)
                     events.append((h, self._finish(h, finish_reason=finish), True))
             self._window.add(now, tokens, completed, now - started)
@@ -408,53 +302,17 @@ class Scheduler:
 
     def _finish(self, h: RequestHandle, *, finish_reason: str | None = None,
                 error: RequestFailed | None = None) -> Callable[[], None]:
-        """Mark ``h`` done (under the lock); returns the notification to run
-        after the lock is released."""
-        h._state = DONE
-        h.finished_at = self.clock.now()
-        if error is not None:
-            h._error = error
-        else:
-            h._result = GenerationResult(
-                request_id=h.id, text="".join(h._chunks), token_ids=tuple(h._token_ids),
-                finish_reason=finish_reason or "stop", prompt_tokens=len(h.seq.prompt_tokens),
-                completion_tokens=h._completion_tokens,
-                queued_s=(h.started_at if h.started_at is not None else h.finished_at)
-                - h.submitted_at,
-                latency_s=h.finished_at - h.submitted_at,
-                first_token_s=None if h.first_token_at is None else h.first_token_at - h.submitted_at)
+        return h._finish(self.clock.now(), finish_reason=finish_reason, error=error)
 
-        def notify() -> None:
-            if h._error is not None:
-                _safe(h._on_error, h._error.code, str(h._error))
-            else:
-                _safe(h._on_done, h._result)
-        return notify
-
-    def _release_and_notify(self, events: list[tuple[RequestHandle, Callable[[], None], bool]]
-                            ) -> None:
-        if not events:
-            return
-        try:
-            with self.deliver():
-                for h, notify, release in events:
-                    if release:
-                        try:
-                            self.engine.release(h.id)
-                        except Exception:
-                            log.exception("%s: engine.release(%s) failed", self.name, h.id)
-                    notify()
-        finally:
-            for h in {h.id: h for h, _, _ in events if h._state == DONE}.values():
-                h._event.set()  # after the callbacks: a waiter finds its result delivered
+    def _release_and_notify(self, events: list[Outcome]) -> None:
+        deliver_outcomes(events, self.deliver, self.engine.release, self.name)
 
     # ---- running as a thread ------------------------------------------------
 
     def start(self) -> Scheduler:
         """Run the loop on a daemon thread (the one thread that owns the engine)."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name=f"scheduler-{self.name}",
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._loop, name=f"scheduler-{self.name}", daemon=True)
             self._thread.start()
         return self
 
@@ -474,11 +332,8 @@ class Scheduler:
     def _fail_all(self, code: str, message: str) -> None:
         events = []
         with self._lock:
-            for queue in self._waiting.values():
-                while queue:
-                    h = queue.popleft()
-                    events.append((h, self._finish(h, error=RequestFailed(message, code=code)),
-                                   False))
+            for h in self._waiting.pop_all():
+                events.append((h, self._finish(h, error=RequestFailed(message, code=code)), False))
             for h in list(self._running.values()):
                 self._drop_running(h)
                 events.append((h, self._finish(h, error=RequestFailed(message, code=code)), True))
@@ -503,9 +358,6 @@ class Scheduler:
 
     # ---- introspection ----------------------------------------------------
 
-    def _queue_length(self) -> int:
-        return sum(len(q) for q in self._waiting.values())
-
     def check_health(self) -> bool:
         """Ask the engine (for an upstream engine, an HTTP call): called by the
         heartbeat thread, never under the scheduler's lock."""
@@ -517,7 +369,7 @@ class Scheduler:
 
     def _changed(self) -> None:
         if self.on_change is not None:
-            _safe(self.on_change, self)
+            call_safely(self.on_change, self)
 
     def device_state(self) -> dict:
         """When a new interactive request would start here (for routing), on
@@ -528,7 +380,7 @@ class Scheduler:
             now = self.clock.now()
             hold = self._hold_locked(now) if not self._running else None
             return {"busy_until": now + hold if hold is not None else self._busy_until, "now": now,
-                    "waiting": len(self._waiting[Priority.PAID]) + len(self._waiting[Priority.FREE]),
+                    "waiting": self._waiting.interactive(),
                     "running": len(self._running), "max_batch_size": self.max_batch_size,
                     "step_s": self._window.step_s or 0.0, "fixed_batch": self.fixed_batch,
                     "hold_s": self.config.max_wait_ms / 1000.0 if self.fixed_batch else 0.0}
@@ -537,32 +389,10 @@ class Scheduler:
         with self._lock:
             now = self.clock.now()
             tokens_per_s, requests_per_s, busy_fraction = self._window.rates(now)
-            heads = [q[0].submitted_at for q in self._waiting.values() if q]
-            queued = self._queue_length()
             return SchedulerStats(
-                model=self.name, queue_length=queued,
-                queue_paid=len(self._waiting[Priority.PAID]),
-                queue_free=len(self._waiting[Priority.FREE]),
-                queue_batch=len(self._waiting[Priority.BATCH]),
-                running=len(self._running), max_batch_size=self.max_batch_size,
-                free_slots=max(0, self.max_batch_size - len(self._running) - queued),
+                model=self.name, running=len(self._running), max_batch_size=self.max_batch_size,
+                free_slots=max(0, self.max_batch_size - len(self._running) - len(self._waiting)),
                 tokens_per_s=tokens_per_s, requests_per_s=requests_per_s,
-                busy_fraction=busy_fraction, steps=self._steps,
-                engine_calls=self._stepper.calls, last_batch_size=self._last_batch,
-                mean_batch_size=self._batched / self._steps if self._steps else 0.0,
-                batch_sizes=dict(self._batch_sizes), completed=self._completed,
-                failed=self._failed, cancelled=self._cancelled, expired=self._expired,
-                oldest_wait_s=now - min(heads) if heads else 0.0, healthy=self.healthy)
+                busy_fraction=busy_fraction, engine_calls=self._stepper.calls, healthy=self.healthy,
+                **self._waiting.stats_fields(now), **self._tally.fields())
 
-
-def _token_notifier(h: RequestHandle, delta: str) -> Callable[[], None]:
-    return lambda: _safe(h._on_token, delta)
-
-
-def _safe(callback: Callable[..., None] | None, *args: Any) -> None:
-    if callback is None:
-        return
-    try:
-        callback(*args)
-    except Exception:
-        log.exception("request callback %r failed", callback)

@@ -1,10 +1,35 @@
 """The recent window of a device's steps: tokens/s, requests/s and the busy
 fraction for heartbeats, and the moving average of step durations that the
-device state for routing carries (inference_protocol.devices)."""
+device state for routing carries (inference_protocol.devices); and the
+scheduler's running totals (``Tally``)."""
 
 from __future__ import annotations
 
 import collections
+from typing import Any
+
+
+class Tally:
+    """What a scheduler did since it started: steps, their batch sizes, and how
+    its requests ended (written under the scheduler's lock)."""
+
+    def __init__(self) -> None:
+        self.steps = self.last_batch = self.batched = 0
+        self.batch_sizes: collections.Counter[int] = collections.Counter()
+        self.completed = self.failed = self.cancelled = self.expired = 0
+
+    def step(self, batch_size: int) -> None:
+        self.steps += 1
+        self.last_batch = batch_size
+        self.batched += batch_size
+        self.batch_sizes[batch_size] += 1
+
+    def fields(self) -> dict[str, Any]:
+        """The totals under their ``SchedulerStats`` names."""
+        return {"steps": self.steps, "last_batch_size": self.last_batch,
+                "mean_batch_size": self.batched / self.steps if self.steps else 0.0,
+                "batch_sizes": dict(self.batch_sizes), "completed": self.completed,
+                "failed": self.failed, "cancelled": self.cancelled, "expired": self.expired}
 
 
 class StepWindow:

@@ -24,7 +24,8 @@ from inference_protocol.events import RedisEventLog
 from inference_protocol.generation import GenerationRequest
 from inference_protocol.queues import GENERATE_TASK, device_queue, model_of_queue
 from inference_worker.generation import run_generation
-from inference_worker.heartbeat import WORKER_ID, HeartbeatThread
+from inference_worker.heartbeat import HeartbeatThread
+from inference_worker.identity import WORKER_ID
 from inference_worker.runtime import get_scheduler, stop_all
 
 logger = logging.getLogger(__name__)

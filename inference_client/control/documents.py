@@ -23,6 +23,7 @@ from core.redis import enabled as redis_enabled
 from core.redis import get_redis
 from inference_client.models import ConfigDocumentRecord, ControlEvent, ModelVersion
 from inference_protocol import config
+from inference_protocol.config_document import check_content
 from inference_protocol.config_floor import Floor
 
 logger = logging.getLogger("inference.config")
@@ -39,7 +40,7 @@ def _published(model: str, version: str) -> bool:
 def config_check(content: dict) -> list[str]:
     """Every problem of ``content`` as the control plane sees it (versions must
     be published)."""
-    return config.check_content(content, published=_published)
+    return check_content(content, published=_published)
 
 
 def latest_document() -> ConfigDocumentRecord | None:

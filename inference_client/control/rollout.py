@@ -57,6 +57,7 @@ from inference_client.models import ControlEvent, ModelVersion, Rollout
 from inference_protocol import config
 from inference_protocol.backend import live_workers
 from inference_protocol.catalog import served_name
+from inference_protocol.config_document import version_weight
 
 logger = logging.getLogger("inference.rollout")
 TICK_S = 0.5
@@ -122,7 +123,7 @@ def rollout_start(*, model: str, version: str, steps: list[int], actor: str,
         raise RolloutError("model_not_found", f"model {model!r} is not in the current config document")
     if not ModelVersion.objects.filter(model=model, version=version).exists():
         raise RolloutError("version_not_published", f"{model}@{version} was never published (model_publish)")
-    weights = {v: config.version_weight(e) for v, e in (spec.get("versions") or {}).items()}
+    weights = {v: version_weight(e) for v, e in (spec.get("versions") or {}).items()}
     others = [v for v in weights if v != version and weights[v] > 0]
     stable = max(others, key=lambda v: weights[v], default=None)
     if stable is None:

@@ -32,10 +32,11 @@ from core import redis as core_redis
 from core.blobstore import get_blob_store
 from inference_protocol.heartbeat import DOWNLOADING, PRESENT, publish, swarm_peers
 from inference_protocol.swarm_credentials import SwarmCredential, issue_credential
-from inference_worker.heartbeat import WORKER_ID
+from inference_worker.identity import WORKER_ID
 
 from .cache import CheckpointCache
-from .fetch import CheckpointFetch, FetchError
+from .checks import FetchError
+from .fetch import CheckpointFetch
 from .session import SwarmSession
 
 logger = logging.getLogger(__name__)

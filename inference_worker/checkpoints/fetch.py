@@ -10,13 +10,11 @@ names the cause; none leaves a file at its final name (see cache.py).
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from pathlib import Path, PurePosixPath
 from typing import cast
 
-import httpx
 import libtorrent as lt
 
 from core.blobstore import BlobNotFound, BlobStore, capped_get_expiry
@@ -32,6 +30,7 @@ from inference_protocol.checkpoints import (
 from inference_protocol.heartbeat import DOWNLOADING, FAILED, PRESENT, VERIFYING
 
 from .cache import CheckpointCache, file_sha256
+from .checks import FetchError, checked_torrent, probe_web_seed, store_error
 from .origin_share import OriginShare
 from .session import SwarmSession
 
@@ -41,12 +40,6 @@ RESUME_SAVE_S = 5.0
 TICK_S = 0.25  # how often the download loop looks at the swarm (and moves each host's origin share)
 _CHECKING = (lt.torrent_status.checking_files, lt.torrent_status.checking_resume_data)
 SPACE_MARGIN = 16 * 1024 * 1024  # resume data, torrents, filesystem slack
-
-
-class FetchError(Exception):
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
 
 
 class FetchStatus:
@@ -162,7 +155,7 @@ class CheckpointFetch:
             raise FetchError("version_not_found", f"{self.label} does not exist: the object store "
                                                   f"({self.store.describe()}) has no {key}") from None
         except Exception as exc:  # any other answer of the store (auth, 5xx, unreachable)
-            raise _store_error(self.store, key, exc) from None
+            raise store_error(self.store, key, exc) from None
         try:
             return manifest_load(raw, model=self.model, version=self.version,
                                  public_key=self.cache.public_key), raw
@@ -182,8 +175,8 @@ class CheckpointFetch:
             except BlobNotFound:
                 raise FetchError("torrent_missing", f"{self.label}: the object store has no {key}") from None
             except Exception as exc:
-                raise _store_error(self.store, key, exc) from None
-            files.append(_File(entry, raw, _checked_torrent(self.label, key, raw, entry)))
+                raise store_error(self.store, key, exc) from None
+            files.append(_File(entry, raw, checked_torrent(self.label, key, raw, entry)))
         return files
 
     def _local_torrents(self, manifest: Manifest) -> list[_File]:
@@ -191,7 +184,7 @@ class CheckpointFetch:
         out = []
         for entry in manifest.files:
             raw = (state / f"{entry.path}.torrent").read_bytes()
-            out.append(_File(entry, raw, _checked_torrent(self.label, entry.path, raw, entry)))
+            out.append(_File(entry, raw, checked_torrent(self.label, entry.path, raw, entry)))
         return out
 
     def _check_space(self, manifest: Manifest) -> None:
@@ -210,7 +203,7 @@ class CheckpointFetch:
             refusal: str | None = (f"the object store ({self.store.describe()}) gives no HTTP URL "
                                    "for a web seed")
         else:
-            refusal = _probe(url)
+            refusal = probe_web_seed(url)
         if refusal is None:
             f.url_at = time.monotonic()
             return url
@@ -351,55 +344,6 @@ class CheckpointFetch:
                 lt.torrent_flags.auto_managed | lt.torrent_flags.paused)
             with self._lock:
                 f.handle = self.swarm.add(params)
-
-
-def _checked_torrent(label: str, where: str, raw: bytes, entry: ManifestFile) -> lt.torrent_info:
-    """The torrent's info dict (and v2 piece layers) only: trackers and web seeds in
-    a stored torrent are ignored; its info hashes must be the manifest's, and it must
-    be private and SSL (session.py)."""
-    try:
-        decoded = lt.bdecode(raw)
-        if not isinstance(decoded, dict) or b"info" not in decoded:
-            raise ValueError("no info dictionary")
-        kept = {k: v for k, v in decoded.items() if k in (b"info", b"piece layers")}
-        info = lt.torrent_info(lt.bencode(kept))  # type: ignore[arg-type]  # stub: any bdecode'd dict
-    except (RuntimeError, ValueError, TypeError) as exc:
-        raise FetchError("torrent_invalid", f"{label}: {where} is not a valid torrent ({exc})") from None
-    hashes = info.info_hashes()
-    if str(hashes.v2) != entry.info_hash_v2 or str(hashes.v1) != entry.info_hash_v1:
-        raise FetchError(
-            "torrent_mismatch",
-            f"{label}: {where} has info hash {hashes.v2}, but the manifest names {entry.info_hash_v2} "
-            f"for {entry.path} (a torrent of another version?)")
-    name = PurePosixPath(entry.path).name
-    if info.num_files() != 1 or info.total_size() != entry.size or info.name() != name:
-        raise FetchError("torrent_mismatch", f"{label}: {where} does not describe {entry.path} "
-                                             f"({entry.size} bytes) alone")
-    if not info.priv() or not info.ssl_cert():
-        raise FetchError("torrent_not_private", f"{label}: {where} is not a private SSL torrent; "
-                                                "publish the version again with this release")
-    return info
-
-
-def _store_error(store: BlobStore, key: str, exc: Exception) -> FetchError:
-    return FetchError("store_error",
-                      f"could not read {key} from the object store ({store.describe()}): {exc}")
-
-
-def _probe(url: str) -> str | None:
-    """None if the web-seed URL serves a byte range, else why not."""
-    try:
-        with httpx.stream("GET", url, headers={"Range": "bytes=0-0"}, timeout=10) as response:
-            if response.status_code in (200, 206):  # the body is not read: a 200 may be all of it
-                return None
-            body = response.read()[:4096].decode(errors="replace")
-    except httpx.HTTPError as exc:
-        return f"the object store could not be reached for the web seed ({exc})"
-    code = re.search(r"<Code>([^<]+)</Code>", body)
-    message = re.search(r"<Message>([^<]+)</Message>", body)
-    detail = ": ".join(m.group(1) for m in (code, message) if m)
-    status = f"HTTP {response.status_code}" + (f": {detail}" if detail else "")
-    return f"the object store refused the web-seed URL ({status})"
 
 
 def _mb(n: int) -> str:

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from inference_protocol import config
+from inference_protocol import config, config_document
 from inference_protocol.signing import generate_keypair
 
 pytestmark = pytest.mark.any_profile
@@ -18,8 +18,8 @@ CONTENT = {
     "rate_limits": {"free": {"requests_per_min": 60, "tokens_per_min": 40000},
                     "paid": {"requests_per_min": 3000, "tokens_per_min": 2000000}},
     "capacity": {k: ({"green": 1.5, "yellow": 1.0, "red": 0.9} if k in ("headroom", "free_share") else 1)
-                 for k in config.CAPACITY_KEYS},
-    "rollout": {k: 1 for k in config.ROLLOUT_KEYS},
+                 for k in config_document.CAPACITY_KEYS},
+    "rollout": {k: 1 for k in config_document.ROLLOUT_KEYS},
 }
 
 
@@ -100,7 +100,7 @@ def test_should_never_show_a_reader_a_mix_of_two_documents(node):
 def test_should_name_every_problem_of_an_invalid_content():
     bad = {**CONTENT, "models": {"m": {"engine": "nope", "versions": {"v1": 60, "v2": 30}}},
            "rate_limits": {**CONTENT["rate_limits"], "free": {"requests_per_min": -1, "tokens_per_min": 5}}}
-    problems = config.check_content(bad, published=lambda model, version: version == "v1")
+    problems = config_document.check_content(bad, published=lambda model, version: version == "v1")
     assert any("unknown engine 'nope'" in p for p in problems)
     assert any("weights sum to 90, not 100" in p for p in problems)
     assert any("m@v2 was never published" in p for p in problems)
@@ -110,7 +110,7 @@ def test_should_name_every_problem_of_an_invalid_content():
 def test_should_name_unknown_and_fractional_scheduler_settings():
     scheduler = {"max_batch": 4, "max_batch_size": 2.5, "max_wait_ms": 5.5}
     bad = {**CONTENT, "models": {"m": {"engine": "fixed_cost", "scheduler": scheduler}}}
-    problems = config.check_content(bad)
+    problems = config_document.check_content(bad)
     assert any("models.m.scheduler.max_batch: unknown setting" in p for p in problems)
     assert any("models.m.scheduler.max_batch_size: must be an integer" in p for p in problems)
     assert len(problems) == 2
@@ -120,14 +120,14 @@ def test_should_know_the_same_scheduler_settings_as_the_worker():
     from inference_worker.requests import SchedulerConfig
 
     fields = {f.name: f for f in dataclasses.fields(SchedulerConfig)}
-    assert set(config.SCHEDULER_KEYS) == set(fields)
-    assert set(config.SCHEDULER_INTEGERS) == {k for k, f in fields.items() if "int" in str(f.type)}
+    assert set(config_document.SCHEDULER_KEYS) == set(fields)
+    assert set(config_document.SCHEDULER_INTEGERS) == {k for k, f in fields.items() if "int" in str(f.type)}
 
 
 def test_should_know_the_same_engines_as_the_worker():
     from inference_worker.engines import ENGINES
 
-    assert set(config.ENGINE_NAMES) == set(ENGINES)
+    assert set(config_document.ENGINE_NAMES) == set(ENGINES)
 
 
 def test_should_start_no_watcher_without_redis_on_every_call(settings, monkeypatch):

@@ -14,7 +14,8 @@ from inference_worker.engines.base import (
     StepResult,
 )
 from inference_worker.engines.fixed_cost import FixedCostEngine
-from inference_worker.scheduler import Priority, RequestFailed, Scheduler, SchedulerConfig
+from inference_worker.requests import Priority, RequestFailed, SchedulerConfig
+from inference_worker.scheduler import Scheduler
 
 # Touches no part the two profiles differ in: runs once, in the services pass.
 pytestmark = pytest.mark.any_profile

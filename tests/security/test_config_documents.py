@@ -13,7 +13,7 @@ from django.test import Client
 
 from inference_client.control import documents
 from inference_client.models import ConfigDocumentRecord
-from inference_protocol import config, config_floor
+from inference_protocol import config, config_document, config_floor
 from inference_protocol.config_floor import FileFloor, RedisFloor, floor_key
 from inference_protocol.signing import generate_keypair
 from tests.factories import UserFactory
@@ -24,8 +24,8 @@ CONTENT = {
     "rate_limits": {"free": {"requests_per_min": 60, "tokens_per_min": 40000},
                     "paid": {"requests_per_min": 3000, "tokens_per_min": 2000000}},
     "capacity": {k: ({"green": 1.5, "yellow": 1.0, "red": 0.9} if k in ("headroom", "free_share") else 1)
-                 for k in config.CAPACITY_KEYS},
-    "rollout": {k: 1 for k in config.ROLLOUT_KEYS},
+                 for k in config_document.CAPACITY_KEYS},
+    "rollout": {k: 1 for k in config_document.ROLLOUT_KEYS},
 }
 
 
