@@ -2,6 +2,7 @@
 
 INFERENCE_MODELS: JSON object, model name -> engine spec, e.g.
   {"smollm2": {"engine": "llamacpp"},
+   "all-minilm-l6-v2": {"engine": "llamacpp_embeddings"},
    "fixed-cost": {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.2}}
 """
 
@@ -17,6 +18,8 @@ INFERENCE_MODELS = json.loads(
         json.dumps(
             {
                 "smollm2": {"engine": "llamacpp"},
+                # Sentence embeddings on llama.cpp (no torch): /v1/embeddings, the semantic cache.
+                "all-minilm-l6-v2": {"engine": "llamacpp_embeddings"},
                 "fixed-cost": {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.2},
             }
         ),
