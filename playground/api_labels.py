@@ -7,10 +7,10 @@ from rest_framework.response import Response
 
 from core.error_codes import DomainError
 from core.ids import is_uuid
+from evals.gate import gate_check
 
 from . import protection, selectors, services
 from .api import Page, PromptScopedApi, paginated
-from .evals.gate import gate_check
 from .permissions import request_access
 from .serializers import (
     LabelMoveRequestSerializer,

@@ -5,8 +5,7 @@ record, so a rolled-back change leaves no event and a committed one always has o
 from __future__ import annotations
 
 from core.middleware import current_request_id
-
-from .sharing.models import AuditEvent
+from sharing.models import AuditEvent
 
 
 def audit_record(*, prompt_id=None, dataset_id=None, actor, action: str, target: str,

@@ -13,12 +13,12 @@ from __future__ import annotations
 from django.conf import settings
 
 from core.error_codes import DomainError
+from evals.evaluators import evaluator_list
 from inference_protocol.catalog import model_names
+from sharing.models import GrantRole, LinkMode
+from webhooks.models import WebhookEvent
 
-from .evals.evaluators import evaluator_list
-from .sharing.models import GrantRole, LinkMode
 from .splits import MAX_VARIANTS, TOTAL_WEIGHT
-from .webhooks.models import WebhookEvent
 
 UUID = {"type": "string", "format": "uuid"}
 NO_NUL = "^[^\\x00]*$"

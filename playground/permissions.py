@@ -29,10 +29,10 @@ from django.utils import timezone
 
 from core.clientip import client_ip
 from core.error_codes import DomainError
+from sharing.models import Grant, GrantRole, LinkMode
+from sharing.tokens import link_resolve
 
 from .models import Prompt
-from .sharing.models import Grant, GrantRole, LinkMode
-from .sharing.tokens import link_resolve
 
 Need = Literal["view", "fork", "edit", "own"]
 # version_id for actions that span every version (lists, tree, diff, labels);

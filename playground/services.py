@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from core.error_codes import DomainError
 from core.ids import is_uuid
+from webhooks.services import webhook_emit
 
 from .audit import audit_record
 from .bodies import body_cache, storage_fields
@@ -24,7 +25,6 @@ from .models import LABEL_NAME_PATTERN, Label, LabelMove, MoveKind, Prompt, Prom
 from .splits import check_variants
 from .uploads import upload_verify
 from .validation import check_params, check_utf8
-from .webhooks.services import webhook_emit
 
 
 def prompt_create(*, owner, title: str, description: str = "") -> Prompt:

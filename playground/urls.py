@@ -1,8 +1,9 @@
 from django.urls import path
 
+from evals import api_gate
+from sharing import api as sharing_api
+
 from . import api, api_export, api_labels
-from .evals import api_gate
-from .sharing import api as sharing_api
 
 V = "<uuid:prompt_id>/versions/<str:version_id>"
 L = "<uuid:prompt_id>/labels/<str:name>"

@@ -105,7 +105,8 @@ def pending_decide(request, prompt_id, pending_id, decision):
     """The history page's approve / reject buttons (a form post, then back)."""
     from django.contrib import messages
 
-    from .evals.gate import gate_check
+    from evals.gate import gate_check
+
     from .protection import pending_decide as decide
 
     prompt = _access_or_404(request, prompt_id, "view")

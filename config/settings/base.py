@@ -71,6 +71,9 @@ INSTALLED_APPS = [
     "channels",
     "accounts",
     "playground",
+    "sharing",
+    "evals",
+    "webhooks",
     "chat",
     "inference_client",
     "inference_worker",
@@ -223,7 +226,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     # Two choice fields named "mode" (share links, dataset imports): name each set.
     "ENUM_NAME_OVERRIDES": {"ImportModeEnum": ["append", "replace"],
-                            "LinkModeEnum": "playground.sharing.models.LinkMode"},
+                            "LinkModeEnum": "sharing.models.LinkMode"},
     # Request bodies documented apart from responses: "not blank" (minLength 1) and
     # write-only fields show where they apply.
     "COMPONENT_SPLIT_REQUEST": True,

@@ -86,7 +86,7 @@ def test_should_merge_tools_three_way_and_carry_them_into_forks(auth_client, pro
                                {"ours": str(ours.pk), "theirs": str(theirs.pk)}, format="json").json()
     assert (preview["tools"], preview["tools_differing"]) == (TOOLS, False)  # only theirs changed them
 
-    from playground.sharing.services import prompt_fork
+    from sharing.services import prompt_fork
 
     fork = prompt_fork(source=prompt, version_id=theirs.pk, owner=user)
     assert fork.versions.get().tools == TOOLS
@@ -98,7 +98,7 @@ def test_should_send_the_tools_on_every_run_and_refuse_them_in_evaluations(promp
     body = version_chat_body(version=version, variables={"city": "Oslo"})
     assert body["tools"] == TOOLS and body["messages"][-1]["content"] == "Weather in Oslo?"
 
-    from playground.evals.runs import _check_columns
+    from evals.runs import _check_columns
 
     with pytest.raises(DomainError) as refused:
         _check_columns(user, [{"prompt": str(prompt.pk), "version": str(version.pk)}])
