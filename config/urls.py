@@ -18,6 +18,7 @@ api_patterns = [
     # The local object store's stand-in for presigned URLs (embedded default).
     path("prompts/blobs/local/<str:token>", blob_local, name="blob-local"),
     path("prompts/", include("playground.urls")),
+    path("prompts/", include(eval_urls.gate_urls)),
     path("", include("webhooks.urls")),
     path("prompts/", include(inference_urls.prompt_run_urls)),
     path("datasets/", include(eval_urls.dataset_urls)),

@@ -1,6 +1,6 @@
-"""Evaluations REST API: datasets, versions, rows, import/export, grants and
-links (evaluators and runs are in api_runs.py, a run's results in
-api_results.py). Views parse, check access, call a service or a selector and
+"""Evaluations REST API: datasets, versions, rows, import/export (their links
+and grants are sharing.api's, mounted in urls.py; evaluators and runs are in
+api_runs.py, a run's results in api_results.py). Views parse, check access, call a service or a selector and
 serialize; nothing else."""
 
 from __future__ import annotations
@@ -18,16 +18,7 @@ from rest_framework.views import APIView
 from core.error_codes import DomainError
 from core.ids import is_uuid
 from core.jsonbody import BoundedJSONParser
-from playground.api import Page, paginated
-from sharing import selectors as sharing_selectors
-from sharing import services as sharing
-from sharing.serializers import (
-    DatasetLinkCreateSerializer,
-    GrantCreateSerializer,
-    GrantSerializer,
-    LinkCreatedSerializer,
-    LinkSerializer,
-)
+from core.pagination import Page, paginated
 
 from . import datasets as services
 from .import_job import dataset_import_start
@@ -296,68 +287,3 @@ class DatasetImportStatusApi(APIView):
         if job is None:
             raise DomainError("Import not found.", code="import_not_found")
         return Response(_import_body(job))
-
-
-class DatasetGrantListApi(APIView):
-    pagination_class = Page  # the schema documents the cursor page paginated() answers
-
-    @extend_schema(responses=GrantSerializer(many=True), description="Owner only.")
-    def get(self, request, dataset_id):
-        dataset = request_dataset(request, dataset_id=dataset_id, need="own")
-        return paginated(request, self, sharing_selectors.grant_list(dataset=dataset), ("-created_at", "-id"),
-                         lambda items: GrantSerializer(items, many=True).data)
-
-    @extend_schema(request=GrantCreateSerializer, responses={201: GrantSerializer},
-                   description="Owner only. Share with `username` or with `team` (id, a team you are in) as "
-                               "viewer (read, run) or editor (also new versions, rename); a second grant to "
-                               "the same grantee changes its role. The prompts' sharing rules and rows.")
-    def post(self, request, dataset_id):
-        dataset = request_dataset(request, dataset_id=dataset_id, need="own")
-        data = GrantCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
-        grant = sharing.grant_create(dataset=dataset, actor=request.user, role=v["role"],
-                                     username=v["username"], team_id=v["team"], expires_at=v["expires_at"])
-        return Response(GrantSerializer(grant).data, status=status.HTTP_201_CREATED)
-
-
-class DatasetGrantDetailApi(APIView):
-    @extend_schema(responses={200: GrantSerializer}, description="Revoke (owner only); idempotent.")
-    def delete(self, request, dataset_id, grant_id):
-        dataset = request_dataset(request, dataset_id=dataset_id, need="own")
-        grant = sharing.grant_revoke(dataset=dataset, grant_id=grant_id, actor=request.user)
-        return Response(GrantSerializer(grant).data)
-
-
-class DatasetLinkListApi(APIView):
-    pagination_class = Page  # the schema documents the cursor page paginated() answers
-
-    @extend_schema(responses=LinkSerializer(many=True), description="Owner only.")
-    def get(self, request, dataset_id):
-        dataset = request_dataset(request, dataset_id=dataset_id, need="own")
-        return paginated(request, self, sharing_selectors.link_list(dataset=dataset), ("-created_at",),
-                         lambda items: LinkSerializer(items, many=True).data)
-
-    @extend_schema(request=DatasetLinkCreateSerializer, responses={201: LinkCreatedSerializer},
-                   description="Owner only. A read-only link to the dataset's versions, rows and export: "
-                               "open url (its newest rows), or send the token as X-Share-Token to the "
-                               "dataset's API (public: anyone; login: signed-in users). Runs are for "
-                               "accounts. The token is in this response only.")
-    def post(self, request, dataset_id):
-        dataset = request_dataset(request, dataset_id=dataset_id, need="own")
-        data = DatasetLinkCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
-        link, token = sharing.link_create(dataset=dataset, actor=request.user, mode=v["mode"], name=v["name"],
-                                          version_id=v["version"], expires_at=v["expires_at"], role=v["role"])
-        url = request.build_absolute_uri(f"/s/{token}")
-        return Response(LinkSerializer(link).data | {"token": token, "url": url},
-                        status=status.HTTP_201_CREATED)
-
-
-class DatasetLinkDetailApi(APIView):
-    @extend_schema(responses={200: LinkSerializer}, description="Revoke (owner only); idempotent.")
-    def delete(self, request, dataset_id, link_id):
-        dataset = request_dataset(request, dataset_id=dataset_id, need="own")
-        link = sharing.link_revoke(dataset=dataset, link_id=link_id, actor=request.user)
-        return Response(LinkSerializer(link).data)

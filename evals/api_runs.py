@@ -9,7 +9,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from playground.api import Page, paginated
+from core.pagination import Page, paginated
 
 from .api import refuse_unknown_params
 from .evaluators import evaluator_list

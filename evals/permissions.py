@@ -21,76 +21,62 @@ from __future__ import annotations
 from typing import Literal
 
 from django.core.exceptions import ValidationError
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import QuerySet
+from django.shortcuts import render
 
 from core.error_codes import DomainError
-from playground.permissions import SHARE_TOKEN_HEADER, Role, client_address, live_grants_for
-from sharing.models import GrantRole, LinkMode
-from sharing.tokens import link_resolve
+from sharing import access
+from sharing.kinds import Role, SubjectKind, register
 
 from .models import Dataset, EvalRun
 
 Need = Literal["read", "view", "edit", "own"]
-# read: what a link holder may do (rows, versions, export); view: an account's
-# read access, which also runs evaluations over the dataset.
-_REQUIRED = {"read": Role.LINK, "view": Role.VIEWER, "edit": Role.EDITOR, "own": Role.OWNER}
-
-
-def _signed_in(user) -> bool:
-    return user is not None and user.is_authenticated
 
 
 def dataset_not_found() -> DomainError:
     return DomainError("Dataset not found.", code="dataset_not_found", field="dataset")
 
 
-def dataset_role(*, user, dataset: Dataset) -> Role:
-    if not _signed_in(user):
-        return Role.NONE
-    if dataset.owner_id == user.pk:
-        return Role.OWNER
-    roles = set(live_grants_for(user=user).filter(dataset=dataset).values_list("role", flat=True))
-    if GrantRole.EDITOR in roles:
-        return Role.EDITOR
-    return Role.VIEWER if roles else Role.NONE
+# Rows a dataset's link page shows; the rest through the API with the token.
+SHARED_DATASET_ROWS = 200
+
+
+def dataset_link_page(request, link, token: str, client_addr: str):
+    """The dataset's newest rows, read-only."""
+    dataset = access_dataset(user=request.user, dataset_id=link.dataset_id, need="read", share_token=token,
+                             client_addr=client_addr)
+    version = dataset.versions.order_by("-number").first()
+    rows = list(version.rows.order_by("index")[:SHARED_DATASET_ROWS]) if version else []
+    return render(request, "evals/dataset_shared.html",
+                  {"dataset": dataset, "version": version, "rows": rows, "link": link})
+
+
+DATASET = register(SubjectKind(
+    name="dataset", model=Dataset, not_found=dataset_not_found,
+    # read: what a link holder may do (rows, versions, export); view: an account's
+    # read access, which also runs evaluations over the dataset.
+    needs={"read": Role.LINK, "view": Role.VIEWER, "edit": Role.EDITOR, "own": Role.OWNER},
+    read_only="Your access to this dataset is read-only.",
+    link_page=dataset_link_page, url_name="api-dataset-{}", signed_out_checked=False,
+))
 
 
 def access_dataset(*, user, dataset_id, need: Need, share_token: str | None = None,
                    client_addr: str = "") -> Dataset:
     """The dataset if `user` (or the holder of `share_token`) has `need` on it;
     else 404 (no role) or 403 (too weak)."""
-    # Resolve the token first so the guessing limit applies whatever the dataset id.
-    link = link_resolve(token=share_token, client_addr=client_addr) if share_token is not None else None
-    try:
-        dataset = Dataset.objects.get(pk=dataset_id)
-    except (Dataset.DoesNotExist, ValidationError, ValueError) as exc:
-        raise dataset_not_found() from exc
-    role = dataset_role(user=user, dataset=dataset)
-    if (role < Role.VIEWER and link is not None and link.dataset_id == dataset.pk
-            and (link.mode == LinkMode.PUBLIC or _signed_in(user))):
-        role = Role.LINK
-    if role == Role.NONE:
-        raise dataset_not_found()
-    if role < _REQUIRED[need]:
-        raise DomainError("Only the owner may do this." if need == "own" else
-                          "Your access to this dataset is read-only.", code="forbidden")
-    dataset.access_role = role
-    return dataset
+    return access.access(DATASET.name, user=user, pk=dataset_id, need=need, share_token=share_token,
+                         client_addr=client_addr, version_id=None)
 
 
 def request_dataset(request, *, dataset_id, need: Need) -> Dataset:
     """access_dataset for an HTTP request (its user, X-Share-Token, client address)."""
-    return access_dataset(user=request.user, dataset_id=dataset_id, need=need,
-                          share_token=request.headers.get(SHARE_TOKEN_HEADER),
-                          client_addr=client_address(request))
+    return access.request_subject(request, DATASET.name, pk=dataset_id, need=need, version_id=None)
 
 
 def datasets_visible_to(*, user) -> QuerySet[Dataset]:
     """Owned or granted (to the account or a team it is in); links are not listed."""
-    if not _signed_in(user):
-        return Dataset.objects.none()
-    granted = live_grants_for(user=user).filter(dataset=OuterRef("pk"))
-    return Dataset.objects.filter(Q(owner=user) | Exists(granted))
+    return access.visible_to(DATASET.name, user=user)
 
 
 def run_not_found() -> DomainError:
@@ -103,7 +89,7 @@ def access_run(*, user, run_id, need: Literal["view", "cancel"] = "view") -> Eva
     except (EvalRun.DoesNotExist, ValidationError, ValueError) as exc:
         raise run_not_found() from exc
     dataset = run.dataset_version.dataset
-    role = dataset_role(user=user, dataset=dataset)
+    role = access.subject_role(user=user, kind=DATASET, subject=dataset)
     if role == Role.NONE:
         raise run_not_found()
     if need == "cancel" and run.owner_id != user.pk and role < Role.OWNER:

@@ -1,6 +1,9 @@
 from django.urls import path
 
-from . import api, api_results, api_runs
+from sharing.api import subject_urls
+
+from . import api, api_gate, api_results, api_runs
+from .permissions import DATASET
 
 D = "<uuid:dataset_id>"
 V = f"{D}/versions/<str:version_id>"
@@ -15,10 +18,15 @@ dataset_urls = [
     path(f"{D}/import", api.DatasetImportApi.as_view(), name="api-dataset-import"),
     path(f"{D}/imports/<uuid:import_id>", api.DatasetImportStatusApi.as_view(),
          name="api-dataset-import-status"),
-    path(f"{D}/grants", api.DatasetGrantListApi.as_view(), name="api-dataset-grants"),
-    path(f"{D}/grants/<int:grant_id>", api.DatasetGrantDetailApi.as_view(), name="api-dataset-grant"),
-    path(f"{D}/links", api.DatasetLinkListApi.as_view(), name="api-dataset-links"),
-    path(f"{D}/links/<uuid:link_id>", api.DatasetLinkDetailApi.as_view(), name="api-dataset-link"),
+    *subject_urls(DATASET.name),
+]
+
+# A prompt's evaluation gates, under /api/prompts/ beside playground.urls.
+L = "<uuid:prompt_id>/labels/<str:name>"
+gate_urls = [
+    path("<uuid:prompt_id>/gates", api_gate.PromptGateListApi.as_view(), name="api-prompt-gates"),
+    path(f"{L}/gate", api_gate.LabelGateApi.as_view(), name="api-label-gate"),
+    path(f"{L}/gate/decisions", api_gate.LabelGateDecisionsApi.as_view(), name="api-label-gate-decisions"),
 ]
 
 eval_urls = [

@@ -7,7 +7,7 @@ from django.http import Http404
 from django.shortcuts import render
 
 from core.error_codes import DomainError
-from playground.permissions import Role
+from sharing.kinds import Role
 
 from .permissions import access_dataset, access_run, datasets_visible_to, runs_visible_to
 

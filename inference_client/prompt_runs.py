@@ -23,8 +23,8 @@ from inference_client.stages.request import authenticate
 from inference_client.threads import run_db
 from inference_client.validation import check_chat_request
 from inference_client.views import completion_response
-from playground.permissions import SHARE_TOKEN_HEADER, client_address
 from playground.runs import run_prepare
+from sharing.access import SHARE_TOKEN_HEADER, client_address
 
 
 async def _run(request, *, prompt_id, version_id=None, label=None):

@@ -4,7 +4,6 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from core.error_codes import DomainError
-from playground.serializers import PromptSerializer
 
 from .models import AuditEvent, Grant, ShareLink
 
@@ -18,18 +17,14 @@ class LinkCreateSerializer(serializers.Serializer):
     role = serializers.CharField(required=False, allow_null=True, default=None,
                                  help_text="Links are view-only; only 'viewer' is accepted.")
 
-
-class DatasetLinkCreateSerializer(LinkCreateSerializer):
-    """A dataset's link reaches all its versions: it is never pinned to one (a
-    `version` is refused, not ignored)."""
-
-    version = None
-
     def to_internal_value(self, data):
-        if isinstance(data, dict) and data.get("version") is not None:
-            raise DomainError("A dataset link reaches all its versions; it takes no version.",
+        # A link of a kind without versions reaches all of them: a `version` is refused, not ignored.
+        kind = self.context.get("kind")
+        if kind is not None and kind.version_model is None and isinstance(data, dict) \
+                and data.get("version") is not None:
+            raise DomainError(f"A {kind.name} link reaches all its versions; it takes no version.",
                               code="unsupported_parameter", field="version")
-        return {**super().to_internal_value(data), "version": None}
+        return super().to_internal_value(data)
 
 
 class LinkSerializer(serializers.ModelSerializer):
@@ -85,49 +80,9 @@ class GrantSerializer(serializers.ModelSerializer):
         return obj.created_by.username if obj.created_by_id else None
 
 
-class TransferSerializer(serializers.Serializer):
-    username = serializers.CharField()
-    keep_access = serializers.BooleanField(default=True, help_text="Keep an editor grant for the old owner")
-
-
-class ForkSerializer(serializers.Serializer):
-    version = serializers.UUIDField()
-    title = serializers.CharField(required=False, allow_blank=True, default="")
-
-
-class ForkedPromptSerializer(PromptSerializer):
-    class Meta(PromptSerializer.Meta):
-        fields = [*PromptSerializer.Meta.fields, "forked_from_prompt", "forked_from_version"]
-
-
-class SharedPromptSerializer(PromptSerializer):
-    owner = serializers.CharField(source="owner.username")
-    role = serializers.SerializerMethodField()
-
-    class Meta(PromptSerializer.Meta):
-        fields = [*PromptSerializer.Meta.fields, "owner", "role"]
-
-    def get_role(self, obj) -> str:
-        return "editor" if obj.is_editor else "viewer"
-
-
 class AuditEventSerializer(serializers.ModelSerializer):
     actor = serializers.CharField(source="actor_name")
 
     class Meta:
         model = AuditEvent
         fields = ["id", "action", "target", "actor", "detail", "request_id", "created_at"]
-
-
-class TransferOfferSerializer(serializers.Serializer):
-    id = serializers.IntegerField(read_only=True)
-    prompt = serializers.UUIDField(source="prompt_id", read_only=True)
-    title = serializers.CharField(source="prompt.title", read_only=True)
-    from_user = serializers.CharField(source="from_user.username", read_only=True)
-    to_user = serializers.CharField(source="to_user.username", read_only=True)
-    keep_access = serializers.BooleanField(read_only=True)
-    created_at = serializers.DateTimeField(read_only=True)
-
-
-class TransferAnswerSerializer(serializers.Serializer):
-    accept = serializers.BooleanField()

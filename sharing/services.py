@@ -1,9 +1,7 @@
-"""Writes for sharing: links, grants, ownership transfer, forks. Each change
-and its audit event commit together. Callers have already passed
-access_prompt (need="own" for everything but fork), or access_dataset
-(need="own") for a dataset's links and grants: the same rows and rules serve
-both (a dataset's changes are audited under its id and emit no prompt webhooks).
-"""
+"""Writes for sharing: links and grants of any kind of object (sharing.kinds),
+each named by its kind's keyword (`prompt=`, `dataset=`). Each change and its
+audit event commit together. Callers have already passed the kind's access
+check with need="own"."""
 
 from __future__ import annotations
 
@@ -16,14 +14,10 @@ from django.utils import timezone
 from accounts.models import Team
 from core.error_codes import DomainError
 from core.ids import parse_uint
-from playground.audit import audit_record
-from playground.bodies import body_text
-from playground.models import Prompt, PromptVersion
-from playground.selectors import version_get
-from playground.services import version_create
-from webhooks.services import webhook_emit
 
-from .models import Grant, GrantRole, LinkMode, ShareLink, TransferOffer
+from .audit import audit_record
+from .kinds import SubjectKind, subject_of
+from .models import Grant, GrantRole, LinkMode, ShareLink
 from .tokens import token_generate, token_hash
 
 User = get_user_model()
@@ -31,33 +25,30 @@ User = get_user_model()
 
 @dataclasses.dataclass(frozen=True)
 class _Subject:
-    """What a link or grant shares: a prompt, or a dataset."""
+    """What a link or grant shares, and its kind."""
 
-    prompt: Prompt | None = None
-    dataset: object | None = None  # evals.models.Dataset
+    kind: SubjectKind
+    obj: object
 
-    def __post_init__(self):
-        if (self.prompt is None) == (self.dataset is None):
-            raise TypeError("share exactly one of a prompt or a dataset")
+    @classmethod
+    def of(cls, kwargs: dict) -> _Subject:
+        return cls(*subject_of(kwargs))
 
     @property
     def rows(self) -> dict:
         """The filter (and create) arguments of its links and grants."""
-        return {"prompt": self.prompt} if self.prompt is not None else {"dataset": self.dataset}
+        return {self.kind.name: self.obj}
 
     @property
     def owner_id(self):
-        return (self.prompt or self.dataset).owner_id
+        return self.obj.owner_id
 
     def audit(self, **fields) -> None:
-        if self.prompt is not None:
-            audit_record(prompt_id=self.prompt.pk, **fields)
-        else:
-            audit_record(dataset_id=self.dataset.pk, **fields)
+        audit_record(**{f"{self.kind.name}_id": self.obj.pk}, **fields)
 
     def emit(self, event: str, data: dict) -> None:
-        if self.prompt is not None:  # webhooks are registered on prompts
-            webhook_emit(prompt=self.prompt, event=event, data=data)
+        if self.kind.changed is not None:
+            self.kind.changed(self.obj, event, data)
 
 
 def _check_expiry(expires_at, field: str = "expires_at") -> None:
@@ -65,7 +56,7 @@ def _check_expiry(expires_at, field: str = "expires_at") -> None:
         raise DomainError("The expiry must be in the future.", code="invalid_expiry", field=field)
 
 
-def _user_by_username(username: str):
+def user_by_username(username: str):
     user = User.objects.filter(username=username or "", is_active=True).first()
     if user is None:
         raise DomainError(f"No user named {username!r}.", code="user_not_found",
@@ -73,10 +64,10 @@ def _user_by_username(username: str):
     return user
 
 
-def link_create(*, prompt: Prompt | None = None, dataset=None, actor, mode: str, name: str = "",
-                version_id=None, expires_at=None, role: str | None = None) -> tuple[ShareLink, str]:
+def link_create(*, actor, mode: str, name: str = "", version_id=None, expires_at=None,
+                role: str | None = None, **subject) -> tuple[ShareLink, str]:
     """A new link and its token; the token is returned once and never stored."""
-    subject = _Subject(prompt, dataset)
+    subject = _Subject.of(subject)
     if role is not None and role != GrantRole.VIEWER:
         raise DomainError("A link can only give view access; grant an account or team to let them edit.",
                           code="invalid_mode", field="role")
@@ -86,8 +77,11 @@ def link_create(*, prompt: Prompt | None = None, dataset=None, actor, mode: str,
     if len(name) > 100:
         raise DomainError("The name is at most 100 characters.", code="invalid_request", field="name")
     version = None
+    if version_id is not None and subject.kind.version_model is None:
+        raise DomainError(f"A {subject.kind.name} link reaches all its versions; it takes no version.",
+                          code="unsupported_parameter", field="version")
     if version_id is not None:
-        version = PromptVersion.objects.filter(prompt=prompt, pk=version_id).first() if prompt else None
+        version = subject.kind.version_model.objects.filter(**subject.rows, pk=version_id).first()
         if version is None:
             raise DomainError("The version is not a version of this prompt.", code="version_not_found",
                               field="version")
@@ -104,9 +98,9 @@ def link_create(*, prompt: Prompt | None = None, dataset=None, actor, mode: str,
     return link, raw
 
 
-def link_revoke(*, prompt: Prompt | None = None, dataset=None, link_id, actor) -> ShareLink:
+def link_revoke(*, link_id, actor, **subject) -> ShareLink:
     """Idempotent: revoking a revoked link changes nothing and audits nothing."""
-    subject = _Subject(prompt, dataset)
+    subject = _Subject.of(subject)
     with transaction.atomic():
         link = ShareLink.objects.select_for_update().filter(pk=link_id, **subject.rows).first()
         if link is None:
@@ -118,6 +112,12 @@ def link_revoke(*, prompt: Prompt | None = None, dataset=None, link_id, actor) -
                           detail={"name": link.name})
             subject.emit("share.revoked", {"kind": "link", "id": str(link.pk), "name": link.name})
     return link
+
+
+def grant_upsert(*, actor, role: str, user=None, team=None, expires_at=None, **subject) -> Grant:
+    """Create the live grant for a grantee (`user` or `team`), or change the one there is."""
+    return _grant_upsert(subject=_Subject.of(subject), actor=actor, role=role, user=user, team=team,
+                         expires_at=expires_at)
 
 
 def _grant_target(grant: Grant) -> str:
@@ -152,9 +152,9 @@ def _grant_upsert(*, subject: _Subject, actor, role: str, user=None, team=None, 
     return grant
 
 
-def grant_create(*, prompt: Prompt | None = None, dataset=None, actor, role: str, username: str | None = None,
-                 team_id=None, expires_at=None) -> Grant:
-    subject = _Subject(prompt, dataset)
+def grant_create(*, actor, role: str, username: str | None = None, team_id=None, expires_at=None,
+                 **subject) -> Grant:
+    subject = _Subject.of(subject)
     if role not in GrantRole.values:
         raise DomainError(f"role must be one of {', '.join(GrantRole.values)}.", code="invalid_role",
                           field="role")
@@ -162,7 +162,7 @@ def grant_create(*, prompt: Prompt | None = None, dataset=None, actor, role: str
         raise DomainError("Give exactly one of username or team.", code="grantee_required", field="username")
     _check_expiry(expires_at)
     if username is not None:
-        user = _user_by_username(username)
+        user = user_by_username(username)
         if user.pk == subject.owner_id:
             raise DomainError("The owner already has full access.", code="already_owner", field="username")
         return _grant_upsert(subject=subject, actor=actor, role=role, user=user, expires_at=expires_at)
@@ -175,8 +175,8 @@ def grant_create(*, prompt: Prompt | None = None, dataset=None, actor, role: str
     return _grant_upsert(subject=subject, actor=actor, role=role, team=team, expires_at=expires_at)
 
 
-def grant_revoke(*, prompt: Prompt | None = None, dataset=None, grant_id, actor) -> Grant:
-    subject = _Subject(prompt, dataset)
+def grant_revoke(*, grant_id, actor, **subject) -> Grant:
+    subject = _Subject.of(subject)
     with transaction.atomic():
         grant = (Grant.objects.select_for_update(of=("self",)).select_related("user")
                  .filter(pk=grant_id, **subject.rows).first())
@@ -190,79 +190,3 @@ def grant_revoke(*, prompt: Prompt | None = None, dataset=None, grant_id, actor)
             subject.emit("share.revoked", {"kind": "grant", "id": grant.pk, "role": grant.role,
                                            "grantee": _grant_target(grant)})
     return grant
-
-
-def transfer_offer(*, prompt: Prompt, actor, username: str, keep_access: bool = True) -> TransferOffer:
-    """The owner offers the prompt to `username`; nothing changes until they accept."""
-    to_user = _user_by_username(username)
-    if to_user.pk == prompt.owner_id:
-        raise DomainError("This user already owns the prompt.", code="already_owner", field="username")
-    with transaction.atomic():
-        offer, _ = TransferOffer.objects.update_or_create(
-            prompt=prompt, to_user=to_user, defaults={"from_user": actor, "keep_access": keep_access})
-        audit_record(prompt_id=prompt.pk, actor=actor, action="prompt.transfer_offer",
-                     target=f"user:{to_user.username}", detail={"keep_access": keep_access})
-    return offer
-
-
-def transfer_answer(*, offer_id, user, accept: bool) -> Prompt | None:
-    """The receiver accepts (becomes the owner) or declines; the offer is gone
-    either way. An offer whose offerer no longer owns the prompt is void (404)."""
-    with transaction.atomic():
-        offer = (TransferOffer.objects.select_for_update().select_related("from_user")
-                 .filter(pk=parse_uint(offer_id), to_user=user).first()) if parse_uint(offer_id) else None
-        if offer is None:
-            raise DomainError("No such transfer offer.", code="transfer_not_found")
-        prompt = Prompt.objects.select_for_update().get(pk=offer.prompt_id)
-        offer.delete()
-        if prompt.owner_id != offer.from_user_id:
-            raise DomainError("This offer is void: its sender no longer owns the prompt.",
-                              code="transfer_not_found")
-        if not accept:
-            audit_record(prompt_id=prompt.pk, actor=user, action="prompt.transfer_decline",
-                         target=f"user:{user.username}", detail={})
-            return None
-        TransferOffer.objects.filter(prompt=prompt).delete()  # other offers die with the ownership
-        return prompt_transfer(prompt=prompt, actor=user, username=user.username,
-                               keep_access=offer.keep_access)
-
-
-def prompt_transfer(*, prompt: Prompt, actor, username: str, keep_access: bool = True) -> Prompt:
-    """Make `username` the owner. The previous owner keeps an editor grant
-    unless keep_access is false. `prompt` must be locked (for_update)."""
-    new_owner = _user_by_username(username)
-    if new_owner.pk == prompt.owner_id:
-        raise DomainError("This user already owns the prompt.", code="already_owner", field="username")
-    previous = prompt.owner
-    with transaction.atomic():
-        # An owner needs no grant; a stale one would outlive a later transfer away.
-        now = timezone.now()
-        Grant.objects.filter(prompt=prompt, user=new_owner, revoked_at__isnull=True).update(revoked_at=now)
-        prompt.owner = new_owner
-        prompt.save(update_fields=["owner", "updated_at"])
-        audit_record(prompt_id=prompt.pk, actor=actor, action="prompt.transfer", target=f"user:{username}",
-                     detail={"from": previous.username, "to": new_owner.username, "keep_access": keep_access})
-        if keep_access:
-            _grant_upsert(subject=_Subject(prompt), actor=actor, role=GrantRole.EDITOR, user=previous)
-    return prompt
-
-
-def prompt_fork(*, source: Prompt, version_id, owner, title: str = "") -> Prompt:
-    """Copy one version into a new prompt owned by `owner`; the copy records
-    the prompt and version it came from."""
-    version = version_get(prompt=source, version_id=version_id)
-    title = (title or f"{source.title} (fork)")[:200]
-    with transaction.atomic():
-        fork = Prompt.objects.create(owner=owner, title=title, description=source.description,
-                                     forked_from_prompt=source, forked_from_version=version)
-        version_create(
-            prompt=fork, author=owner, body=body_text(version), model_name=version.model_name,
-            temperature=version.temperature, max_tokens=version.max_tokens, top_p=version.top_p,
-            stop=version.stop, system=version.system, variables=version.variables,
-            response_schema=version.response_schema, tools=version.tools,
-            message=f"Forked from {source.title!r} v{version.number}",
-        )
-        audit_record(prompt_id=source.pk, actor=owner, action="prompt.fork", target=f"prompt:{fork.pk}",
-                     detail={"version": str(version.pk)})
-    fork.refresh_from_db()
-    return fork

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from core.error_codes import DomainError
 
+from .audit import audit_record
 from .models import ShareLink
 
 TOKEN_PREFIX = "pys_"
@@ -59,8 +60,6 @@ def _record_failure(client_addr: str) -> None:
 
 
 def _audit_expiry(link: ShareLink, now) -> None:
-    from playground.audit import audit_record
-
     # Conditional UPDATE: only the first request to notice the expiry records it.
     with transaction.atomic():
         if ShareLink.objects.filter(pk=link.pk, expiry_audited_at__isnull=True).update(

@@ -43,7 +43,7 @@ from schemathesis.specs.openapi.checks import (
 from accounts.models import Team
 from accounts.services import team_create, team_invite, team_member_add
 from evals.models import DatasetImport
-from sharing.services import transfer_offer
+from playground.ownership import transfer_offer
 from tests.factories import ApiKeyFactory, LabelFactory, PromptFactory, PromptVersionFactory, UserFactory
 
 pytestmark = [pytest.mark.needs_services, pytest.mark.django_db]

@@ -12,8 +12,8 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from playground.api import Page, paginated
-from playground.permissions import request_access
+from core.pagination import Page, paginated
+from sharing.access import request_subject
 
 from . import selectors, services
 from .models import WebhookDelivery, WebhookEndpoint
@@ -64,7 +64,7 @@ class EndpointListApi(APIView):
         v = data.validated_data
         prompt = None
         if v["prompt"] is not None:
-            prompt = request_access(request, prompt_id=v["prompt"], need="own", version_id=None)
+            prompt = request_subject(request, "prompt", pk=v["prompt"], need="own", version_id=None)
         endpoint = services.endpoint_create(owner=request.user, url=v["url"], events=v["events"],
                                             prompt=prompt, description=v["description"])
         return Response(EndpointWithSecretSerializer(endpoint).data, status=status.HTTP_201_CREATED)

@@ -9,7 +9,7 @@ from django.urls import path
 from django.views.decorators.http import require_POST
 
 from core.error_codes import DomainError
-from playground.permissions import access_prompt
+from sharing.access import access
 
 from . import selectors, services
 from .models import WebhookEvent
@@ -32,8 +32,8 @@ def webhook_create(request):
     try:
         prompt = None
         if request.POST.get("prompt"):
-            prompt = access_prompt(user=request.user, prompt_id=request.POST["prompt"], need="own",
-                                   version_id=None)
+            prompt = access("prompt", user=request.user, pk=request.POST["prompt"], need="own",
+                            version_id=None)
         endpoint = services.endpoint_create(owner=request.user, url=request.POST.get("url", ""),
                                             events=request.POST.getlist("events"), prompt=prompt,
                                             description=request.POST.get("description", ""))

@@ -231,11 +231,11 @@ SPECTACULAR_SETTINGS = {
     # write-only fields show where they apply.
     "COMPONENT_SPLIT_REQUEST": True,
     # /v1's plain views (inference_client/openapi.py), the rules the playground's
-    # services check (playground/openapi.py), links from creates to what
+    # services check (config/openapi.py), links from creates to what
     # they created, then every operation's refusals in the one error shape (core/openapi.py).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "inference_client.openapi.add_generation_operations",
-                             "playground.openapi.add_request_rules", "core.openapi.require_bodies",
+                             "config.openapi.add_request_rules", "core.openapi.require_bodies",
                              "core.openapi.add_links", "core.openapi.add_error_responses"],
 }
 

@@ -86,7 +86,7 @@ def test_should_merge_tools_three_way_and_carry_them_into_forks(auth_client, pro
                                {"ours": str(ours.pk), "theirs": str(theirs.pk)}, format="json").json()
     assert (preview["tools"], preview["tools_differing"]) == (TOOLS, False)  # only theirs changed them
 
-    from sharing.services import prompt_fork
+    from playground.ownership import prompt_fork
 
     fork = prompt_fork(source=prompt, version_id=theirs.pk, owner=user)
     assert fork.versions.get().tools == TOOLS

@@ -1,5 +1,5 @@
-"""drf-spectacular postprocessing: the rules the playground's services check,
-written into its request schemas.
+"""drf-spectacular postprocessing: the rules the apps' services check (prompts,
+labels, sharing, evaluations, webhooks), written into their request schemas.
 
 The serializers state types only (ranges and rules live in services); this hook
 adds what those services refuse (ranges, one-of fields, choices, list shapes),
@@ -15,10 +15,9 @@ from django.conf import settings
 from core.error_codes import DomainError
 from evals.evaluators import evaluator_list
 from inference_protocol.catalog import model_names
+from playground.splits import MAX_VARIANTS, TOTAL_WEIGHT
 from sharing.models import GrantRole, LinkMode
 from webhooks.models import WebhookEvent
-
-from .splits import MAX_VARIANTS, TOTAL_WEIGHT
 
 UUID = {"type": "string", "format": "uuid"}
 NO_NUL = "^[^\\x00]*$"
