@@ -91,7 +91,7 @@ def _rules() -> dict[str, dict]:
         "GrantCreateRequest": {"properties": {"role": {"enum": list(GrantRole.values)}},
                                **_one_of("username", "team")},
         "LinkCreateRequest": link,
-        "DatasetLinkCreateRequest": link,
+        "UnversionedLinkCreateRequest": link,
         "EndpointCreateRequest": {"properties": {
             # https (http too with WEBHOOK_ALLOW_HTTP), a host (no user info), then no
             # whitespace or control characters.

@@ -1,7 +1,6 @@
 """Datasets, their immutable versions and rows; evaluation runs, their columns
-and per-cell results; label gates. Imported by playground.models so Django
-registers them with the playground app; they name its prompt models by
-"playground.<Model>", so this module does not import that one back.
+and per-cell results; label gates. They name playground's prompt models by
+"playground.<Model>" (no import of that app's models).
 
 A dataset version never changes: an edit (a row added, changed or removed, an
 import) makes a child version with a copy of the rows. A run keeps the dataset

@@ -1,4 +1,4 @@
-"""Browser page routes for evaluations (the REST API lives in playground/evals/urls.py)."""
+"""Browser page routes for evaluations (the REST API lives in evals/urls.py)."""
 
 from django.urls import path
 

@@ -24,8 +24,8 @@ from core.error_codes import DomainError
 from core.jobs import BUSY, CANCELLED, Job, JobKind, Slots, drive
 from core.leases import release_connection
 from playground.bodies import body_text
+from playground.calls.builder import version_params, version_render
 from playground.models import PromptVersion
-from playground.runs import version_params, version_render
 from playground.templating import template_variables
 
 from .evaluators import Score, judge_score, score_output

@@ -3,7 +3,7 @@ driving (render each row through each column, generate at batch priority,
 score, store) is a background job: evals.run_job.
 
 How a cell runs: the column's prompt version renders the row's variables the
-way a run by reference does (playground.runs), into a /v1/chat/completions
+way a run by reference does (playground.calls.builder), into a /v1/chat/completions
 body, and the gateway's batch lane (settings.EVAL_LANE:
 inference_client.batch_lane) runs it through the same path as /v1: the /v1
 checker, the prompt cache (identical greedy cells hit it), admission at batch
@@ -43,8 +43,8 @@ from inference_protocol.catalog import UnknownModel, model_names, model_spec
 from inference_protocol.features import unsupported
 from inference_protocol.validation import InvalidInput, check_sampling, check_stop
 from playground import selectors as prompt_selectors
+from playground.calls.builder import version_params
 from playground.permissions import access_prompt
-from playground.runs import version_params
 
 from .evaluators import check_evaluators
 from .models import DatasetVersion, EvalColumn, EvalRun, RunStatus

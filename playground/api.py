@@ -20,11 +20,11 @@ from core.streaming import for_request
 
 from . import selectors, services
 from .bodies import body_object_key, body_range, body_text
+from .calls.builder import version_render
 from .diffing import line_diff, word_diff
 from .matching import Budget
 from .models import Storage
 from .permissions import request_access
-from .runs import version_render
 from .serializers import (
     MergePreviewRequestSerializer,
     PromptSerializer,

@@ -1,7 +1,7 @@
 """Prompts, immutable versions (a tree by parent pointer), labels and blobs.
 
 A version's content never changes: `PromptVersion.save()` refuses updates,
-its queryset refuses `update()`, and on PostgreSQL a trigger (migration 0002)
+its queryset refuses `update()`, and on PostgreSQL a trigger (migration 0001)
 rejects any UPDATE of its content columns.
 """
 

@@ -22,7 +22,13 @@ from .serializers import (
     LinkCreatedSerializer,
     LinkCreateSerializer,
     LinkSerializer,
+    UnversionedLinkCreateSerializer,
 )
+
+LINK_CREATE_DOC = ("Owner only. A read-only link (public: anyone; login: signed-in users): open "
+                   "url, or send the token as X-Share-Token to the object's API. A prompt's link "
+                   "may pin one version; a dataset's reaches its versions, rows and export (runs "
+                   "are for accounts). The token is in this response only; we keep its hash.")
 
 
 class SubjectApi(APIView):
@@ -41,6 +47,7 @@ class SubjectApi(APIView):
 
 class LinkListApi(SubjectApi):
     pagination_class = Page  # the schema documents the cursor page paginated() answers
+    create_serializer = LinkCreateSerializer
 
     @extend_schema(responses=LinkSerializer(many=True), description="Owner only.")
     def get(self, request, **kwargs):
@@ -49,13 +56,10 @@ class LinkListApi(SubjectApi):
                          lambda items: LinkSerializer(items, many=True).data)
 
     @extend_schema(request=LinkCreateSerializer, responses={201: LinkCreatedSerializer},
-                   description="Owner only. A read-only link (public: anyone; login: signed-in users): open "
-                               "url, or send the token as X-Share-Token to the object's API. A prompt's link "
-                               "may pin one version; a dataset's reaches its versions, rows and export (runs "
-                               "are for accounts). The token is in this response only; we keep its hash.")
+                   description=LINK_CREATE_DOC)
     def post(self, request, **kwargs):
         subject = self.owned(request, kwargs)
-        data = LinkCreateSerializer(data=request.data, context={"kind": KINDS[self.kind]})
+        data = self.create_serializer(data=request.data, context={"kind": self.kind})
         data.is_valid(raise_exception=True)
         v = data.validated_data
         link, token = services.link_create(actor=request.user, mode=v["mode"], name=v["name"],
@@ -63,6 +67,17 @@ class LinkListApi(SubjectApi):
                                            role=v["role"], **subject)
         body = LinkSerializer(link).data | {"token": token, "url": request.build_absolute_uri(f"/s/{token}")}
         return Response(body, status=status.HTTP_201_CREATED)
+
+
+class UnversionedLinkListApi(LinkListApi):
+    """The links of a kind without versions: its schema has no `version`."""
+
+    create_serializer = UnversionedLinkCreateSerializer
+
+    @extend_schema(request=UnversionedLinkCreateSerializer, responses={201: LinkCreatedSerializer},
+                   description=LINK_CREATE_DOC)
+    def post(self, request, **kwargs):
+        return super().post(request, **kwargs)
 
 
 class LinkDetailApi(SubjectApi):
@@ -106,11 +121,12 @@ def subject_urls(kind_name: str) -> list:
     (`<uuid:prompt_id>/links`, ...), named by the kind's `url_name`."""
     kind = KINDS[kind_name]
     obj = f"<uuid:{kind.name}_id>"
+    link_list = LinkListApi if kind.version_model else UnversionedLinkListApi
     mount = {"kind": kind.name, "permission_classes":
              [AllowAny] if kind.signed_out_checked else api_settings.DEFAULT_PERMISSION_CLASSES}
     return [
         path(f"{obj}/{route}", view.as_view(**mount), name=kind.url_name.format(name))
-        for route, view, name in [("links", LinkListApi, "links"),
+        for route, view, name in [("links", link_list, "links"),
                                   ("links/<uuid:link_id>", LinkDetailApi, "link"),
                                   ("grants", GrantListApi, "grants"),
                                   ("grants/<int:grant_id>", GrantDetailApi, "grant")]

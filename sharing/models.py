@@ -1,6 +1,6 @@
-"""Share links, grants and the audit log (imported by playground.models so
-Django registers them with the playground app; the prompt models are named by
-"playground.<Model>", so this module does not import that one back)."""
+"""Share links, grants, the audit log and transfer offers. A link or a grant has
+one foreign key per kind of shared object (sharing.kinds), named after the kind;
+the shared models are named by "<app>.<Model>" (no import of the apps above)."""
 
 import uuid
 

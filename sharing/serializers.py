@@ -17,14 +17,19 @@ class LinkCreateSerializer(serializers.Serializer):
     role = serializers.CharField(required=False, allow_null=True, default=None,
                                  help_text="Links are view-only; only 'viewer' is accepted.")
 
+
+class UnversionedLinkCreateSerializer(LinkCreateSerializer):
+    """A link of a kind without versions (a dataset) reaches all of them: it is
+    never pinned to one (a `version` is refused, not ignored)."""
+
+    version = None
+
     def to_internal_value(self, data):
-        # A link of a kind without versions reaches all of them: a `version` is refused, not ignored.
-        kind = self.context.get("kind")
-        if kind is not None and kind.version_model is None and isinstance(data, dict) \
-                and data.get("version") is not None:
-            raise DomainError(f"A {kind.name} link reaches all its versions; it takes no version.",
+        if isinstance(data, dict) and data.get("version") is not None:
+            kind = self.context["kind"]
+            raise DomainError(f"A {kind} link reaches all its versions; it takes no version.",
                               code="unsupported_parameter", field="version")
-        return super().to_internal_value(data)
+        return {**super().to_internal_value(data), "version": None}
 
 
 class LinkSerializer(serializers.ModelSerializer):

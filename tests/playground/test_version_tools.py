@@ -1,15 +1,15 @@
 """Function tools in saved versions: created and read through the API, checked
 by the checker /v1 applies to `tools` (inference_protocol.tools), immutable,
 shown by the diff (part=tools), carried by merges and forks, sent by runs by
-reference (playground.runs) and refused by evaluation runs rather than ignored.
+reference (playground.calls.builder) and refused by evaluation runs rather than ignored.
 Exports: tests/export (the property test sends them from every snippet); the
 SDK: tests/sdk/test_live.py; a live run by reference: tests/export/test_live_export.py."""
 
 import pytest
 
 from core.error_codes import DomainError
+from playground.calls.builder import version_chat_body
 from playground.models import PromptVersion
-from playground.runs import version_chat_body
 from tests.factories import PromptVersionFactory
 from tests.playground.conftest import create_version
 

@@ -14,8 +14,9 @@ import re
 
 from core.templating import VARIABLE
 from playground.models import PromptVersion
-from playground.runs import version_params
 from playground.templating import template_variables
+
+from ..builder import version_params
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +80,7 @@ def template_parts(text: str) -> tuple[Part, ...]:
 
 def export_spec(*, version: PromptVersion, body: str, base_url: str, reference: Reference) -> ExportSpec:
     messages = []
-    if version.system:  # the same rule as playground.runs.version_chat_body
+    if version.system:  # the same rule as playground.calls.builder.version_chat_body
         messages.append(Message("system", template_parts(version.system), "system"))
     messages.append(Message("user", template_parts(body), "user"))
     used = template_variables(version.system, body)

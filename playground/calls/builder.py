@@ -13,12 +13,12 @@ import dataclasses
 
 from core.error_codes import DomainError
 
-from . import selectors
-from .bodies import body_text
-from .models import PromptVersion
-from .permissions import access_prompt
-from .splits import check_user_key, split_pick
-from .templating import template_render
+from .. import selectors
+from ..bodies import body_text
+from ..models import PromptVersion
+from ..permissions import access_prompt
+from ..splits import check_user_key, split_pick
+from ..templating import template_render
 
 # The only fields a run request may carry: the version decides everything else.
 RUN_FIELDS = {"variables", "stream", "user"}

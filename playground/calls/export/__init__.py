@@ -2,7 +2,7 @@
 
 Three forms per language, the first the default:
 - short: the whole request written out, the saved values inlined as one
-  literal (playground.export.short): what one reads at a glance and pastes;
+  literal (playground.calls.export.short): what one reads at a glance and pastes;
 - inline: the parameterized script; calls /v1/chat/completions with the version's frozen model,
   parameters, system text and messages; the variables are parameters with
   the saved defaults, substituted in the exported code itself;
