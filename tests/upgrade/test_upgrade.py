@@ -96,3 +96,30 @@ def test_sqlite_database_of_the_old_migrations_upgrades(tmp_path):
         db.executescript((HERE / "sqlite.sql").read_text())
     found = _upgrade_and_check(_env(PROMPTYARD_VAR_DIR=str(tmp_path)))
     assert "refused" not in found  # SQLite has no triggers of ours: the ORM refuses (tests/evals)
+
+
+@pytest.mark.needs_services
+@pytest.mark.django_db
+def test_fresh_database_refuses_updates_of_immutable_rows():
+    """The squashed migrations create the triggers on a fresh database too (this
+    test's database is migrated from scratch): raw SQL cannot change a version."""
+    from django.db import DatabaseError, connection, transaction
+
+    from evals import datasets
+    from evals.models import EvalColumn, EvalResult, EvalRun
+    from tests.factories import PromptVersionFactory
+
+    version = PromptVersionFactory()
+    owner = version.prompt.owner
+    dataset = datasets.dataset_create(owner=owner, name="immutable")
+    rows = datasets.dataset_version_create(dataset=dataset, author=owner, add=[{"variables": {"q": "a"}}])
+    run = EvalRun.objects.create(owner=owner, dataset_version=rows, evaluators=[])
+    column = EvalColumn.objects.create(run=run, index=0, prompt_version=version, model_name="m")
+    EvalResult.objects.create(run=run, column=column, row=rows.rows.get(), row_index=0, output="x")
+    changes = [("playground_promptversion", "message"), ("playground_datasetversion", "message"),
+               ("playground_datasetrow", "expected"), ("playground_evalcolumn", "model_name"),
+               ("playground_evalresult", "output")]
+    for table, column_name in changes:
+        with pytest.raises(DatabaseError, match="immutable"), transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(f"UPDATE {table} SET {column_name} = %s", ["changed"])
