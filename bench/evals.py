@@ -80,12 +80,12 @@ def run_bench(rows: int):
     from django.contrib.auth import get_user_model
     from rest_framework.test import APIClient
 
+    from evals.models import DatasetRow, DatasetVersion, EvalRun
+    from evals.run_job import evalrun_drive
+    from evals.summary import run_summary
     from inference_protocol.backend import get_backend
     from inference_protocol.generation import GenerationRequest
     from playground import services
-    from playground.evals.models import DatasetRow, DatasetVersion, EvalRun
-    from playground.evals.run_job import evalrun_drive
-    from playground.evals.summary import run_summary
 
     user = get_user_model().objects.create_user("bench", password="x")
     client = APIClient()

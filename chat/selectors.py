@@ -188,7 +188,7 @@ SEARCH_MAX_QUERY = 200
 def message_search(*, user, query) -> list[dict]:
     """Messages in the user's conversations matching `query`, newest first.
     PostgreSQL: full text (English stemming, web-search syntax: "quotes", -not, or)
-    over the GIN index of migration 0003; SQLite: every word as a substring (LIKE).
+    over the GIN index of migration 0001; SQLite: every word as a substring (LIKE).
     Deleted messages never match (their body is gone)."""
     if not isinstance(query, str) or not query.strip() or "\x00" in query:
         raise DomainError("Give words to search for in `q` (text without NUL).", code="invalid_query",

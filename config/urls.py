@@ -7,8 +7,8 @@ from accounts import urls as accounts_urls
 from chat import urls as chat_urls
 from core.blob_views import blob_local
 from core.errors import api_not_found
+from evals import urls as eval_urls
 from inference_client import urls as inference_urls
-from playground.evals import urls as eval_urls
 
 from .health import healthz
 
@@ -18,7 +18,8 @@ api_patterns = [
     # The local object store's stand-in for presigned URLs (embedded default).
     path("prompts/blobs/local/<str:token>", blob_local, name="blob-local"),
     path("prompts/", include("playground.urls")),
-    path("", include("playground.webhooks.urls")),
+    path("prompts/", include(eval_urls.gate_urls)),
+    path("", include("webhooks.urls")),
     path("prompts/", include(inference_urls.prompt_run_urls)),
     path("datasets/", include(eval_urls.dataset_urls)),
     path("evals/", include(eval_urls.eval_urls)),
@@ -38,10 +39,10 @@ urlpatterns = [
     path("", include(inference_urls.pages_urls)),
     path("chat/", include(chat_urls.pages)),
     path("prompts/", include("playground.page_urls")),
-    path("evals/", include("playground.evals.page_urls")),
+    path("evals/", include("evals.page_urls")),
     # Share-link page (/s/<token>) and "shared with me" (/prompts/shared/).
-    path("", include("playground.sharing.pages")),
-    path("", include("playground.webhooks.pages")),
+    path("", include("sharing.pages")),
+    path("", include("webhooks.pages")),
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
 ]
 

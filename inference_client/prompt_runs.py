@@ -3,7 +3,7 @@
     POST /api/prompts/<id>/versions/<vid>/run
     POST /api/prompts/<id>/labels/<label>/run      {"variables": {...}, "stream": false}
 
-The version's frozen model and parameters apply (playground.runs builds the
+The version's frozen model and parameters apply (playground.calls.builder builds the
 request); the call then takes the same path as /v1/chat/completions
 (completion_create: idempotency, cache, admission, usage), and answers in the
 same shape: a chat.completion object, or OpenAI SSE chunks when `stream` is
@@ -23,8 +23,8 @@ from inference_client.stages.request import authenticate
 from inference_client.threads import run_db
 from inference_client.validation import check_chat_request
 from inference_client.views import completion_response
-from playground.permissions import SHARE_TOKEN_HEADER, client_address
-from playground.runs import run_prepare
+from playground.calls.builder import run_prepare
+from sharing.access import SHARE_TOKEN_HEADER, client_address
 
 
 async def _run(request, *, prompt_id, version_id=None, label=None):

@@ -9,22 +9,22 @@ from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.pagination import CursorPagination
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.blobstore import get_blob_store
 from core.error_codes import DomainError
+from core.pagination import Page, paginated
 from core.streaming import for_request
 
 from . import selectors, services
 from .bodies import body_object_key, body_range, body_text
+from .calls.builder import version_render
 from .diffing import line_diff, word_diff
 from .matching import Budget
 from .models import Storage
 from .permissions import request_access
-from .runs import version_render
 from .serializers import (
     MergePreviewRequestSerializer,
     PromptSerializer,
@@ -38,26 +38,11 @@ from .serializers import (
 from .uploads import upload_presign
 
 
-class Page(CursorPagination):
-    page_size = 50
-    max_page_size = 200
-    page_size_query_param = "page_size"
-
-    def __init__(self, ordering=None):  # None: drf-spectacular's instance, for the schema only
-        self.ordering = ordering
-
-
 class PromptScopedApi(APIView):
     """A view on one prompt. Signed-out link holders may reach it, so DRF's
     IsAuthenticated is off: request_access decides every call (404 / 403)."""
 
     permission_classes = [AllowAny]
-
-
-def paginated(request, view, queryset, ordering, serialize):
-    page = Page(ordering)
-    items = page.paginate_queryset(queryset, request, view=view)
-    return page.get_paginated_response(serialize(items))
 
 
 class PromptListApi(APIView):

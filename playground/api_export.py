@@ -6,7 +6,7 @@ from rest_framework.response import Response
 
 from . import selectors
 from .api import PromptScopedApi
-from .export import LANGUAGES, export_base_url, version_export
+from .calls.export import LANGUAGES, export_base_url, version_export
 from .permissions import request_access
 
 

@@ -7,10 +7,11 @@ from rest_framework.response import Response
 
 from core.error_codes import DomainError
 from core.ids import is_uuid
+from core.pagination import Page, paginated
 
 from . import protection, selectors, services
-from .api import Page, PromptScopedApi, paginated
-from .evals.gate import gate_check
+from .api import PromptScopedApi
+from .move_checks import label_move_check
 from .permissions import request_access
 from .serializers import (
     LabelMoveRequestSerializer,
@@ -89,8 +90,9 @@ class LabelMoveApi(PromptScopedApi):
         data = LabelMoveRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         run_id = request.query_params.get("require_eval") or None
-        gate_check(prompt=prompt, name=name, user=request.user, candidate_id=data.validated_data["version"],
-                   baseline_id=data.validated_data["expected"], run_id=run_id)
+        label_move_check(prompt=prompt, name=name, user=request.user,
+                         candidate_id=data.validated_data["version"],
+                         baseline_id=data.validated_data["expected"], run_id=run_id)
         current = selectors.label_list(prompt=prompt).filter(name=name).first()
         if current is not None and current.protected and current.require_approval:
             pending = protection.label_move_request(
@@ -120,8 +122,8 @@ class LabelSplitApi(PromptScopedApi):
         for variant in check_variants(data.validated_data["variants"]):
             candidate = variant["version"]
             if str(candidate) != str(data.validated_data["expected"]):
-                gate_check(prompt=prompt, name=name, user=request.user, candidate_id=candidate,
-                           baseline_id=data.validated_data["expected"], run_id=run_id)
+                label_move_check(prompt=prompt, name=name, user=request.user, candidate_id=candidate,
+                                 baseline_id=data.validated_data["expected"], run_id=run_id)
         label = services.label_split(prompt=prompt, name=name, variants=data.validated_data["variants"],
                                      expected_version_id=data.validated_data["expected"], actor=request.user)
         return Response(LabelSerializer(label).data)
@@ -151,8 +153,8 @@ class PendingListApi(PromptScopedApi):
 def approval_gate(request, prompt, name):
     """The evaluation gate, run again for an approval with the request's run."""
     def check(pending):
-        gate_check(prompt=prompt, name=name, user=request.user, candidate_id=pending.to_version_id,
-                   baseline_id=pending.from_version_id, run_id=pending.eval_run or None)
+        label_move_check(prompt=prompt, name=name, user=request.user, candidate_id=pending.to_version_id,
+                         baseline_id=pending.from_version_id, run_id=pending.eval_run or None)
     return check
 
 

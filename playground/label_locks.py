@@ -5,9 +5,9 @@ approved pending move (protection.py)."""
 from __future__ import annotations
 
 from core.error_codes import DomainError
+from sharing.kinds import Role
 
 from .models import Label, Prompt
-from .permissions import Role
 
 
 def check_label_unlocked(label: Label | None, *, prompt: Prompt, action: str, approved: bool = False) -> None:

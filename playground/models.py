@@ -1,7 +1,7 @@
 """Prompts, immutable versions (a tree by parent pointer), labels and blobs.
 
 A version's content never changes: `PromptVersion.save()` refuses updates,
-its queryset refuses `update()`, and on PostgreSQL a trigger (migration 0002)
+its queryset refuses `update()`, and on PostgreSQL a trigger (migration 0001)
 rejects any UPDATE of its content columns.
 """
 
@@ -211,19 +211,3 @@ class PendingLabelMove(models.Model):
 
     class Meta:
         ordering = ["-id"]
-
-
-# Sharing models live in their own module; importing them here registers them.
-from .evals.models import (  # noqa: E402, F401
-    Dataset,
-    DatasetImport,
-    DatasetRow,
-    DatasetVersion,
-    EvalColumn,
-    EvalResult,
-    EvalRun,
-    GateDecision,
-    LabelGate,
-)
-from .sharing.models import AuditEvent, Grant, ShareLink  # noqa: E402, F401
-from .webhooks.models import WebhookDelivery, WebhookEndpoint  # noqa: E402, F401

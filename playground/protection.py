@@ -11,8 +11,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.error_codes import DomainError
+from sharing.audit import audit_record
 
-from .audit import audit_record
 from .models import Label, PendingLabelMove, PendingStatus, Prompt, PromptVersion
 from .services import label_move
 

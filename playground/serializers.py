@@ -178,3 +178,43 @@ class UploadSerializer(serializers.Serializer):
 class MergePreviewRequestSerializer(serializers.Serializer):
     ours = serializers.UUIDField(help_text="The head merged into (the merge's first parent)")
     theirs = serializers.UUIDField(help_text="The head merged in (the second parent)")
+
+
+class TransferSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    keep_access = serializers.BooleanField(default=True, help_text="Keep an editor grant for the old owner")
+
+
+class ForkSerializer(serializers.Serializer):
+    version = serializers.UUIDField()
+    title = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ForkedPromptSerializer(PromptSerializer):
+    class Meta(PromptSerializer.Meta):
+        fields = [*PromptSerializer.Meta.fields, "forked_from_prompt", "forked_from_version"]
+
+
+class SharedPromptSerializer(PromptSerializer):
+    owner = serializers.CharField(source="owner.username")
+    role = serializers.SerializerMethodField()
+
+    class Meta(PromptSerializer.Meta):
+        fields = [*PromptSerializer.Meta.fields, "owner", "role"]
+
+    def get_role(self, obj) -> str:
+        return "editor" if obj.is_editor else "viewer"
+
+
+class TransferOfferSerializer(serializers.Serializer):
+    id = serializers.IntegerField(read_only=True)
+    prompt = serializers.UUIDField(source="prompt_id", read_only=True)
+    title = serializers.CharField(source="prompt.title", read_only=True)
+    from_user = serializers.CharField(source="from_user.username", read_only=True)
+    to_user = serializers.CharField(source="to_user.username", read_only=True)
+    keep_access = serializers.BooleanField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+
+
+class TransferAnswerSerializer(serializers.Serializer):
+    accept = serializers.BooleanField()

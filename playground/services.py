@@ -16,15 +16,15 @@ from django.utils import timezone
 
 from core.error_codes import DomainError
 from core.ids import is_uuid
+from sharing.audit import audit_record
+from webhooks.services import webhook_emit
 
-from .audit import audit_record
 from .bodies import body_cache, storage_fields
 from .label_locks import check_label_unlocked
 from .models import LABEL_NAME_PATTERN, Label, LabelMove, MoveKind, Prompt, PromptVersion
 from .splits import check_variants
 from .uploads import upload_verify
 from .validation import check_params, check_utf8
-from .webhooks.services import webhook_emit
 
 
 def prompt_create(*, owner, title: str, description: str = "") -> Prompt:

@@ -1,17 +1,18 @@
 from django.urls import path
 
-from . import api, api_export, api_labels
-from .evals import api_gate
-from .sharing import api as sharing_api
+from sharing.api import subject_urls
+
+from . import api, api_export, api_labels, api_sharing
+from .shares import PROMPT
 
 V = "<uuid:prompt_id>/versions/<str:version_id>"
 L = "<uuid:prompt_id>/labels/<str:name>"
 
 urlpatterns = [
     path("", api.PromptListApi.as_view(), name="api-prompts"),
-    path("shared", sharing_api.SharedWithMeApi.as_view(), name="api-prompts-shared"),
-    path("transfers", sharing_api.TransferOfferListApi.as_view(), name="api-prompt-transfers"),
-    path("transfers/<int:offer_id>", sharing_api.TransferOfferApi.as_view(), name="api-transfer-offer"),
+    path("shared", api_sharing.SharedWithMeApi.as_view(), name="api-prompts-shared"),
+    path("transfers", api_sharing.TransferOfferListApi.as_view(), name="api-prompt-transfers"),
+    path("transfers/<int:offer_id>", api_sharing.TransferOfferApi.as_view(), name="api-transfer-offer"),
     path("<uuid:prompt_id>", api.PromptDetailApi.as_view(), name="api-prompt"),
     path("<uuid:prompt_id>/versions", api.VersionListApi.as_view(), name="api-versions"),
     path(V, api.VersionDetailApi.as_view(), name="api-version"),
@@ -36,14 +37,8 @@ urlpatterns = [
     path(f"{L}/undo", api_labels.LabelUndoApi.as_view(), name="api-label-undo"),
     path(f"{L}/redo", api_labels.LabelRedoApi.as_view(), name="api-label-redo"),
     path(f"{L}/history", api_labels.LabelHistoryApi.as_view(), name="api-label-history"),
-    path("<uuid:prompt_id>/gates", api_gate.PromptGateListApi.as_view(), name="api-prompt-gates"),
-    path(f"{L}/gate", api_gate.LabelGateApi.as_view(), name="api-label-gate"),
-    path(f"{L}/gate/decisions", api_gate.LabelGateDecisionsApi.as_view(), name="api-label-gate-decisions"),
-    path("<uuid:prompt_id>/links", sharing_api.LinkListApi.as_view(), name="api-links"),
-    path("<uuid:prompt_id>/links/<uuid:link_id>", sharing_api.LinkDetailApi.as_view(), name="api-link"),
-    path("<uuid:prompt_id>/grants", sharing_api.GrantListApi.as_view(), name="api-grants"),
-    path("<uuid:prompt_id>/grants/<int:grant_id>", sharing_api.GrantDetailApi.as_view(), name="api-grant"),
-    path("<uuid:prompt_id>/transfer", sharing_api.TransferApi.as_view(), name="api-prompt-transfer"),
-    path("<uuid:prompt_id>/fork", sharing_api.ForkApi.as_view(), name="api-prompt-fork"),
-    path("<uuid:prompt_id>/audit", sharing_api.AuditListApi.as_view(), name="api-prompt-audit"),
+    *subject_urls(PROMPT.name),
+    path("<uuid:prompt_id>/transfer", api_sharing.TransferApi.as_view(), name="api-prompt-transfer"),
+    path("<uuid:prompt_id>/fork", api_sharing.ForkApi.as_view(), name="api-prompt-fork"),
+    path("<uuid:prompt_id>/audit", api_sharing.AuditListApi.as_view(), name="api-prompt-audit"),
 ]

@@ -14,9 +14,10 @@ from django.views.decorators.http import require_http_methods
 from core.error_codes import DomainError
 from inference_protocol import features
 from inference_protocol.catalog import model_names, model_spec
+from sharing.kinds import Role
 
 from . import selectors, services
-from .permissions import Role, access_prompt
+from .permissions import access_prompt, prompts_shared_with
 
 # Bodies larger than this load lazily in Range chunks and render virtualised.
 LAZY_BODY_BYTES = 1024 * 1024
@@ -107,7 +108,7 @@ def pending_decide(request, prompt_id, pending_id, decision):
     """The history page's approve / reject buttons (a form post, then back)."""
     from django.contrib import messages
 
-    from .evals.gate import gate_check
+    from .move_checks import label_move_check
     from .protection import pending_decide as decide
 
     prompt = _access_or_404(request, prompt_id, "view")
@@ -119,8 +120,8 @@ def pending_decide(request, prompt_id, pending_id, decision):
         name = request.POST.get("label", "")
 
         def gate(p):
-            gate_check(prompt=prompt, name=name, user=request.user, candidate_id=p.to_version_id,
-                       baseline_id=p.from_version_id, run_id=p.eval_run or None)
+            label_move_check(prompt=prompt, name=name, user=request.user, candidate_id=p.to_version_id,
+                             baseline_id=p.from_version_id, run_id=p.eval_run or None)
 
         decide(prompt=prompt, name=name, pending_id=pending_id, actor=request.user,
                approve=decision == "approve", reason=request.POST.get("reason", ""), gate=gate)
@@ -128,3 +129,9 @@ def pending_decide(request, prompt_id, pending_id, decision):
     except DomainError as exc:
         messages.error(request, exc.message)
     return redirect("prompt-history", prompt_id=prompt.pk)
+
+
+@login_required
+def shared_with_me_page(request):
+    prompts = prompts_shared_with(user=request.user).order_by("-updated_at")[:200]
+    return render(request, "playground/shared_with_me.html", {"prompts": prompts})

@@ -42,8 +42,8 @@ from schemathesis.specs.openapi.checks import (
 
 from accounts.models import Team
 from accounts.services import team_create, team_invite, team_member_add
-from playground.evals.models import DatasetImport
-from playground.sharing.services import transfer_offer
+from evals.models import DatasetImport
+from playground.ownership import transfer_offer
 from tests.factories import ApiKeyFactory, LabelFactory, PromptFactory, PromptVersionFactory, UserFactory
 
 pytestmark = [pytest.mark.needs_services, pytest.mark.django_db]

@@ -71,6 +71,9 @@ INSTALLED_APPS = [
     "channels",
     "accounts",
     "playground",
+    "sharing",
+    "evals",
+    "webhooks",
     "chat",
     "inference_client",
     "inference_worker",
@@ -223,16 +226,16 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     # Two choice fields named "mode" (share links, dataset imports): name each set.
     "ENUM_NAME_OVERRIDES": {"ImportModeEnum": ["append", "replace"],
-                            "LinkModeEnum": "playground.sharing.models.LinkMode"},
+                            "LinkModeEnum": "sharing.models.LinkMode"},
     # Request bodies documented apart from responses: "not blank" (minLength 1) and
     # write-only fields show where they apply.
     "COMPONENT_SPLIT_REQUEST": True,
     # /v1's plain views (inference_client/openapi.py), the rules the playground's
-    # services check (playground/openapi.py), links from creates to what
+    # services check (config/openapi.py), links from creates to what
     # they created, then every operation's refusals in the one error shape (core/openapi.py).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "inference_client.openapi.add_generation_operations",
-                             "playground.openapi.add_request_rules", "core.openapi.require_bodies",
+                             "config.openapi.add_request_rules", "core.openapi.require_bodies",
                              "core.openapi.add_links", "core.openapi.add_error_responses"],
 }
 

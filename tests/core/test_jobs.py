@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from core.error_codes import DomainError
 from core.jobs import BUSY, CANCELLED, Job, JobKind, LeaseLost, Slots, drive, request_cancel, waiting
-from playground.evals.models import Dataset, DatasetVersion, EvalRun, RunStatus
+from evals.models import Dataset, DatasetVersion, EvalRun, RunStatus
 
 pytestmark = pytest.mark.needs_services
 LEASE_S = 30

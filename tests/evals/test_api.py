@@ -10,9 +10,9 @@ from rest_framework.test import APIClient
 
 from accounts.models import Membership
 from accounts.services import team_create
-from playground.evals.models import EvalRun, GateDecision
-from playground.evals.run_job import evalrun_drive
-from playground.sharing.models import AuditEvent
+from evals.models import EvalRun, GateDecision
+from evals.run_job import evalrun_drive
+from sharing.models import AuditEvent
 from tests.evals.conftest import MODEL
 from tests.factories import LabelFactory, PromptVersionFactory, UserFactory
 
@@ -376,7 +376,7 @@ def test_should_gate_a_split_and_refuse_bad_moves_before_deciding(user, echo_ver
 
 
 def test_should_import_a_large_file_in_the_background_with_progress(user, settings):
-    from playground.evals.import_job import dataset_import_run
+    from evals.import_job import dataset_import_run
 
     settings.EVAL_IMPORT_BACKGROUND_BYTES = 1000
     client = _client(user)

@@ -3,8 +3,8 @@
 import pytest
 
 from core.error_codes import DomainError
-from playground.evals.datasets import dataset_create, dataset_export, dataset_version_create, parse_rows
-from playground.evals.models import ImmutableRecordError
+from evals.datasets import dataset_create, dataset_export, dataset_version_create, parse_rows
+from evals.models import ImmutableRecordError
 
 
 @pytest.mark.any_profile

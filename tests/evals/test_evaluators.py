@@ -3,7 +3,7 @@
 import pytest
 
 from core.error_codes import DomainError
-from playground.evals import evaluators as ev
+from evals import evaluators as ev
 
 pytestmark = pytest.mark.any_profile
 

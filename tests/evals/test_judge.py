@@ -4,11 +4,11 @@ output; judges without one (or on an engine that cannot constrain to it) are ref
 import pytest
 
 from core.error_codes import DomainError
-from playground.evals.datasets import dataset_create, dataset_version_create
-from playground.evals.evaluators import judge_score
-from playground.evals.models import EvalResult
-from playground.evals.run_job import evalrun_drive
-from playground.evals.runs import evalrun_create
+from evals.datasets import dataset_create, dataset_version_create
+from evals.evaluators import judge_score
+from evals.models import EvalResult
+from evals.run_job import evalrun_drive
+from evals.runs import evalrun_create
 from tests.evals.conftest import MODEL, rows
 from tests.factories import PromptFactory, PromptVersionFactory
 

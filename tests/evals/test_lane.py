@@ -8,6 +8,10 @@ from asgiref.sync import async_to_sync
 from accounts.services import account_tier_set
 from core.error_codes import DomainError
 from core.redis import get_redis
+from evals.datasets import dataset_create, dataset_version_create
+from evals.models import EvalResult
+from evals.run_job import cell_request_id, evalrun_drive
+from evals.runs import evalrun_create
 from inference_client import admission
 from inference_client import metrics as m
 from inference_client.batch_lane import serving_names
@@ -15,10 +19,6 @@ from inference_client.models import UsageRecord
 from inference_client.stages.admit import admit_tokens
 from inference_client.stages.call import Principal
 from inference_protocol import config
-from playground.evals.datasets import dataset_create, dataset_version_create
-from playground.evals.models import EvalResult
-from playground.evals.run_job import cell_request_id, evalrun_drive
-from playground.evals.runs import evalrun_create
 from tests.evals.conftest import MODEL, rows, use_backend
 from tests.evals.test_runs import Recording
 from tests.factories import PromptVersionFactory

@@ -7,13 +7,13 @@ import pytest
 from django.utils import timezone
 
 from core.error_codes import DomainError
+from evals.datasets import dataset_create, dataset_version_create
+from evals.models import EvalResult, EvalRun, RunStatus
+from evals.run_job import cell_request_id, evalrun_drive
+from evals.runs import evalrun_cancel, evalrun_create
+from evals.summary import bootstrap_ci
 from inference_client.models import UsageRecord
 from inference_worker.inprocess import InProcessBackend
-from playground.evals.datasets import dataset_create, dataset_version_create
-from playground.evals.models import EvalResult, EvalRun, RunStatus
-from playground.evals.run_job import cell_request_id, evalrun_drive
-from playground.evals.runs import evalrun_cancel, evalrun_create
-from playground.evals.summary import bootstrap_ci
 from tests.evals.conftest import MODEL, rows, use_backend
 from tests.factories import PromptVersionFactory, UserFactory
 
@@ -172,7 +172,7 @@ def test_should_delete_an_account_with_its_datasets_prompts_and_runs(user, datas
 def test_should_keep_what_another_users_run_used(user, dataset, echo_version, backend):
     from django.db.models import RestrictedError
 
-    from playground.sharing.models import Grant
+    from sharing.models import Grant
 
     grantee = UserFactory()
     Grant.objects.create(dataset=dataset, user=grantee, role="viewer")

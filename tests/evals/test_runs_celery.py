@@ -9,11 +9,11 @@ import uuid
 
 import pytest
 
+from evals.datasets import dataset_create, dataset_version_create
+from evals.models import EvalResult
+from evals.run_job import evalrun_drive
+from evals.runs import evalrun_create
 from inference_protocol.backend import live_workers
-from playground.evals.datasets import dataset_create, dataset_version_create
-from playground.evals.models import EvalResult
-from playground.evals.run_job import evalrun_drive
-from playground.evals.runs import evalrun_create
 from tests.evals.conftest import rows, use_backend
 from tests.factories import PromptFactory, PromptVersionFactory
 from tests.inference_worker.workers import celery_worker, delete_queues

@@ -77,8 +77,8 @@ def test_should_never_name_a_shell_variable_that_a_program_reads(user, settings)
     """curl scripts export their variables: a name like SSLKEYLOGFILE or GCONV_PATH would steer
     OpenSSL or the C library of every program the script runs."""
     from playground.bodies import body_text
-    from playground.export import shell
-    from playground.export.spec import Reference, export_spec
+    from playground.calls.export import shell
+    from playground.calls.export.spec import Reference, export_spec
 
     settings.INFERENCE_MODELS = MODELS
     risky = ["sslkeylogfile", "res_options", "localdomain", "hostaliases", "openssl_conf", "xdg_config_home",

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from playground import services
-from playground.sharing.models import Grant
+from sharing.models import Grant
 from tests.export.conftest import MODEL, clean_env, run_node, run_python, run_sh
 from tests.factories import PromptFactory
 from tests.inference_client.conftest import make_key

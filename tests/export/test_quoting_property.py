@@ -7,7 +7,7 @@ variables, variable names that are keywords or Object.prototype properties,
 tools whose descriptions and property names are all of those, __proto__ included)
 and runs every snippet for real against a capture server; the parsed request
 body must equal the request the server itself would build for that version
-(playground.runs.version_chat_body), and a by-reference call must carry
+(playground.calls.builder.version_chat_body), and a by-reference call must carry
 exactly the given variables. No database: versions are unsaved objects.
 """
 
@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from playground.export import python, shell, snippets_render
-from playground.export.spec import Reference, export_spec
+from playground.calls.builder import version_chat_body
+from playground.calls.export import python, shell, snippets_render
+from playground.calls.export.spec import Reference, export_spec
 from playground.models import Prompt, PromptVersion
-from playground.runs import version_chat_body
 from tests.export.conftest import clean_env, run_node, run_python, run_sh
 
 # The short forms are scripts (top-level code that prints): these wrappers give

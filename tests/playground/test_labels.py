@@ -75,7 +75,7 @@ def test_label_names_and_targets_are_validated(auth_client, prompt, chain):
 
 def test_removing_a_label_is_for_editors_audited_and_then_the_label_is_not_found(auth_client, api_client,
                                                                                  prompt, chain):
-    from playground.sharing.models import AuditEvent, Grant, GrantRole
+    from sharing.models import AuditEvent, Grant, GrantRole
     from tests.factories import UserFactory
 
     v1, v2, _ = chain

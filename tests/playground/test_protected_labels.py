@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from playground import services
 from playground.models import LabelMove, PendingLabelMove
-from playground.sharing.models import AuditEvent, Grant, GrantRole
+from sharing.models import AuditEvent, Grant, GrantRole
 from tests.factories import LabelFactory, PromptVersionFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -120,8 +120,8 @@ def test_a_lone_surrogate_in_a_run_variable_is_400_naming_the_variable(auth_clie
 
 def test_the_render_preview_shows_the_messages_a_run_sends(auth_client, prompt):
     """The system message is there whenever the saved system text is, even when
-    it renders empty: the same rule as the run (playground.runs)."""
-    from playground.runs import version_chat_body
+    it renders empty: the same rule as the run (playground.calls.builder)."""
+    from playground.calls.builder import version_chat_body
 
     version = PromptVersionFactory(prompt=prompt, body="Hi {{name}}", system="{{persona}}")
     variables = {"name": "Ada", "persona": ""}

@@ -5,10 +5,10 @@ import pytest
 from promptyard import split_pick as sdk_pick
 
 from playground import services
-from playground.sharing.models import AuditEvent
 from playground.splits import split_pick
-from playground.webhooks.models import WebhookDelivery
+from sharing.models import AuditEvent
 from tests.factories import PromptFactory, PromptVersionFactory
+from webhooks.models import WebhookDelivery
 
 pytestmark = pytest.mark.django_db
 

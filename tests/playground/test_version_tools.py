@@ -1,15 +1,15 @@
 """Function tools in saved versions: created and read through the API, checked
 by the checker /v1 applies to `tools` (inference_protocol.tools), immutable,
 shown by the diff (part=tools), carried by merges and forks, sent by runs by
-reference (playground.runs) and refused by evaluation runs rather than ignored.
+reference (playground.calls.builder) and refused by evaluation runs rather than ignored.
 Exports: tests/export (the property test sends them from every snippet); the
 SDK: tests/sdk/test_live.py; a live run by reference: tests/export/test_live_export.py."""
 
 import pytest
 
 from core.error_codes import DomainError
+from playground.calls.builder import version_chat_body
 from playground.models import PromptVersion
-from playground.runs import version_chat_body
 from tests.factories import PromptVersionFactory
 from tests.playground.conftest import create_version
 
@@ -86,7 +86,7 @@ def test_should_merge_tools_three_way_and_carry_them_into_forks(auth_client, pro
                                {"ours": str(ours.pk), "theirs": str(theirs.pk)}, format="json").json()
     assert (preview["tools"], preview["tools_differing"]) == (TOOLS, False)  # only theirs changed them
 
-    from playground.sharing.services import prompt_fork
+    from playground.ownership import prompt_fork
 
     fork = prompt_fork(source=prompt, version_id=theirs.pk, owner=user)
     assert fork.versions.get().tools == TOOLS
@@ -98,7 +98,7 @@ def test_should_send_the_tools_on_every_run_and_refuse_them_in_evaluations(promp
     body = version_chat_body(version=version, variables={"city": "Oslo"})
     assert body["tools"] == TOOLS and body["messages"][-1]["content"] == "Weather in Oslo?"
 
-    from playground.evals.runs import _check_columns
+    from evals.runs import _check_columns
 
     with pytest.raises(DomainError) as refused:
         _check_columns(user, [{"prompt": str(prompt.pk), "version": str(version.pk)}])

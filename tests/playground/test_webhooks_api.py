@@ -9,9 +9,9 @@ import json
 import pytest
 
 from playground import services
-from playground.sharing.models import Grant, GrantRole
-from playground.webhooks.models import WebhookDelivery
+from sharing.models import Grant, GrantRole
 from tests.factories import PromptFactory, UserFactory
+from webhooks.models import WebhookDelivery
 
 pytestmark = pytest.mark.django_db
 PUBLIC = "https://93.184.216.34/hooks"  # an IP literal: no DNS needed to accept it

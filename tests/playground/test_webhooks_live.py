@@ -21,12 +21,12 @@ import pytest
 from django.db import connection
 
 from playground import services
-from playground.webhooks.models import WebhookDelivery
 from tests.factories import PromptFactory, UserFactory
 from tests.livesubprocess import ROOT, free_port
 from tests.playground.webhook_receiver import Receiver, readme_verifier
 from tests.polling import wait_for
 from tests.tcpproxy import TcpProxy
+from webhooks.models import WebhookDelivery
 
 QUEUE = f"webhooks-test-{os.getpid()}"
 # A sweep every 0.3 s takes what is 1 s overdue (production: 30 s and 60 s).
@@ -120,7 +120,7 @@ def _finished(delivery_id):
 
 
 def test_should_deliver_signed_events_retry_with_backoff_and_sign_each_attempt_when_sent(live):
-    from playground.webhooks.services import endpoint_create, endpoint_secret_rotate
+    from webhooks.services import endpoint_create, endpoint_secret_rotate
 
     verify = readme_verifier()
     user = UserFactory()
@@ -161,7 +161,7 @@ def test_should_deliver_signed_events_retry_with_backoff_and_sign_each_attempt_w
 
 
 def test_should_end_as_failed_after_the_last_retry_and_go_out_again_when_redelivered(live):
-    from playground.webhooks.services import delivery_redeliver, endpoint_create
+    from webhooks.services import delivery_redeliver, endpoint_create
 
     user = UserFactory()
     prompt = PromptFactory(owner=user)
@@ -187,7 +187,7 @@ def test_should_end_as_failed_after_the_last_retry_and_go_out_again_when_redeliv
 
 
 def test_should_refuse_at_delivery_time_an_address_no_longer_allowed(live, settings):
-    from playground.webhooks.services import endpoint_create
+    from webhooks.services import endpoint_create
 
     user = UserFactory()
     prompt = PromptFactory(owner=user)
@@ -204,7 +204,7 @@ def test_should_refuse_at_delivery_time_an_address_no_longer_allowed(live, setti
 
 @pytest.mark.needs_services
 def test_should_deliver_an_event_written_while_the_broker_was_away_once_it_is_back(live, broker):
-    from playground.webhooks.services import endpoint_create
+    from webhooks.services import endpoint_create
 
     user = UserFactory()
     prompt = PromptFactory(owner=user)

@@ -15,12 +15,12 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from playground.webhooks.delivery import Sweeper, attempt_delivery, deliveries_sweep
-from playground.webhooks.models import WebhookDelivery, WebhookEndpoint
-from playground.webhooks.services import _delivery
 from tests.factories import PromptFactory, UserFactory
 from tests.playground.webhook_receiver import Receiver
 from tests.polling import wait_for
+from webhooks.delivery import Sweeper, attempt_delivery, deliveries_sweep
+from webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.services import _delivery
 
 
 @pytest.fixture(autouse=True)

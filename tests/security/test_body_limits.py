@@ -23,9 +23,9 @@ from django.conf import settings
 from django.db import connection
 
 from core.blobstore import LocalBlobStore, get_blob_store
+from evals.datasets import dataset_create
+from evals.models import DatasetRow, DatasetVersion
 from inference_client.models import BatchFile
-from playground.evals.datasets import dataset_create
-from playground.evals.models import DatasetRow, DatasetVersion
 from tests.factories import ApiKeyFactory, UserFactory
 from tests.livesubprocess import embedded_env, free_port, running_server
 

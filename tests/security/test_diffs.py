@@ -10,10 +10,10 @@ import time
 
 import pytest
 
+from evals import evaluators as ev
+from evals.run_job import evalrun_drive
 from playground import services
 from playground.bodies import body_cache, body_text
-from playground.evals import evaluators as ev
-from playground.evals.run_job import evalrun_drive
 from playground.models import PromptVersion, Storage
 from tests.evals.conftest import MODEL, _eval_settings, backend  # noqa: F401 (fixtures)
 from tests.factories import PromptFactory, PromptVersionFactory

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 from rest_framework.test import APIClient
 
-from playground.evals.run_job import evalrun_drive
-from playground.evals.visibility import Visibility, hidden_judges, redact_cell, redact_evaluators
+from evals.run_job import evalrun_drive
+from evals.visibility import Visibility, hidden_judges, redact_cell, redact_evaluators
 
 # The evaluations suite's settings (its model, no dispatch thread) and in-process backend.
 from tests.evals.conftest import MODEL, _eval_settings, backend  # noqa: F401

@@ -29,17 +29,17 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from core.redis import get_redis
+from evals.datasets import dataset_create, dataset_version_create
+from evals.import_job import dataset_import_run
+from evals.models import DatasetImport, EvalResult, EvalRun
+from evals.run_job import evalrun_drive
+from evals.runs import evalrun_create
 from inference_client.admission import inflight_key
 from inference_client.batch_job import batch_drive
 from inference_client.batches import batch_create, file_create
 from inference_client.models import Batch
 from inference_client.usage import USAGE_STREAM
 from inference_protocol.backend import get_backend
-from playground.evals.datasets import dataset_create, dataset_version_create
-from playground.evals.import_job import dataset_import_run
-from playground.evals.models import DatasetImport, EvalResult, EvalRun
-from playground.evals.run_job import evalrun_drive
-from playground.evals.runs import evalrun_create
 from tests.evals.conftest import rows, use_backend
 from tests.factories import ApiKeyFactory, PromptFactory, PromptVersionFactory, UserFactory
 from tests.inference_client.conftest import (

@@ -14,7 +14,7 @@ import pytest
 
 from core import patterns
 from core.error_codes import DomainError
-from playground.evals import evaluators as ev
+from evals import evaluators as ev
 from tests.factories import PromptFactory
 from tests.livesubprocess import embedded_env, free_port, running_server
 from tests.polling import wait_for

@@ -25,10 +25,6 @@ import httpx
 import pytest
 from promptyard.webhooks import WebhookVerificationError, verify
 
-from playground.webhooks.delivery import attempt_delivery
-from playground.webhooks.models import WebhookDelivery, WebhookEndpoint
-from playground.webhooks.services import _delivery
-from playground.webhooks.signing import sign
 from tests.factories import PromptFactory, UserFactory
 from tests.playground.webhook_receiver import Receiver
 from tests.polling import wait_for
@@ -40,6 +36,10 @@ from tests.security.webhook_servers import (
     endless_headers,
     trickle,
 )
+from webhooks.delivery import attempt_delivery
+from webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.services import _delivery
+from webhooks.signing import sign
 
 pytestmark = pytest.mark.django_db
 

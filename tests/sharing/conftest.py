@@ -10,8 +10,8 @@ from rest_framework.test import APIClient
 
 from accounts import services as account_services
 from playground import services as playground_services
-from playground.sharing import services as sharing
-from playground.sharing.models import Grant, ShareLink
+from sharing import services as sharing
+from sharing.models import Grant, ShareLink
 from tests.factories import PromptFactory, PromptVersionFactory, UserFactory
 
 PRINCIPALS = ["owner", "editor", "viewer", "team_viewer", "team_editor", "public_in", "public_out",

@@ -8,9 +8,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts import services as account_services
-from playground.sharing import services as sharing
-from playground.sharing.models import ShareLink
-from playground.sharing.tokens import token_hash
+from sharing import services as sharing
+from sharing.models import ShareLink
+from sharing.tokens import token_hash
 from tests.factories import PromptFactory, UserFactory
 from tests.sharing.conftest import make_version
 
@@ -172,6 +172,6 @@ def test_should_grant_only_to_a_team_the_granter_is_in(world, owner_client):
                                                                             "role": "viewer"}, format="json")
     assert response.status_code == 404 and response.json()["error"]["code"] == "team_not_found"
     assert "Secret project" not in response.content.decode()
-    from playground.sharing.models import Grant
+    from sharing.models import Grant
 
     assert not Grant.objects.filter(team=outsiders).exists()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from playground.permissions import Role
+from sharing.kinds import Role
 from tests.sharing.conftest import PRINCIPALS, SIGNED_IN, STATES, build_world
 
 # 1,000 cells of the same permission queries on either database (tests/sharing/test_sharing.py

@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 
 from accounts import services as account_services
-from playground.sharing import services as sharing
+from sharing import services as sharing
 from tests.factories import ApiKeyFactory, PromptFactory, UserFactory
 from tests.livesubprocess import free_port, running_server
 from tests.sharing.conftest import make_version

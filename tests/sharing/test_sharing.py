@@ -9,9 +9,9 @@ from rest_framework.test import APIClient
 
 from accounts import services as account_services
 from playground.models import Prompt
-from playground.sharing import services as sharing
-from playground.sharing.models import AuditEvent, ShareLink
-from playground.sharing.tokens import token_hash
+from sharing import services as sharing
+from sharing.models import AuditEvent, ShareLink
+from sharing.tokens import token_hash
 from tests.factories import PASSWORD, PromptFactory, UserFactory
 from tests.sharing.conftest import make_version
 

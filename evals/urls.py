@@ -1,0 +1,38 @@
+from django.urls import path
+
+from sharing.api import subject_urls
+
+from . import api, api_gate, api_results, api_runs
+from .permissions import DATASET
+
+D = "<uuid:dataset_id>"
+V = f"{D}/versions/<str:version_id>"
+
+dataset_urls = [
+    path("", api.DatasetListApi.as_view(), name="api-datasets"),
+    path(D, api.DatasetDetailApi.as_view(), name="api-dataset"),
+    path(f"{D}/versions", api.DatasetVersionListApi.as_view(), name="api-dataset-versions"),
+    path(V, api.DatasetVersionDetailApi.as_view(), name="api-dataset-version"),
+    path(f"{V}/rows", api.DatasetRowsApi.as_view(), name="api-dataset-rows"),
+    path(f"{V}/export", api.DatasetExportApi.as_view(), name="api-dataset-export"),
+    path(f"{D}/import", api.DatasetImportApi.as_view(), name="api-dataset-import"),
+    path(f"{D}/imports/<uuid:import_id>", api.DatasetImportStatusApi.as_view(),
+         name="api-dataset-import-status"),
+    *subject_urls(DATASET.name),
+]
+
+# A prompt's evaluation gates, under /api/prompts/ beside playground.urls.
+L = "<uuid:prompt_id>/labels/<str:name>"
+gate_urls = [
+    path("<uuid:prompt_id>/gates", api_gate.PromptGateListApi.as_view(), name="api-prompt-gates"),
+    path(f"{L}/gate", api_gate.LabelGateApi.as_view(), name="api-label-gate"),
+    path(f"{L}/gate/decisions", api_gate.LabelGateDecisionsApi.as_view(), name="api-label-gate-decisions"),
+]
+
+eval_urls = [
+    path("evaluators", api_runs.EvaluatorListApi.as_view(), name="api-evaluators"),
+    path("runs", api_runs.EvalRunListApi.as_view(), name="api-eval-runs"),
+    path("runs/<uuid:run_id>", api_runs.EvalRunDetailApi.as_view(), name="api-eval-run"),
+    path("runs/<uuid:run_id>/cancel", api_runs.EvalRunCancelApi.as_view(), name="api-eval-run-cancel"),
+    path("runs/<uuid:run_id>/results", api_results.EvalResultsApi.as_view(), name="api-eval-run-results"),
+]

@@ -1,0 +1,49 @@
+"""Prompts as a kind of shared object (sharing.kinds): the rules of their
+access, what a share changes (webhooks), and the page a prompt's link opens."""
+
+from django.conf import settings
+from django.shortcuts import render
+
+from core.error_codes import DomainError
+from sharing import access
+from sharing.kinds import Role, SubjectKind, register
+from webhooks.services import webhook_emit
+
+from .bodies import body_text
+from .models import Prompt, PromptVersion
+
+
+def _not_found() -> DomainError:
+    return DomainError("Prompt not found.", code="prompt_not_found")
+
+
+def _emit(prompt, event: str, data: dict) -> None:
+    webhook_emit(prompt=prompt, event=event, data=data)
+
+
+def prompt_link_page(request, link, token: str, client_addr: str):
+    """The prompt read-only: the link's pinned version, or the newest one."""
+    prompt = access.access("prompt", user=request.user, pk=link.prompt_id, need="view", share_token=token,
+                           client_addr=client_addr, version_id=link.version_id or access.ALL_VERSIONS)
+    versions = PromptVersion.objects.filter(prompt=prompt).defer("payload_inline")
+    version = (versions.filter(pk=link.version_id) if link.version_id
+               else versions.order_by("-number")).first()
+    body = None
+    if version is not None and version.body_size <= settings.PROMPT_INLINE_MAX_BYTES:
+        body = body_text(version)
+    return render(request, "playground/share_link.html", {
+        "prompt": prompt, "version": version, "body": body, "link": link, "token": token,
+        "pinned": link.version_id is not None,
+    })
+
+
+PROMPT = register(SubjectKind(
+    name="prompt", model=Prompt, not_found=_not_found,
+    # Viewers and link holders read, run and fork; editors also create versions
+    # and move labels; only the owner shares, grants, revokes and transfers.
+    needs={"view": Role.LINK, "fork": Role.LINK, "edit": Role.EDITOR, "own": Role.OWNER},
+    read_only="Your access to this prompt is read-only.",
+    version_model=PromptVersion,
+    signed_in_needs={"fork": "Sign in to fork a prompt into your library."},
+    changed=_emit, link_page=prompt_link_page,
+))
