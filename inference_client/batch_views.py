@@ -23,20 +23,20 @@ def _key(request):
     return request.auth if isinstance(request.auth, ApiKey) else None
 
 
-def _file(request, file_id: str) -> BatchFile:
+def _owned(request, model, pk: str, noun: str, code: str):
+    """The caller's `model` row with this id; else `code`, naming the `<noun>_id` field."""
     try:
-        return BatchFile.objects.get(pk=file_id, user=request.user)
-    except BatchFile.DoesNotExist:
-        raise DomainError(f"No file with id {file_id!r}.", code="file_not_found",
-                          field="file_id") from None
+        return model.objects.get(pk=pk, user=request.user)
+    except model.DoesNotExist:
+        raise DomainError(f"No {noun} with id {pk!r}.", code=code, field=f"{noun}_id") from None
+
+
+def _file(request, file_id: str) -> BatchFile:
+    return _owned(request, BatchFile, file_id, "file", "file_not_found")
 
 
 def _batch(request, batch_id: str) -> Batch:
-    try:
-        return Batch.objects.get(pk=batch_id, user=request.user)
-    except Batch.DoesNotExist:
-        raise DomainError(f"No batch with id {batch_id!r}.", code="batch_not_found",
-                          field="batch_id") from None
+    return _owned(request, Batch, batch_id, "batch", "batch_not_found")
 
 
 # The request shapes batches.file_create and batch_create accept (OpenAI's).
