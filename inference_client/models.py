@@ -225,7 +225,7 @@ class Batch(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="batches")
     api_key = models.ForeignKey("accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL)
     # An ended batch keeps its input's id after the file is deleted (OpenAI's do), so
-    # no database constraint; batches.file_delete refuses while the batch runs.
+    # no database constraint; batch_files.file_delete refuses while the batch runs.
     input_file = models.ForeignKey(BatchFile, on_delete=models.DO_NOTHING, db_constraint=False,
                                    related_name="batches")
     output_file = models.ForeignKey(BatchFile, null=True, blank=True, on_delete=models.SET_NULL,

@@ -30,8 +30,9 @@ from rest_framework.test import APIClient
 
 from core.redis import get_redis
 from inference_client.admission import inflight_key
+from inference_client.batch_files import file_create
 from inference_client.batch_job import batch_drive
-from inference_client.batches import batch_create, file_create
+from inference_client.batches import batch_create
 from inference_client.models import Batch
 from inference_client.usage import USAGE_STREAM
 from inference_protocol.backend import get_backend
