@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from core.commands import operator
 from inference_client.control import documents
-from inference_protocol.config import ConfigError
+from inference_protocol.config_document import ConfigError
 
 
 class Command(BaseCommand):

@@ -18,7 +18,7 @@ from django.core.management.base import CommandError
 from core.commands import ModelVersionCommand, operator
 from inference_client.control import rollout as ro
 from inference_client.models import Rollout
-from inference_protocol.config import ConfigError
+from inference_protocol.config_document import ConfigError
 
 
 class Command(ModelVersionCommand):
