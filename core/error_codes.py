@@ -1,4 +1,5 @@
-"""Every error code the API sends, in one place: its HTTP status, what it means,
+"""Every error code the API sends (and those of the checkpoint and rollout
+commands and heartbeats), in one place: its HTTP status, what it means,
 and (for some) the message a raise site may leave out; and DomainError, the
 exception that carries one (no HTTP here: core.errors maps it).
 
@@ -88,7 +89,7 @@ CODES: dict[str, ErrorCode] = {
     "user_not_found": E(404, "No such user."),
     # --- prompts, versions, labels ---
     "prompt_not_found": E(404, "No such prompt, or the account cannot see it."),
-    "version_not_found": E(404, "No such version (of this prompt, or dataset).", "Version not found."),
+    "version_not_found": E(404, "No such version (of this prompt, dataset or model).", "Version not found."),
     "version_required": E(400, "A column needs a version or a label."),
     "version_exists": E(409, "A version with this id already exists."),
     "version_unchanged": E(409, "A new version equal to its parent."),
@@ -264,6 +265,38 @@ CODES: dict[str, ErrorCode] = {
     "upstream_unavailable": E(502, "The upstream server is unavailable."),
     "upstream_rate_limited": E(502, "The upstream server rate-limited the worker."),
     "upstream_timeout": E(502, "The upstream server timed out."),
+    # --- checkpoints and rollouts (model_publish, model_fetch, deploy, /control; worker heartbeats) ---
+    "invalid_argument": E(400, "A model or version name, or the piece size, is not valid."),
+    "path_not_found": E(400, "A path to publish is not a file or directory."),
+    "empty_directory": E(400, "A directory to publish has no files."),
+    "invalid_path": E(400, "A file's path inside the checkpoint is not valid."),
+    "duplicate_path": E(400, "Two files to publish would have the same path."),
+    "file_changed": E(409, "A file changed while it was being published."),
+    "version_conflict": E(409, "The model version is already published with other bytes."),
+    "no_signing_key": E(503, "This process has no CONFIG_SIGNING_KEY: only the control plane publishes."),
+    "invalid_steps": E(400, "A rollout's steps are not increasing percentages in 1..100."),
+    "invalid_rollout": E(400, "The action names no rollout."),
+    "invalid_action": E(400, "Not a rollout action (pause, resume, promote, rollback)."),
+    "version_not_published": E(404, "The model version was never published."),
+    "no_stable_version": E(409, "The config document serves no other version to roll back to."),
+    "conflict": E(409, "A rollout of the model is already in progress."),
+    "not_active": E(409, "The rollout has ended."),
+    "stale": E(409, "The rollout has no driver: take it over or abort it."),
+    "lease_held": E(409, "Another process drives the rollout."),
+    "swarm_credential_missing": E(503, "The worker cannot read the swarm's credential."),
+    "manifest_signature": E(502, "The manifest is unsigned or not signed by the control plane."),
+    "manifest_invalid": E(502, "The stored manifest is not a valid manifest."),
+    "manifest_mismatch": E(502, "A fetched file's SHA-256 is not the manifest's."),
+    "torrent_missing": E(502, "The object store has no torrent for a file of the version."),
+    "torrent_invalid": E(502, "A stored torrent does not parse."),
+    "torrent_mismatch": E(502, "A stored torrent's info hashes are not the manifest's."),
+    "torrent_not_private": E(502, "A stored torrent is not a private SSL torrent."),
+    "store_error": E(502, "The object store failed a read."),
+    "web_seed_refused": E(502, "The object store refused the web seed's request."),
+    "storage_error": E(507, "Writing a fetched file to the local cache failed."),
+    "no_space": E(507, "The local cache has not enough free space for the version."),
+    "stalled": E(504, "The fetch made no progress for too long."),
+    "interrupted": E(503, "The fetch was stopped; a restart resumes it."),
 }
 
 

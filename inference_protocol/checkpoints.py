@@ -45,11 +45,11 @@ class ManifestSignatureError(ManifestError):
     """The manifest is unsigned, or its signature is not the control plane's."""
 
 
-def check_name(kind: str, value: str) -> str:
+def check_name(what: str, value: str) -> str:
     """Model and version names become object-store keys and directory names."""
     if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value) or value in {".", ".."}:
         raise ManifestError(
-            f"{kind} name {value!r} is not valid: use 1-100 letters, digits, '.', '_' or '-', "
+            f"{what} name {value!r} is not valid: use 1-100 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
     return value
