@@ -5,6 +5,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.jsonbody import validated
+
 from . import selectors, services
 from .serializers import (
     ApiKeyCreateSerializer,
@@ -25,9 +27,8 @@ class SignupApi(APIView):
     @extend_schema(request=SignupSerializer, responses={201: None})
     def post(self, request):
         check_signup_allowed(request)
-        data = SignupSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        user = services.user_create(**data.validated_data)
+        data = validated(SignupSerializer, request)
+        user = services.user_create(**data)
         return Response({"id": user.pk, "username": user.username}, status=status.HTTP_201_CREATED)
 
 
@@ -46,9 +47,8 @@ class ApiKeyListApi(APIView):
 
     @extend_schema(request=ApiKeyCreateSerializer, responses={201: ApiKeySerializer})
     def post(self, request):
-        data = ApiKeyCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        key, raw = services.api_key_create(user=request.user, **data.validated_data)
+        data = validated(ApiKeyCreateSerializer, request)
+        key, raw = services.api_key_create(user=request.user, **data)
         # The raw key is in this response only; we keep its hash.
         return Response(ApiKeySerializer(key).data | {"key": raw}, status=status.HTTP_201_CREATED)
 
@@ -67,9 +67,8 @@ class TeamListApi(APIView):
 
     @extend_schema(request=TeamSerializer, responses={201: TeamSerializer})
     def post(self, request):
-        data = TeamSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        team = services.team_create(owner=request.user, name=data.validated_data["name"])
+        data = validated(TeamSerializer, request)
+        team = services.team_create(owner=request.user, name=data["name"])
         return Response(TeamSerializer(team).data, status=status.HTTP_201_CREATED)
 
 
@@ -86,11 +85,10 @@ class InvitationApi(APIView):
     def post(self, request, invitation_id: int):
         """Accept (join the team) or decline an invitation."""
         invitation = selectors.access_invitation(user=request.user, invitation_id=invitation_id)
-        data = InvitationAnswerSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(InvitationAnswerSerializer, request)
         team_id = invitation.team_id
-        services.team_invitation_answer(invitation=invitation, accept=data.validated_data["accept"])
-        return Response({"team": team_id, "joined": data.validated_data["accept"]})
+        services.team_invitation_answer(invitation=invitation, accept=data["accept"])
+        return Response({"team": team_id, "joined": data["accept"]})
 
 
 class TeamMembershipApi(APIView):
@@ -108,9 +106,8 @@ class TeamMemberApi(APIView):
                    responses={202: TeamInvitationSerializer, 200: TeamSerializer})
     def post(self, request, team_id: int):
         team = selectors.access_team_as_owner(user=request.user, team_id=team_id)
-        data = TeamMemberSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        member = selectors.user_by_username(data.validated_data["username"])
+        data = validated(TeamMemberSerializer, request)
+        member = selectors.user_by_username(data["username"])
         # An invitation: they join when they accept it (POST /api/accounts/invitations/<id>).
         invitation = services.team_invite(team=team, user=member, invited_by=request.user)
         if invitation is None:
@@ -120,9 +117,8 @@ class TeamMemberApi(APIView):
     @extend_schema(request=TeamMemberSerializer, responses={200: TeamSerializer})
     def delete(self, request, team_id: int):
         team = selectors.access_team_as_owner(user=request.user, team_id=team_id)
-        data = TeamMemberSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        member = selectors.user_by_username(data.validated_data["username"])
+        data = validated(TeamMemberSerializer, request)
+        member = selectors.user_by_username(data["username"])
         services.team_member_remove(team=team, user=member)
         return Response(TeamSerializer(team).data)
 

@@ -1,6 +1,8 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from core.routes import api_routes
+
 from . import api, views
 
 pages = [
@@ -9,14 +11,14 @@ pages = [
     path("signup/", views.signup, name="signup"),
 ]
 
-api_urls = [
-    path("signup", api.SignupApi.as_view(), name="api-signup"),
-    path("me", api.MeApi.as_view(), name="api-me"),
-    path("keys", api.ApiKeyListApi.as_view(), name="api-keys-list"),
-    path("keys/<int:key_id>", api.ApiKeyDetailApi.as_view(), name="api-key-detail"),
-    path("teams", api.TeamListApi.as_view(), name="api-teams"),
-    path("teams/<int:team_id>/members", api.TeamMemberApi.as_view(), name="api-team-members"),
-    path("invitations", api.InvitationListApi.as_view(), name="api-invitations"),
-    path("invitations/<int:invitation_id>", api.InvitationApi.as_view(), name="api-invitation"),
-    path("teams/<int:team_id>/membership", api.TeamMembershipApi.as_view(), name="api-team-membership"),
-]
+api_urls = api_routes(
+    ("signup",                          api.SignupApi,         "api-signup"),
+    ("me",                              api.MeApi,             "api-me"),
+    ("keys",                            api.ApiKeyListApi,     "api-keys-list"),
+    ("keys/<int:key_id>",               api.ApiKeyDetailApi,   "api-key-detail"),
+    ("teams",                           api.TeamListApi,       "api-teams"),
+    ("teams/<int:team_id>/members",     api.TeamMemberApi,     "api-team-members"),
+    ("invitations",                     api.InvitationListApi, "api-invitations"),
+    ("invitations/<int:invitation_id>", api.InvitationApi,     "api-invitation"),
+    ("teams/<int:team_id>/membership",  api.TeamMembershipApi, "api-team-membership"),
+)

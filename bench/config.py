@@ -42,6 +42,7 @@ from django.conf import settings  # noqa: E402
 
 from core.redis import get_redis  # noqa: E402
 from inference_protocol import config  # noqa: E402
+from inference_protocol.config_document import ConfigDocument  # noqa: E402
 
 
 def child(pubsub: bool, poll_s: float) -> None:
@@ -73,7 +74,7 @@ def run_mode(nodes: int, docs: int, pubsub: bool, poll_s: float, first: int) -> 
     sent = {}
     redis = get_redis()
     for n in range(first, first + docs):
-        doc = config.ConfigDocument(number=n, parent=n - 1, content=content, created_at="bench",
+        doc = ConfigDocument(number=n, parent=n - 1, content=content, created_at="bench",
                                     created_by="bench").signed(settings.CONFIG_SIGNING_KEY)
         sent[n] = time.time()
         config.broadcast(redis, doc)

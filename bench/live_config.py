@@ -42,6 +42,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 
 from inference_protocol import config  # noqa: E402
+from inference_protocol.config_document import ConfigDocument  # noqa: E402
 from inference_protocol.events import MemoryEventLog  # noqa: E402
 from inference_protocol.generation import GenerationRequest  # noqa: E402
 from inference_worker import runtime  # noqa: E402
@@ -69,7 +70,7 @@ def main() -> None:
         nonlocal number
         number += 1
         content["models"] = {MODEL: spec}
-        doc = config.ConfigDocument(number=number, parent=number - 1, content=content, created_at="bench",
+        doc = ConfigDocument(number=number, parent=number - 1, content=content, created_at="bench",
                                     created_by="bench").signed(settings.CONFIG_SIGNING_KEY)
         at = time.monotonic()
         assert state.offer(doc), state.last_refusal

@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 
 from core.error_codes import DomainError
 from core.ids import parse_uint
+from core.jsonbody import validated
 
 from . import selectors, services
 from .serializers import BlockSerializer, EditSerializer, ReadSerializer, SendSerializer
@@ -26,11 +27,9 @@ def _query_int(request, name: str, default: int | None) -> int | None:
 class SendApi(APIView):
     @extend_schema(request=SendSerializer, responses={201: None, 200: None})
     def post(self, request):
-        data = SendSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        msg, created = services.message_send(sender=request.user, recipient_id=data.validated_data["to"],
-                                             client_msg_id=data.validated_data["client_msg_id"],
-                                             body=data.validated_data["body"])
+        data = validated(SendSerializer, request)
+        msg, created = services.message_send(sender=request.user, recipient_id=data["to"],
+                                             client_msg_id=data["client_msg_id"], body=data["body"])
         return Response(dict(selectors.message_payload(msg), duplicate=not created),
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
@@ -41,10 +40,8 @@ class MessageApi(APIView):
 
     @extend_schema(request=EditSerializer, responses={200: None})
     def patch(self, request, message_id):
-        data = EditSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        msg = services.message_edit(user=request.user, message_id=message_id,
-                                    body=data.validated_data["body"])
+        data = validated(EditSerializer, request)
+        msg = services.message_edit(user=request.user, message_id=message_id, body=data["body"])
         return Response(selectors.message_payload(msg))
 
     @extend_schema(responses={200: None})
@@ -109,20 +106,18 @@ class HistoryApi(APIView):
 class ReadApi(APIView):
     @extend_schema(request=ReadSerializer, responses={200: None})
     def post(self, request, conversation_id):
-        data = ReadSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(ReadSerializer, request)
         count = services.conversation_mark_read(user=request.user, conversation_id=conversation_id,
-                                                upto=data.validated_data["upto"])
+                                                upto=data["upto"])
         return Response({"marked": count})
 
 
 class BlockApi(APIView):
     @extend_schema(request=BlockSerializer, responses={201: None})
     def post(self, request):
-        data = BlockSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        services.block_create(blocker=request.user, blocked_id=data.validated_data["user"])
-        return Response({"blocked": data.validated_data["user"]}, status=status.HTTP_201_CREATED)
+        data = validated(BlockSerializer, request)
+        services.block_create(blocker=request.user, blocked_id=data["user"])
+        return Response({"blocked": data["user"]}, status=status.HTTP_201_CREATED)
 
 
 class UnblockApi(APIView):

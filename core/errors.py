@@ -27,7 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_default_handler
 from rest_framework.views import set_rollback
 
-from core.error_codes import DomainError
+from core.error_codes import CODES, DomainError
 
 logger = logging.getLogger(__name__)
 
@@ -92,15 +92,21 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 
     if isinstance(exc, exceptions.ValidationError):
         field, message, code = _first_validation_error(exc.detail)
-        if code == "invalid":
-            code = "invalid_request"
-        response.data = error_body(code, message if not field else f"{field}: {message}",
+        response.data = error_body(registered(code, "invalid_request"),
+                                   message if not field else f"{field}: {message}",
                                    response.status_code, field, details=exc.detail)
     else:
         codes = exc.get_codes()
         code = codes if isinstance(codes, str) else "error"
-        response.data = error_body(code, str(exc.detail), response.status_code)
+        response.data = error_body(registered(code, "error"), str(exc.detail), response.status_code)
     return response
+
+
+def registered(code: str, fallback: str) -> str:
+    """A code DRF made (its exceptions', its fields' and validators') as the answer
+    sends it: itself where core.error_codes registers it, else `fallback` (DRF's
+    generic `invalid` goes out as invalid_request)."""
+    return code if code in CODES else fallback
 
 
 def json_error(code: str, message: str | None = None, *, field: str | None = None,

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.serializers import BaseSerializer
 
 
 class JsonTooDeep(ValueError):
@@ -65,3 +67,11 @@ class BoundedJSONParser(JSONParser):
             except JsonTooDeep as exc:
                 raise ParseError(str(exc), code="json_too_deep") from None
         return data
+
+
+def validated(serializer_class: type[BaseSerializer[Any]], request: Request) -> dict[str, Any]:
+    """A DRF request's body as `serializer_class` validates it, or its
+    ValidationError (a 400 with the field's code, core/errors.py)."""
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return cast(dict[str, Any], serializer.validated_data)

@@ -32,7 +32,7 @@ from core.error_codes import DomainError
 from core.jobs import CANCELLED, PAUSED, Job, JobKind, Slots, drive
 from core.leases import release_connection
 from core.vocabulary import Priority
-from inference_client.batches import ACTIVE, ENDPOINTS, PENDING_CHUNK, file_lines, line_request_id, new_id
+from inference_client.batch_files import ACTIVE, ENDPOINTS, PENDING_CHUNK, file_lines, line_request_id, new_id
 from inference_client.completion import Completion
 from inference_client.models import Batch, BatchFile, BatchLine
 from inference_client.rendering import completion_body, embeddings_body, error_status

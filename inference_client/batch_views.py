@@ -1,4 +1,5 @@
-"""/v1/files and /v1/batches (the Batch API; the work is in inference_client.batches).
+"""/v1/files and /v1/batches (the Batch API; the work is in inference_client.batch_files
+and inference_client.batches).
 
 Not on the chat fast path: these are ordinary DRF views (one key lookup and a
 few queries per call)."""
@@ -15,7 +16,7 @@ from rest_framework.views import APIView
 
 from accounts.models import ApiKey
 from core.error_codes import DomainError
-from inference_client import batches
+from inference_client import batch_files, batches
 from inference_client.models import Batch, BatchFile
 
 
@@ -23,23 +24,23 @@ def _key(request):
     return request.auth if isinstance(request.auth, ApiKey) else None
 
 
-def _file(request, file_id: str) -> BatchFile:
+def _owned(request, model, pk: str, noun: str, code: str):
+    """The caller's `model` row with this id; else `code`, naming the `<noun>_id` field."""
     try:
-        return BatchFile.objects.get(pk=file_id, user=request.user)
-    except BatchFile.DoesNotExist:
-        raise DomainError(f"No file with id {file_id!r}.", code="file_not_found",
-                          field="file_id") from None
+        return model.objects.get(pk=pk, user=request.user)
+    except model.DoesNotExist:
+        raise DomainError(f"No {noun} with id {pk!r}.", code=code, field=f"{noun}_id") from None
+
+
+def _file(request, file_id: str) -> BatchFile:
+    return _owned(request, BatchFile, file_id, "file", "file_not_found")
 
 
 def _batch(request, batch_id: str) -> Batch:
-    try:
-        return Batch.objects.get(pk=batch_id, user=request.user)
-    except Batch.DoesNotExist:
-        raise DomainError(f"No batch with id {batch_id!r}.", code="batch_not_found",
-                          field="batch_id") from None
+    return _owned(request, Batch, batch_id, "batch", "batch_not_found")
 
 
-# The request shapes batches.file_create and batch_create accept (OpenAI's).
+# The request shapes batch_files.file_create and batch_create accept (OpenAI's).
 FILE_UPLOAD = {"type": "object", "required": ["file", "purpose"], "properties": {
     "file": {"type": "string", "format": "binary", "minLength": 1,  # an empty part is no file
              "description": "JSONL: one request per line."},
@@ -47,7 +48,7 @@ FILE_UPLOAD = {"type": "object", "required": ["file", "purpose"], "properties": 
 BATCH_CREATE = {"type": "object", "additionalProperties": False, "required": ["input_file_id", "endpoint"],
                 "properties": {
                     "input_file_id": {"type": "string", "minLength": 1},
-                    "endpoint": {"type": "string", "enum": sorted(batches.ENDPOINTS)},
+                    "endpoint": {"type": "string", "enum": sorted(batch_files.ENDPOINTS)},
                     "completion_window": {"type": "string", "enum": ["24h"], "default": "24h"},
                     "metadata": {"type": "object", "nullable": True, "maxProperties": 16,
                                  "additionalProperties": {"type": "string", "maxLength": 512}}}}
@@ -60,7 +61,7 @@ class FileListApi(APIView):
     @extend_schema(operation_id="v1_files_list", responses=OpenApiTypes.OBJECT)
     def get(self, request):
         files = BatchFile.objects.filter(user=request.user).order_by("-created_at")[:1000]
-        return Response({"object": "list", "data": [batches.file_body(f) for f in files]})
+        return Response({"object": "list", "data": [batch_files.file_body(f) for f in files]})
 
     @extend_schema(request={"multipart/form-data": FILE_UPLOAD}, responses=OpenApiTypes.OBJECT)
     def post(self, request):
@@ -69,18 +70,18 @@ class FileListApi(APIView):
             raise DomainError("Send the file as multipart form field 'file'.",
                               code="missing_required_parameter",
                               field="file")
-        f = batches.file_create(user=request.user, upload=upload, purpose=request.data.get("purpose", ""))
-        return Response(batches.file_body(f))
+        f = batch_files.file_create(user=request.user, upload=upload, purpose=request.data.get("purpose", ""))
+        return Response(batch_files.file_body(f))
 
 
 @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
 class FileDetailApi(APIView):
     def get(self, request, file_id):
-        return Response(batches.file_body(_file(request, file_id)))
+        return Response(batch_files.file_body(_file(request, file_id)))
 
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})  # OpenAI's: 200, {"deleted": true}
     def delete(self, request, file_id):
-        batches.file_delete(_file(request, file_id))
+        batch_files.file_delete(_file(request, file_id))
         return Response({"id": file_id, "object": "file", "deleted": True})
 
 
@@ -93,7 +94,7 @@ class FileContentApi(APIView):
     @extend_schema(responses={(200, "application/jsonl"): OpenApiTypes.STR})  # the lines as stored
     def get(self, request, file_id):
         f = _file(request, file_id)
-        lines = (line + b"\n" for line in batches.file_lines(f))
+        lines = (line + b"\n" for line in batch_files.file_lines(f))
         return StreamingHttpResponse(lines, content_type="application/jsonl")
 
 

@@ -4,6 +4,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from core.insert_only import InsertOnlyModel
+
 
 class UsageRecord(models.Model):
     """One completion request that reached generation or the cache (429s before
@@ -63,15 +65,7 @@ class ImmutableModelVersionError(Exception):
     pass
 
 
-class ModelVersionQuerySet(models.QuerySet):
-    def update(self, **kwargs):
-        raise ImmutableModelVersionError("model versions are immutable; publish a new version")
-
-    def bulk_update(self, objs, fields, *args, **kwargs):
-        raise ImmutableModelVersionError("model versions are immutable; publish a new version")
-
-
-class ModelVersion(models.Model):
+class ModelVersion(InsertOnlyModel):
     """A published checkpoint: immutable, like a prompt version (a PostgreSQL
     trigger refuses UPDATEs below the ORM too). ``manifest`` is the document
     workers read from the object store (inference_protocol.checkpoints), kept
@@ -85,16 +79,12 @@ class ModelVersion(models.Model):
     created_by = models.CharField(max_length=200)
     created_at = models.DateTimeField()
 
-    objects = ModelVersionQuerySet.as_manager()
+    immutable_error = ImmutableModelVersionError
+    immutable_message = "model versions are immutable; publish a new version"
 
     class Meta:
         ordering = ["model", "created_at"]
         constraints = [models.UniqueConstraint(fields=["model", "version"], name="uniq_model_version")]
-
-    def save(self, *args, **kwargs):
-        if not self._state.adding:
-            raise ImmutableModelVersionError("model versions are immutable; publish a new version")
-        super().save(*args, **kwargs)
 
     def __str__(self):
         return f"{self.model}@{self.version}"
@@ -104,15 +94,7 @@ class ImmutableConfigDocumentError(Exception):
     pass
 
 
-class ConfigDocumentQuerySet(models.QuerySet):
-    def update(self, **kwargs):
-        raise ImmutableConfigDocumentError("config documents are immutable; publish a new one")
-
-    def bulk_update(self, objs, fields, *args, **kwargs):
-        raise ImmutableConfigDocumentError("config documents are immutable; publish a new one")
-
-
-class ConfigDocumentRecord(models.Model):
+class ConfigDocumentRecord(InsertOnlyModel):
     """A published config document (inference_protocol.config): numbered, signed,
     immutable (a PostgreSQL trigger refuses UPDATEs below the ORM too).
     ``document`` holds the exact signed JSON that was broadcast."""
@@ -126,18 +108,14 @@ class ConfigDocumentRecord(models.Model):
     reason = models.TextField(blank=True, default="")
     created_at = models.DateTimeField()
 
-    objects = ConfigDocumentQuerySet.as_manager()
+    immutable_error = ImmutableConfigDocumentError
+    immutable_message = "config documents are immutable; publish a new one"
 
     class Meta:
         ordering = ["-number"]
         # Publishing (the control page's actions: documents, rollouts, rollbacks)
         # needs this permission; staff alone may only look. Superusers have it.
         permissions = [("publish_config", "Can publish config documents and drive rollouts")]
-
-    def save(self, *args, **kwargs):
-        if not self._state.adding:
-            raise ImmutableConfigDocumentError("config documents are immutable; publish a new one")
-        super().save(*args, **kwargs)
 
     def __str__(self):
         return f"config document {self.number}"
@@ -247,7 +225,7 @@ class Batch(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="batches")
     api_key = models.ForeignKey("accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL)
     # An ended batch keeps its input's id after the file is deleted (OpenAI's do), so
-    # no database constraint; batches.file_delete refuses while the batch runs.
+    # no database constraint; batch_files.file_delete refuses while the batch runs.
     input_file = models.ForeignKey(BatchFile, on_delete=models.DO_NOTHING, db_constraint=False,
                                    related_name="batches")
     output_file = models.ForeignKey(BatchFile, null=True, blank=True, on_delete=models.SET_NULL,

@@ -205,6 +205,17 @@ def check_known(body: dict, known: set[str], table: dict[str, tuple]) -> None:
     check_not_implemented(body, table)
 
 
+
+def check_body(body: dict, implemented: set[str], refused: dict[str, tuple], required: str):
+    """How every /v1 body check starts: no unknown parameter, none of `refused` set
+    to other than its default, a model, and the endpoint's one required parameter:
+    (model, that parameter's value)."""
+    check_known(body, implemented | set(refused), refused)
+    model = check_model(body)
+    if required not in body:
+        raise bad(f"Missing required parameter: '{required}'.", required, "missing_required_parameter")
+    return model, body[required]
+
 PROMPT_LABEL = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 
 

@@ -16,9 +16,8 @@ from inference_client.request_params import (
     ChatParams,
     ChatRequest,
     bad,
+    check_body,
     check_common,
-    check_known,
-    check_model,
     check_params,
     check_stream,
     int_in,
@@ -39,7 +38,6 @@ NOT_IMPLEMENTED: dict[str, tuple] = {
     "modalities": (["text"],), "reasoning_effort": (), "prediction": (), "audio": (),
     "functions": ([],), "function_call": ("none",), "web_search_options": (),
 }
-KNOWN = IMPLEMENTED | set(NOT_IMPLEMENTED)
 
 
 def _tool_turn(message: dict, i: int) -> dict:
@@ -100,11 +98,8 @@ def check_messages(messages) -> list[dict]:
 
 
 def check_chat_request(body: dict) -> ChatRequest:
-    check_known(body, KNOWN, NOT_IMPLEMENTED)
-    model = check_model(body)
-    if "messages" not in body:
-        raise bad("Missing required parameter: 'messages'.", "messages", "missing_required_parameter")
-    messages = check_messages(body["messages"])
+    model, messages = check_body(body, IMPLEMENTED, NOT_IMPLEMENTED, "messages")
+    messages = check_messages(messages)
     stream = check_stream(body)
     params = check_params(body, stream, default_max_tokens=settings.INFERENCE_DEFAULT_MAX_TOKENS)
     if body.get("response_format") is not None:
@@ -164,11 +159,7 @@ TEXT_MAX_LOGPROBS = 5
 
 def check_text_request(body: dict) -> ChatRequest:
     """A /v1/completions body as a request whose one message is the raw prompt."""
-    check_known(body, TEXT_IMPLEMENTED | set(TEXT_NOT_IMPLEMENTED), TEXT_NOT_IMPLEMENTED)
-    model = check_model(body)
-    if "prompt" not in body:
-        raise bad("Missing required parameter: 'prompt'.", "prompt", "missing_required_parameter")
-    prompt = body["prompt"]
+    model, prompt = check_body(body, TEXT_IMPLEMENTED, TEXT_NOT_IMPLEMENTED, "prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]
     if isinstance(prompt, list):
@@ -210,11 +201,7 @@ class EmbedRequest:
 
 
 def check_embeddings_request(body: dict) -> EmbedRequest:
-    check_known(body, EMBED_IMPLEMENTED | set(EMBED_NOT_IMPLEMENTED), EMBED_NOT_IMPLEMENTED)
-    model = check_model(body)
-    if "input" not in body:
-        raise bad("Missing required parameter: 'input'.", "input", "missing_required_parameter")
-    inputs = body["input"]
+    model, inputs = check_body(body, EMBED_IMPLEMENTED, EMBED_NOT_IMPLEMENTED, "input")
     if isinstance(inputs, str):
         inputs = [inputs]
     most = settings.INFERENCE_MAX_EMBEDDING_INPUTS

@@ -22,9 +22,10 @@ it names) never reaches a host's loader.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from core.canonical import canonical_json
@@ -44,11 +45,11 @@ class ManifestSignatureError(ManifestError):
     """The manifest is unsigned, or its signature is not the control plane's."""
 
 
-def check_name(kind: str, value: str) -> str:
+def check_name(what: str, value: str) -> str:
     """Model and version names become object-store keys and directory names."""
     if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value) or value in {".", ".."}:
         raise ManifestError(
-            f"{kind} name {value!r} is not valid: use 1-100 letters, digits, '.', '_' or '-', "
+            f"{what} name {value!r} is not valid: use 1-100 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
     return value
@@ -145,6 +146,19 @@ class Manifest:
             if not (_HEX64.fullmatch(f.sha256) and _HEX64.fullmatch(f.info_hash_v2)
                     and _HEX40.fullmatch(f.info_hash_v1)):
                 raise ManifestError(f"{self.label}: file {f.path!r} has malformed hashes")
+
+
+# How much of a file is read at a time to hash it.
+HASH_CHUNK = 8 * 1024 * 1024
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 (hex) of a file's content, as a manifest lists it."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def manifest_signed(manifest: Manifest, private_b64: str) -> bytes:

@@ -47,11 +47,14 @@ from django.conf import LazySettings
 from django.test.signals import setting_changed
 
 from core.canonical import canonical_json
-from inference_protocol.config_document import CAPACITY_KEYS, ROLLOUT_KEYS, check_content, version_weight
-
-# Re-exported: most callers name the document and its error through this module.
-from inference_protocol.config_document import ConfigDocument as ConfigDocument
-from inference_protocol.config_document import ConfigError as ConfigError
+from inference_protocol.config_document import (
+    CAPACITY_KEYS,
+    ROLLOUT_KEYS,
+    ConfigDocument,
+    ConfigError,
+    check_content,
+    version_weight,
+)
 from inference_protocol.config_floor import Floor, FloorStore, process_floor_stores, raise_floor, read_floor
 
 if TYPE_CHECKING:

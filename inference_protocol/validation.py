@@ -57,39 +57,45 @@ def check_text(text: str, *, field: str) -> str:
     return text
 
 
-def check_max_tokens(value: object, *, field: str = "max_tokens") -> int:
-    limit = settings.INFERENCE_MAX_TOKENS_LIMIT
+def _integer(value: object, field: str, low: int, high: int, *, echo_high: bool = True) -> int:
+    """An integer in [low, high], refused in OpenAI's words (`echo_high`: the
+    too-large message repeats the value)."""
     if not _is_int(value):
         raise InvalidInput(f"Invalid type for '{field}': expected an integer.", field=field,
                            kind="invalid_type")
-    if value < 1:
-        raise InvalidInput(f"Invalid '{field}': integer below minimum value. Expected a value >= 1, "
+    if value < low:
+        raise InvalidInput(f"Invalid '{field}': integer below minimum value. Expected a value >= {low}, "
                            f"but got {value} instead.", field=field, kind="integer_below_min_value")
-    if value > limit:
-        raise InvalidInput(f"Invalid '{field}': integer above maximum value. Expected a value <= {limit}, "
-                           f"but got {value} instead.", field=field, kind="integer_above_max_value")
+    if value > high:
+        got = f", but got {value} instead" if echo_high else ""
+        raise InvalidInput(f"Invalid '{field}': integer above maximum value. Expected a value <= "
+                           f"{high}{got}.", field=field, kind="integer_above_max_value")
     return value
 
 
-def check_temperature(value: object, *, field: str = "temperature") -> float:
-    high = settings.INFERENCE_TEMPERATURE_MAX
+def _number(value: object, field: str, low: float, high: float, *, low_open: bool = False) -> float:
+    """A finite number in [low, high] (in (low, high] where `low_open`), as a float."""
     if not _is_number(value):
         raise InvalidInput(f"Invalid type for '{field}': expected a number.", field=field,
                            kind="invalid_type")
-    if not (math.isfinite(value) and 0 <= value <= high):
-        raise InvalidInput(f"Invalid '{field}': {value} is outside the allowed range [0, {high}].",
-                           field=field, kind="invalid_value")
+    above_low = value > low if low_open else value >= low
+    if not (math.isfinite(value) and above_low and value <= high):
+        bracket = "(" if low_open else "["
+        raise InvalidInput(f"Invalid '{field}': {value} is outside the allowed range "
+                           f"{bracket}{low}, {high}].", field=field, kind="invalid_value")
     return float(value)
+
+
+def check_max_tokens(value: object, *, field: str = "max_tokens") -> int:
+    return _integer(value, field, 1, settings.INFERENCE_MAX_TOKENS_LIMIT)
+
+
+def check_temperature(value: object, *, field: str = "temperature") -> float:
+    return _number(value, field, 0, settings.INFERENCE_TEMPERATURE_MAX)
 
 
 def check_top_p(value: object, *, field: str = "top_p") -> float:
-    if not _is_number(value):
-        raise InvalidInput(f"Invalid type for '{field}': expected a number.", field=field,
-                           kind="invalid_type")
-    if not (math.isfinite(value) and 0 < value <= 1):
-        raise InvalidInput(f"Invalid '{field}': {value} is outside the allowed range (0, 1].",
-                           field=field, kind="invalid_value")
-    return float(value)
+    return _number(value, field, 0, 1, low_open=True)
 
 
 def check_stop(value: object, *, field: str = "stop") -> list[str]:
@@ -104,16 +110,7 @@ def check_stop(value: object, *, field: str = "stop") -> list[str]:
 
 
 def check_seed(value: object, *, field: str = "seed") -> int:
-    if not _is_int(value):
-        raise InvalidInput(f"Invalid type for '{field}': expected an integer.", field=field,
-                           kind="invalid_type")
-    if value < 0:
-        raise InvalidInput(f"Invalid '{field}': integer below minimum value. Expected a value >= 0, "
-                           f"but got {value} instead.", field=field, kind="integer_below_min_value")
-    if value > SEED_MAX:
-        raise InvalidInput(f"Invalid '{field}': integer above maximum value. Expected a value <= "
-                           f"{SEED_MAX}.", field=field, kind="integer_above_max_value")
-    return value
+    return _integer(value, field, 0, SEED_MAX, echo_high=False)
 
 
 _CHECKS = {"max_tokens": check_max_tokens, "temperature": check_temperature, "top_p": check_top_p,

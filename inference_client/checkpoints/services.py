@@ -28,6 +28,7 @@ from inference_protocol.checkpoints import (
     ManifestFile,
     check_name,
     check_path,
+    file_sha256,
     manifest_key,
     manifest_signed,
     torrent_key,
@@ -35,8 +36,6 @@ from inference_protocol.checkpoints import (
 from inference_protocol.swarm_credentials import ca_cert_pem
 
 from .torrents import check_piece_size, piece_size_for, torrent_build
-
-HASH_CHUNK = 8 * 1024 * 1024
 
 
 class PublishError(Exception):
@@ -74,14 +73,6 @@ def _collect(paths: list[Path]) -> dict[str, Path]:
                 raise PublishError("empty_file", f"{path} is empty: a torrent cannot carry an empty file")
             found[name] = path
     return found
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _differences(manifest: dict, files: dict[str, tuple[int, str]]) -> list[str]:
@@ -159,7 +150,7 @@ def model_version_publish(*, model: str, version: str, paths: list[Path], create
     hashed = {}
     for name, path in local.items():
         progress(f"hashing {name}")
-        hashed[name] = (path.stat().st_size, _sha256(path))
+        hashed[name] = (path.stat().st_size, file_sha256(path))
 
     existing = ModelVersion.objects.filter(model=model, version=version).first()
     if existing is None:

@@ -23,7 +23,7 @@ from core.redis import enabled as redis_enabled
 from core.redis import get_redis
 from inference_client.models import ConfigDocumentRecord, ControlEvent, ModelVersion
 from inference_protocol import config
-from inference_protocol.config_document import check_content
+from inference_protocol.config_document import ConfigDocument, ConfigError, check_content
 from inference_protocol.config_floor import Floor
 
 logger = logging.getLogger("inference.config")
@@ -90,7 +90,7 @@ def config_publish(*, content: dict, actor: str, reason: str = "", action: str =
     if not settings.CONFIG_SIGNING_KEY:
         problems.append("this process has no CONFIG_SIGNING_KEY: only the control plane signs documents")
     if problems:
-        raise config.ConfigError(problems)
+        raise ConfigError(problems)
     for _attempt in range(5):
         try:
             with transaction.atomic():
@@ -99,7 +99,7 @@ def config_publish(*, content: dict, actor: str, reason: str = "", action: str =
                 if expect_parent is not None and parent != expect_parent:
                     raise ConfigConflict(f"document {parent} was published meanwhile "
                                          f"(expected {expect_parent})")
-                doc = config.ConfigDocument(
+                doc = ConfigDocument(
                     number=parent + 1, parent=parent, content=content,
                     created_at=datetime.datetime.now(datetime.UTC).isoformat(), created_by=actor,
                     reason=reason).signed(settings.CONFIG_SIGNING_KEY)
@@ -117,7 +117,7 @@ def config_publish(*, content: dict, actor: str, reason: str = "", action: str =
     raise ConfigConflict("could not number the document: too many concurrent publishers")
 
 
-def config_broadcast(doc: config.ConfigDocument) -> None:
+def config_broadcast(doc: ConfigDocument) -> None:
     """To every gateway and worker (Redis), and to this process."""
     if redis_enabled():
         try:
@@ -131,14 +131,14 @@ def config_rebroadcast() -> None:
     """Send the newest stored document again (after a Redis flush or outage)."""
     latest = latest_document()
     if latest is not None:
-        config_broadcast(config.ConfigDocument.from_json(latest.document))
+        config_broadcast(ConfigDocument.from_json(latest.document))
 
 
 def config_rollback(*, actor: str, reason: str = "") -> ConfigDocumentRecord:
     """Publish the content of the newest document's parent (N-1) as N+1."""
     latest = latest_document()
     if latest is None:
-        raise config.ConfigError(["nothing to roll back: no document was published (document 0 is current)"])
+        raise ConfigError(["nothing to roll back: no document was published (document 0 is current)"])
     previous = document_content(latest.parent or 0)
     return config_publish(content=previous, actor=actor, action="config_rollback",
                           reason=reason or f"rollback of {latest.number} to {latest.parent}'s content",
@@ -153,7 +153,7 @@ def content_with(base: dict, assignments: list[str]) -> dict:
     for item in assignments:
         path, sep, raw = item.partition("=")
         if not sep or not path:
-            raise config.ConfigError([f"{item!r}: expected PATH=VALUE"])
+            raise ConfigError([f"{item!r}: expected PATH=VALUE"])
         set_path(content, path, raw)
     return content
 

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_http_methods
 from inference_client.control import documents
 from inference_client.control import rollout as ro
 from inference_client.models import ControlEvent, ModelVersion, Rollout
-from inference_protocol import config
+from inference_protocol import config, config_document
 from inference_protocol.backend import live_workers
 from inference_protocol.catalog import split_served
 from inference_protocol.heartbeat import read_nodes
@@ -130,6 +130,6 @@ def control_action(request):
                 ro.rollout_request(rollout_id=rollout_id, action=action, actor=actor)
     except Rollout.DoesNotExist:
         return redirect("/control/?error=no+such+rollout")
-    except (ro.RolloutError, config.ConfigError, documents.ConfigConflict) as exc:
+    except (ro.RolloutError, config_document.ConfigError, documents.ConfigConflict) as exc:
         return redirect("/control/?" + urlencode({"error": str(exc)}))
     return redirect("/control/")

@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import shutil
 from pathlib import Path
 
 from inference_protocol.checkpoints import Manifest, ManifestError, manifest_load
-
-HASH_CHUNK = 4 * 1024 * 1024
 
 
 class CheckpointCache:
@@ -101,14 +98,6 @@ class CheckpointCache:
         self.partial_dir(model, version).rename(final)
         shutil.rmtree(self.state_dir(model, version) / "resume", ignore_errors=True)
         return final
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -23,13 +23,14 @@ from inference_protocol.checkpoints import (
     ManifestError,
     ManifestFile,
     ManifestSignatureError,
+    file_sha256,
     manifest_key,
     manifest_load,
     torrent_key,
 )
 from inference_protocol.heartbeat import DOWNLOADING, FAILED, PRESENT, VERIFYING
 
-from .cache import CheckpointCache, file_sha256
+from .cache import CheckpointCache
 from .checks import FetchError, checked_torrent, probe_web_seed, store_error
 from .origin_share import OriginShare
 from .session import SwarmSession

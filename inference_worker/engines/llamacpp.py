@@ -147,11 +147,8 @@ class LlamaCppEngine(Engine):
 
     @property
     def capacity(self) -> Capacity:
-        return Capacity(
-            max_batch_size=self.n_seq_max,
-            max_batch_tokens=self.n_ctx,
-            context_window=self.context_window,
-        )
+        return Capacity(max_batch_size=self.n_seq_max, max_batch_tokens=self.n_ctx,
+                        context_window=self.context_window)
 
     def prepare(self, seq: Sequence) -> None:
         if seq.params.raw_prompt:  # /v1/completions: the text as it is, no chat template

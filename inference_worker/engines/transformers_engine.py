@@ -157,11 +157,8 @@ class TransformersEngine(Engine):
 
     @property
     def capacity(self) -> Capacity:
-        return Capacity(
-            max_batch_size=self.max_batch_size,
-            max_batch_tokens=self.max_batch_tokens,
-            context_window=self.context_window,
-        )
+        return Capacity(max_batch_size=self.max_batch_size, max_batch_tokens=self.max_batch_tokens,
+                        context_window=self.context_window)
 
     def prepare(self, seq: Sequence) -> None:
         tokens = self.render_prompt(seq.messages)

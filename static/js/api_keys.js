@@ -2,6 +2,7 @@
 // The table is server-rendered; new and revoked rows are patched in place.
 
 import { api, el, pageConfig, showAlert } from "./playground/api.js";
+import { confirmed, copyOnClick, reveal } from "./reveal.js";
 
 const cfg = pageConfig();
 const $ = (id) => document.getElementById(id);
@@ -31,38 +32,18 @@ $("key-form").addEventListener("submit", async (e) => {
   try {
     const key = await api("/api/accounts/keys", {
       method: "POST", body: { name: $("key-name").value.trim() } });
-    $("key-raw").value = key.key;
-    $("key-copy-status").textContent = "";
-    $("key-new").hidden = false;
-    $("key-raw").focus();
-    $("key-raw").select();
+    reveal($("key-raw"), key.key, $("key-new"), $("key-copy-status"));
     $("key-name").value = "";
     $("key-rows").querySelector("tr.empty")?.remove();
     $("key-rows").prepend(row(key));
   } catch (err) { fail(err); } finally { button.disabled = false; }
 });
 
-$("key-copy").addEventListener("click", async () => {
-  try {
-    await navigator.clipboard.writeText($("key-raw").value);
-    $("key-copy-status").textContent = "Copied to the clipboard.";
-  } catch {
-    // Clipboard refused (permissions, insecure origin): leave it selected to copy by hand.
-    $("key-raw").select();
-    $("key-copy-status").textContent = "Press Ctrl+C (⌘C) to copy the selected key.";
-  }
-});
+copyOnClick($("key-copy"), $("key-raw"), $("key-copy-status"), "key");
 
-// Revoke asks once more (the button turns into "Confirm revoke"): it cannot be undone.
 $("key-rows").addEventListener("click", async (e) => {
   const btn = e.target.closest("button[data-revoke]");
-  if (!btn) return;
-  if (!btn.dataset.armed) {
-    btn.dataset.armed = "1";
-    btn.textContent = "Confirm revoke";
-    btn.classList.add("danger");
-    return;
-  }
+  if (!btn || !confirmed(btn)) return;
   btn.disabled = true;
   showAlert($("key-error"), "");
   try {

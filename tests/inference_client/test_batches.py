@@ -194,7 +194,8 @@ def test_a_batch_over_the_accounts_enqueued_token_limit_is_refused_at_create(set
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     from core.error_codes import DomainError
-    from inference_client.batches import batch_create, file_create
+    from inference_client.batch_files import file_create
+    from inference_client.batches import batch_create
 
     settings.BATCH_DISPATCH = "none"
     settings.INFERENCE_MODELS = {MODEL: {"engine": "fixed_cost"}}
@@ -224,8 +225,9 @@ def test_lines_not_run_within_the_completion_window_are_reported_expired(setting
     from django.core.files.uploadedfile import SimpleUploadedFile
     from django.utils import timezone
 
+    from inference_client.batch_files import file_create, file_lines
     from inference_client.batch_job import batch_drive
-    from inference_client.batches import batch_create, file_create, file_lines
+    from inference_client.batches import batch_create
 
     settings.BATCH_DISPATCH = "none"
     settings.INFERENCE_MODELS = {MODEL: {"engine": "fixed_cost"}}
@@ -251,8 +253,9 @@ def test_a_batch_whose_broker_is_away_pauses_without_losing_a_line_then_resumes(
     from django.core.files.uploadedfile import SimpleUploadedFile
     from django.db import connection
 
+    from inference_client.batch_files import file_create
     from inference_client.batch_job import batch_drive
-    from inference_client.batches import batch_create, file_create
+    from inference_client.batches import batch_create
     from tests.inference_client.conftest import stack_env
     from tests.livesubprocess import ROOT
     from tests.tcpproxy import TcpProxy

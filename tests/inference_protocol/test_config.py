@@ -23,8 +23,8 @@ CONTENT = {
 }
 
 
-def doc(number: int, content=None, key=PRIVATE, **changes) -> config.ConfigDocument:
-    d = config.ConfigDocument(number=number, parent=number - 1, content=content or CONTENT,
+def doc(number: int, content=None, key=PRIVATE, **changes) -> config_document.ConfigDocument:
+    d = config_document.ConfigDocument(number=number, parent=number - 1, content=content or CONTENT,
                               created_at="2026-12-01T00:00:00+00:00", created_by="test")
     return dataclasses.replace(d.signed(key), **changes) if key else dataclasses.replace(d, **changes)
 

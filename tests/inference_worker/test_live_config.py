@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from inference_protocol import config
+from inference_protocol.config_document import ConfigDocument
 from inference_protocol.events import MemoryEventLog
 from inference_protocol.generation import GenerationRequest
 from inference_worker import runtime
@@ -38,7 +39,7 @@ def publish(settings, name: str, spec: dict) -> int:
     content = config.bootstrap_content(settings)
     content["models"] = {name: spec}
     number = config.current().number + 1
-    doc = config.ConfigDocument(number=number, parent=number - 1, content=content, created_at="t",
+    doc = ConfigDocument(number=number, parent=number - 1, content=content, created_at="t",
                                 created_by="tests").signed(settings.CONFIG_SIGNING_KEY)
     assert config.state().offer(doc), config.state().last_refusal
     return number

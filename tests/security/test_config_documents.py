@@ -29,10 +29,10 @@ CONTENT = {
 }
 
 
-def doc(number: int, free_rpm: int = 60) -> config.ConfigDocument:
+def doc(number: int, free_rpm: int = 60) -> config_document.ConfigDocument:
     content = {**CONTENT, "rate_limits": {**CONTENT["rate_limits"],
                                           "free": {"requests_per_min": free_rpm, "tokens_per_min": 40000}}}
-    return config.ConfigDocument(number=number, parent=number - 1, content=content,
+    return config_document.ConfigDocument(number=number, parent=number - 1, content=content,
                                  created_at="2026-12-01T00:00:00+00:00", created_by="test").signed(PRIVATE)
 
 
@@ -104,7 +104,7 @@ def test_the_control_plane_never_applies_an_older_published_document_after_a_res
 
         get_redis().delete(floor_key())
     config.state().reset()  # the restart: back on document 0
-    replay = config.ConfigDocument.from_json(first.document)
+    replay = config_document.ConfigDocument.from_json(first.document)
     assert not config.state().offer(replay)
     assert "older than the floor 2" in config.state().last_refusal
     assert config.state().snapshot.number == 0
@@ -117,7 +117,7 @@ def test_the_control_plane_never_applies_an_older_published_document_after_a_res
 @pytest.mark.django_db
 def test_a_node_process_keeps_its_floor_in_the_configured_file(namespace, settings, tmp_path):
     settings.CONFIG_FLOOR_FILE = str(tmp_path / "node-floor.json")
-    signed = config.ConfigDocument(number=7, parent=6, content=config.bootstrap_content(settings),
+    signed = config_document.ConfigDocument(number=7, parent=6, content=config.bootstrap_content(settings),
                                    created_at="t", created_by="ops").signed(settings.CONFIG_SIGNING_KEY)
     assert config.state().offer(signed), config.state().last_refusal
     config.state().reset()  # the restart

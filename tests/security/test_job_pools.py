@@ -35,8 +35,9 @@ from evals.models import DatasetImport, EvalResult, EvalRun
 from evals.run_job import evalrun_drive
 from evals.runs import evalrun_create
 from inference_client.admission import inflight_key
+from inference_client.batch_files import file_create
 from inference_client.batch_job import batch_drive
-from inference_client.batches import batch_create, file_create
+from inference_client.batches import batch_create
 from inference_client.models import Batch
 from inference_client.usage import USAGE_STREAM
 from inference_protocol.backend import get_backend

@@ -9,14 +9,13 @@ An invalid document is refused with every problem named, and nothing is signed.
 
 from __future__ import annotations
 
-import getpass
 import json
-import socket
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.commands import operator
 from inference_client.control import documents
-from inference_protocol.config import ConfigError
+from inference_protocol.config_document import ConfigError
 
 
 class Command(BaseCommand):
@@ -30,7 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--show", action="store_true")
         parser.add_argument("--rebroadcast", action="store_true",
                             help="send the newest document to every node again")
-        parser.add_argument("--created-by", default=f"{getpass.getuser()}@{socket.gethostname()}")
+        parser.add_argument("--created-by", default=operator())
 
     def handle(self, *args, file, assignments, reason, rollback, show, rebroadcast, created_by, **options):
         if show:

@@ -13,29 +13,25 @@ when it ends rolled back or failed.
 
 from __future__ import annotations
 
-import getpass
-import socket
+from django.core.management.base import CommandError
 
-from django.core.management.base import BaseCommand, CommandError
-
+from core.commands import ModelVersionCommand, operator
 from inference_client.control import rollout as ro
 from inference_client.models import Rollout
-from inference_protocol.config import ConfigError
+from inference_protocol.config_document import ConfigError
 
 
-class Command(BaseCommand):
+class Command(ModelVersionCommand):
     help = "Roll a model version out in canary steps, with automatic rollback."
 
-    def create_parser(self, prog_name, subcommand, **kwargs):
-        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+    version_required = False
 
     def add_arguments(self, parser):
-        parser.add_argument("--model", required=True)
-        parser.add_argument("--version", dest="model_version")
+        super().add_arguments(parser)
         parser.add_argument("--steps", default="10,50,100")
         for action in ("pause", "resume", "promote", "rollback"):
             parser.add_argument(f"--{action}", action="store_const", const=action, dest="action")
-        parser.add_argument("--created-by", default=f"{getpass.getuser()}@{socket.gethostname()}")
+        parser.add_argument("--created-by", default=operator())
 
     def handle(self, *args, model, model_version, steps, action, created_by, **options):
         try:

@@ -9,30 +9,24 @@ other bytes under a published version are refused.
 
 from __future__ import annotations
 
-import getpass
-import socket
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from core.commands import ModelVersionCommand, operator
 from inference_client.checkpoints.services import PublishError, model_version_publish
 from inference_protocol.checkpoints import manifest_key
 
 
-class Command(BaseCommand):
+class Command(ModelVersionCommand):
     help = "Publish a model checkpoint (files -> object store, torrents, manifest)."
 
-    def create_parser(self, prog_name, subcommand, **kwargs):
-        # --version names the model version here, in place of Django's own --version.
-        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
-
     def add_arguments(self, parser):
-        parser.add_argument("--model", required=True)
-        parser.add_argument("--version", required=True, dest="model_version")
+        super().add_arguments(parser)
         parser.add_argument("--piece-size", type=int, default=settings.MODEL_PIECE_SIZE,
                             help="torrent piece size in bytes (power of two >= 16 KiB); default by file size")
-        parser.add_argument("--created-by", default=f"{getpass.getuser()}@{socket.gethostname()}")
+        parser.add_argument("--created-by", default=operator())
         parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
 
     def handle(self, *args, model, model_version, piece_size, created_by, paths, **options):

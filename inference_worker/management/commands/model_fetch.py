@@ -17,10 +17,11 @@ import sys
 import threading
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from tqdm import tqdm
 
 from core import redis as core_redis
+from core.commands import ModelVersionCommand
 from inference_worker import checkpoints
 from inference_worker.heartbeat import HeartbeatThread
 
@@ -32,16 +33,11 @@ def _peer(value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class Command(BaseCommand):
+class Command(ModelVersionCommand):
     help = "Fetch a model version through the swarm into the local cache, verified."
 
-    def create_parser(self, prog_name, subcommand, **kwargs):
-        # --version names the model version here, in place of Django's own --version.
-        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
-
     def add_arguments(self, parser):
-        parser.add_argument("--model", required=True)
-        parser.add_argument("--version", required=True, dest="model_version")
+        super().add_arguments(parser)
         parser.add_argument("--cache", default=None, help="cache directory (default MODEL_CACHE_DIR)")
         parser.add_argument("--seed", action="store_true", help="keep seeding until interrupted")
         parser.add_argument("--json", action="store_true", dest="as_json", help="JSON lines, no progress bar")

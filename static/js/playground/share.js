@@ -4,6 +4,7 @@
 // read every version).
 
 import { api, apiAll, el, pageConfig, showAlert } from "./api.js";
+import { confirmed, copyOnClick, reveal } from "../reveal.js";
 
 const cfg = pageConfig();
 const $ = (id) => document.getElementById(id);
@@ -18,16 +19,10 @@ const fail = (err) => showAlert($("share-error"), err.message);
 
 function badge(text, kind = "muted") { return el("span", { class: `badge ${kind}`, text }); }
 
-// A revoke button that asks once more before acting: revocation cannot be undone.
 function revokeButton(label, onConfirm) {
   const btn = el("button", { type: "button", class: "btn small", text: "Revoke", "aria-label": `Revoke ${label}` });
   btn.addEventListener("click", async () => {
-    if (!btn.dataset.armed) {
-      btn.dataset.armed = "1";
-      btn.textContent = "Confirm revoke";
-      btn.classList.add("danger");
-      return;
-    }
+    if (!confirmed(btn)) return;
     btn.disabled = true;
     try { await onConfirm(); } catch (err) { fail(err); btn.disabled = false; }
   });
@@ -126,27 +121,13 @@ $("share-link-form").addEventListener("submit", async (e) => {
   };
   try {
     const link = await api(`${base}/links`, { method: "POST", body });
-    $("share-url").value = link.url;
-    $("share-copy-status").textContent = "";
-    $("share-new").hidden = false;
-    $("share-url").focus();
-    $("share-url").select();
+    reveal($("share-url"), link.url, $("share-new"), $("share-copy-status"));
     $("share-name").value = "";
     await loadLinks();
   } catch (err) { fail(err); }
 });
 
-$("share-copy").addEventListener("click", async () => {
-  const input = $("share-url");
-  try {
-    await navigator.clipboard.writeText(input.value);
-    $("share-copy-status").textContent = "Copied to the clipboard.";
-  } catch {
-    // Clipboard refused (permissions, insecure origin): leave it selected to copy by hand.
-    input.select();
-    $("share-copy-status").textContent = "Press Ctrl+C (⌘C) to copy the selected link.";
-  }
-});
+copyOnClick($("share-copy"), $("share-url"), $("share-copy-status"), "link");
 
 $("share-grantee-kind").addEventListener("change", () => {
   const team = $("share-grantee-kind").value === "team";

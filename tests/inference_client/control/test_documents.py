@@ -18,7 +18,7 @@ from inference_client.models import (
     ImmutableConfigDocumentError,
     ModelVersion,
 )
-from inference_protocol import config
+from inference_protocol import config, config_document
 from tests.polling import wait_for
 
 
@@ -39,7 +39,7 @@ def test_should_number_sign_store_apply_and_audit_a_document(db, base, settings,
     with django_capture_on_commit_callbacks(execute=True):
         second = publish(documents.content_with(content, ["rate_limits.free.requests_per_min=8"]))
     assert (first.number, first.parent, second.number, second.parent) == (1, 0, 2, 1)
-    signed = config.ConfigDocument.from_json(second.document)
+    signed = config_document.ConfigDocument.from_json(second.document)
     signed.verify(settings.CONFIG_PUBLIC_KEY)  # raises if not
     assert config.current().number == 2 and config.current().rate_limits["free"]["requests_per_min"] == 8
     event = ControlEvent.objects.get(target="config:1")
@@ -52,7 +52,7 @@ def test_should_refuse_an_invalid_document_naming_every_problem_before_signing(d
     bad = documents.content_with(base, [
         'models.smollm2.engine="warp-drive"', "rate_limits.paid.tokens_per_min=-5",
         'models.fixed-cost.versions={"v1": 70, "v2": 20}'])
-    with pytest.raises(config.ConfigError) as err:
+    with pytest.raises(config_document.ConfigError) as err:
         publish(bad)
     text = "\n".join(err.value.problems)
     assert "unknown engine 'warp-drive'" in text and "must not be negative (-5)" in text
@@ -127,7 +127,7 @@ def test_should_pick_up_a_published_document_by_pubsub_or_by_the_poll(db, base, 
             from core.redis import get_redis
             wait_for(lambda: get_redis().pubsub_numsub(config.channel())[0][1] > 0, timeout=5,
                      what="the watcher to subscribe")
-        doc = config.ConfigDocument(number=1, parent=0, content=documents.content_with(
+        doc = config_document.ConfigDocument(number=1, parent=0, content=documents.content_with(
             base, ["rate_limits.free.requests_per_min=11"]), created_at="t", created_by="ops",
         ).signed(settings.CONFIG_SIGNING_KEY)
         started = time.monotonic()
@@ -143,7 +143,7 @@ def test_should_pick_up_a_published_document_by_pubsub_or_by_the_poll(db, base, 
 def test_should_never_replace_a_newer_document_in_redis(db, base, settings):
     from core.redis import get_redis
 
-    make = lambda n: config.ConfigDocument(number=n, parent=n - 1, content=base, created_at="t",  # noqa: E731
+    make = lambda n: config_document.ConfigDocument(number=n, parent=n - 1, content=base, created_at="t",  # noqa: E731
                                            created_by="ops").signed(settings.CONFIG_SIGNING_KEY)
     config.broadcast(get_redis(), make(5))
     config.broadcast(get_redis(), make(4))

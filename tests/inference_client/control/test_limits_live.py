@@ -9,6 +9,7 @@ import pytest
 from inference_client import capacity
 from inference_client.control import documents
 from inference_protocol import config
+from inference_protocol.config_document import ConfigDocument
 from inference_protocol.signing import generate_keypair
 from tests.inference_client.conftest import chat, make_key, stack_env, usage_settled
 from tests.livesubprocess import free_port, running_server
@@ -45,7 +46,7 @@ def test_should_apply_new_tier_limits_in_a_running_gateway_within_two_seconds(ga
     assert time.monotonic() - published < 2
 
     # A forged document (another key) is refused with a logged reason; the limit stays.
-    forged = dataclasses.replace(config.ConfigDocument.from_json(record.document), number=record.number + 1,
+    forged = dataclasses.replace(ConfigDocument.from_json(record.document), number=record.number + 1,
                                  parent=record.number).signed(generate_keypair()[0])
     from core.redis import get_redis
     config.broadcast(get_redis(), forged)  # into this test's namespace (settings)
@@ -60,6 +61,6 @@ def test_should_take_the_capacity_thresholds_from_the_current_document(settings)
               "tokens_per_s": 0, "busy_fraction": 0}
     assert capacity.step_model("m", [record], 0, None)["zone"] == "green"  # queue 12/8 = 1.5 < 2 (yellow)
     content = documents.content_with(config.bootstrap_content(settings), ["capacity.red_queue=1.0"])
-    doc = config.ConfigDocument(number=1, parent=0, content=content, created_at="t", created_by="ops")
+    doc = ConfigDocument(number=1, parent=0, content=content, created_at="t", created_by="ops")
     assert config.state().offer(doc.signed(settings.CONFIG_SIGNING_KEY))
     assert capacity.step_model("m", [record], 0, None)["zone"] == "red"
