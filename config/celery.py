@@ -1,11 +1,16 @@
 """The Celery app; GPU workers run `celery -A config worker -Q gpu.<model>`, webhook
-workers `-Q webhooks`, and one `celery -A config beat` sends the periodic tasks."""
+workers `-Q webhooks`, and one `celery -A config beat` sends the periodic tasks.
+
+A GPU worker sizes itself: its models load before its pool is made, and the
+pool (threads, settings CELERY_WORKER_POOL) gets one thread per request of the
+window its engines need (inference_worker/sizing.py: max batch size x depth);
+-c and --prefetch-multiplier stay overrides."""
 
 import contextlib
 import os
 from pathlib import Path
 
-from celery import Celery, bootsteps
+from celery import Celery, bootsteps, signals
 from celery.beat import PersistentScheduler
 from django.conf import settings
 
@@ -74,6 +79,22 @@ class AckWake(bootsteps.StartStopStep):
 
 
 app.steps["consumer"].add(AckWake)
+
+
+@signals.celeryd_init.connect
+def size_gpu_worker(sender=None, conf=None, options=None, **kwargs):
+    """A worker of gpu.<model> queues only: load the models now, before the pool
+    is made, and size the pool to their window unless -c (or
+    CELERY_WORKER_CONCURRENCY) gave a size."""
+    from inference_protocol.queues import model_of_queue
+    from inference_worker.tasks import prepare_models
+
+    queues = list((options or {}).get("queues") or ())
+    if not queues or not all(model_of_queue(name) for name in queues):
+        return
+    window = prepare_models(queues)
+    if options.get("concurrency") is None:
+        conf.worker_concurrency = window
 
 
 class BeatScheduler(PersistentScheduler):
