@@ -58,6 +58,8 @@ CODES: dict[str, ErrorCode] = {
     "database_unavailable": E(503, "The database is down; retry after `Retry-After`."),
     "cache_unavailable": E(503, "The cache (Redis) is down; retry after `Retry-After`."),
     "queue_unavailable": E(503, "The task queue is down; retry shortly."),
+    "server_shutting_down": E(503, "The server stopped before the generation ended (after its shutdown "
+                                   "grace); retry: another server answers."),
     "extra_not_installed": E(501, "The feature needs an optional package this server lacks."),
     # --- authentication and permission ---
     "not_authenticated": E(401, "The request carries no credentials."),

@@ -69,7 +69,7 @@ class GracefulServer(uvicorn.Server):
         stopping.set()
         logger.info("stopping: in-flight requests have %.1f s to finish", self.grace_s)
         loop = asyncio.get_running_loop()
-        ending: list[asyncio.Task] = []
+        ending: list[asyncio.Task[None]] = []
         timer = loop.call_later(self.grace_s, lambda: ending.append(loop.create_task(run_deadline_hooks())))
         try:
             await super().shutdown(sockets)
