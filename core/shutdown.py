@@ -54,8 +54,10 @@ def pause(seconds: float) -> None:
 
 
 def stop_on_sigterm() -> None:
-    """For a process whose main loop watches ``stopping`` (the job workers)."""
-    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
+    """For a process whose main loop watches ``stopping`` (the job workers,
+    ``deploy``); only its main thread can set a handler (a command called elsewhere sets none)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
 
 
 class GracefulServer(uvicorn.Server):
