@@ -4,7 +4,8 @@ workers `-Q webhooks`, and one `celery -A config beat` sends the periodic tasks.
 A GPU worker sizes itself: its models load before its pool is made, and the
 pool (threads, settings CELERY_WORKER_POOL) gets one thread per request of the
 window its engines need (inference_worker/sizing.py: max batch size x depth);
--c and --prefetch-multiplier stay overrides."""
+a webhooks worker runs WEBHOOK_WORKER_THREADS. -c and --prefetch-multiplier
+stay overrides."""
 
 import contextlib
 import os
@@ -82,19 +83,23 @@ app.steps["consumer"].add(AckWake)
 
 
 @signals.celeryd_init.connect
-def size_gpu_worker(sender=None, conf=None, options=None, **kwargs):
+def size_worker(sender=None, conf=None, options=None, **kwargs):
     """A worker of gpu.<model> queues only: load the models now, before the pool
-    is made, and size the pool to their window unless -c (or
-    CELERY_WORKER_CONCURRENCY) gave a size."""
+    is made, and size the pool to their window; a worker of the webhooks queue:
+    WEBHOOK_WORKER_THREADS. Either unless -c (or CELERY_WORKER_CONCURRENCY) gave a size."""
     from inference_protocol.queues import model_of_queue
     from inference_worker.tasks import prepare_models
 
-    queues = list((options or {}).get("queues") or ())
-    if not queues or not all(model_of_queue(name) for name in queues):
+    options = options or {}
+    queues = list(options.get("queues") or ())
+    if queues and all(model_of_queue(name) for name in queues):
+        size = prepare_models(queues)
+    elif queues == [settings.WEBHOOK_QUEUE]:
+        size = settings.WEBHOOK_WORKER_THREADS
+    else:
         return
-    window = prepare_models(queues)
     if options.get("concurrency") is None:
-        conf.worker_concurrency = window
+        conf.worker_concurrency = size
 
 
 class BeatScheduler(PersistentScheduler):
