@@ -112,8 +112,8 @@ end
 """
 
 
-# Each worker's -c: the messages it holds at once (--worker-concurrency).
-WORKER_CONCURRENCY = 1024
+# Each worker's pool and prefetch flags (--worker-flags); none: the worker sizes itself.
+WORKER_FLAGS: list[str] = []
 
 
 def pct(values: list[float], q: float) -> float:
@@ -167,9 +167,8 @@ class Stack:
     def spawn_worker(self, name: str, model: str = MODEL, env: dict | None = None,
                      checkout: Path = ROOT) -> subprocess.Popen:
         return self.spawn(name, [
-            "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{model}", "-P", "threads",
-            "-c", str(WORKER_CONCURRENCY),
-            "--prefetch-multiplier", "1", "-l", "warning", "-n", f"bench-{name}-{uuid.uuid4().hex[:6]}@%h",
+            "-m", "celery", "-A", "config", "worker", "-Q", f"gpu.{model}", *WORKER_FLAGS, "-l", "warning",
+            "-n", f"bench-{name}-{uuid.uuid4().hex[:6]}@%h",
             "--without-mingle", "--without-gossip"], env, checkout)
 
     def __enter__(self) -> Stack:
@@ -366,7 +365,7 @@ def honour_retry_after(base: str, key: str) -> bool:
 
 
 def main() -> None:
-    global WORKER_CONCURRENCY
+    global WORKER_FLAGS
     if len(sys.argv) > 1 and sys.argv[1] == "--flood":
         flood(*sys.argv[2:6])
         return
@@ -377,15 +376,14 @@ def main() -> None:
     parser.add_argument("--levels", default="1,50,100,200,400")
     parser.add_argument("--fairness", action="store_true")
     parser.add_argument("--free-keys", type=int, default=20)
-    parser.add_argument("--worker-concurrency", type=int, default=WORKER_CONCURRENCY,
-                        help="each worker's -c (README: size it for the device's whole window)")
+    parser.add_argument("--worker-flags", default="", help="each worker's pool flags (default: none)")
     args = parser.parse_args()
-    WORKER_CONCURRENCY = args.worker_concurrency
+    WORKER_FLAGS = args.worker_flags.split()
     duration = 3.0 if args.quick else args.duration
     configs = ["1x1"] if args.quick else [c for c in args.configs.split(",") if c]  # "": fairness only
     levels = [int(x) for x in args.levels.split(",")]
     print(f"wrk on this machine ({os.cpu_count()} cores, shared by wrk and the whole stack), "
-          f"{duration:.0f} s per level, workers -c {WORKER_CONCURRENCY}")
+          f"{duration:.0f} s per level, worker flags: {' '.join(WORKER_FLAGS) or 'none (self-sized)'}")
     for config in configs:
         serve, devices = (int(x) for x in config.split("x"))
         for routing in ("shared", "soonest") if devices > 1 else ("soonest",):

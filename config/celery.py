@@ -1,11 +1,17 @@
 """The Celery app; GPU workers run `celery -A config worker -Q gpu.<model>`, webhook
-workers `-Q webhooks`, and one `celery -A config beat` sends the periodic tasks."""
+workers `-Q webhooks`, and one `celery -A config beat` sends the periodic tasks.
+
+A GPU worker sizes itself: its models load before its pool is made, and the
+pool (threads, settings CELERY_WORKER_POOL) gets one thread per request of the
+window its engines need (inference_worker/sizing.py: max batch size x depth);
+a webhooks worker runs WEBHOOK_WORKER_THREADS. -c and --prefetch-multiplier
+stay overrides."""
 
 import contextlib
 import os
 from pathlib import Path
 
-from celery import Celery, bootsteps
+from celery import Celery, bootsteps, signals
 from celery.beat import PersistentScheduler
 from django.conf import settings
 
@@ -74,6 +80,26 @@ class AckWake(bootsteps.StartStopStep):
 
 
 app.steps["consumer"].add(AckWake)
+
+
+@signals.celeryd_init.connect
+def size_worker(sender=None, conf=None, options=None, **kwargs):
+    """A worker of gpu.<model> queues only: load the models now, before the pool
+    is made, and size the pool to their window; a worker of the webhooks queue:
+    WEBHOOK_WORKER_THREADS. Either unless -c (or CELERY_WORKER_CONCURRENCY) gave a size."""
+    from inference_protocol.queues import model_of_queue
+    from inference_worker.tasks import prepare_models
+
+    options = options or {}
+    queues = list(options.get("queues") or ())
+    if queues and all(model_of_queue(name) for name in queues):
+        size = prepare_models(queues)
+    elif queues == [settings.WEBHOOK_QUEUE]:
+        size = settings.WEBHOOK_WORKER_THREADS
+    else:
+        return
+    if options.get("concurrency") is None:
+        conf.worker_concurrency = size
 
 
 class BeatScheduler(PersistentScheduler):

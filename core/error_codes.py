@@ -81,6 +81,8 @@ CODES: dict[str, ErrorCode] = {
     "cache_unavailable": E(503, "The cache (Redis) is down; retry after `Retry-After`."),
     "queue_unavailable": E(503, "The task queue is down; retry shortly."),
     "semantic_cache_unavailable": E(501, "SEMANTIC_CACHE_EMBEDDING_MODEL names no embedding model."),
+    "server_shutting_down": E(503, "The server stopped before the generation ended (after its shutdown "
+                                   "grace); retry: another server answers."),
     # --- authentication and permission ---
     "not_authenticated": E(401, "The request carries no credentials."),
     "authentication_failed": E(401, "The credentials are wrong."),

@@ -21,7 +21,10 @@ The driver (``drive``) is the same for every kind:
 - slots: no user holds more than a set number of active jobs of a kind
   (``JobKind.slot_check``: a create past it is a 429);
 - no connection is held while waiting: ``Job.wait`` and ``Job.keep_going``
-  give it back (``release_connection``) first.
+  give it back (``release_connection``) first;
+- shutdown: once the process is stopping (core.shutdown: SIGTERM), a driver
+  lets its lease go after the step it is in (``PAUSED``), so the next driver
+  takes the job at once, not when the lease runs out; waits end early.
 
 Time is read through a clock (``WallClock``; tests pass a virtual one).
 """
@@ -43,6 +46,7 @@ from django.db import connection
 from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 
+from core import shutdown
 from core.commit import after_commit
 from core.leases import job_slot_check, release_connection
 
@@ -69,8 +73,7 @@ class WallClock:
         return timezone.now()
 
     def sleep(self, seconds: float) -> None:
-        if seconds > 0:
-            time.sleep(seconds)
+        shutdown.pause(seconds)
 
 
 def lease_owner_id() -> str:
@@ -193,6 +196,10 @@ def drive(kind: JobKind, pk: Any, *, owner: str | None = None, clock: Clock | No
     while True:
         outcome = CANCELLED if job.cancelled() else kind.step(job, work)
         if outcome is None:
+            if shutdown.stopping.is_set():
+                job.end()
+                logger.info("%s %s: stopping; its lease let go for the next driver", kind.name, pk)
+                return PAUSED
             if job.heartbeat():
                 continue
             logger.warning("%s %s: lease lost; another driver continues", kind.name, pk)
@@ -270,17 +277,26 @@ class DriverThreads:
 def run_worker(kinds: Iterable[JobKind], *, once: bool, poll: float, drivers: int,
                say: Callable[[str], None], once_limit: int = 20) -> None:
     """A worker command's loop: drive the jobs of ``kinds`` that no process
-    holds. ``once``: what waits now, one after the other, then return."""
+    holds. ``once``: what waits now, one after the other, then return. SIGTERM
+    stops it: no new job is taken, and each driver lets its lease go after its
+    step; it waits SHUTDOWN_GRACE_S at most for them."""
+    shutdown.stop_on_sigterm()
     if once:
         for kind in kinds:
             for pk in waiting(kind, limit=once_limit):
+                if shutdown.stopping.is_set():
+                    return
                 say(f"{kind.name} {pk}: {drive(kind, pk)}")
         return
     threads = DriverThreads(drivers)
-    while True:
+    while not shutdown.stopping.is_set():
         for kind in kinds:
             for pk in waiting(kind, limit=threads.room()):
                 if threads.start(kind, pk):
                     say(f"{kind.name} {pk}: started")
         release_connection()  # none held between polls
-        time.sleep(poll)
+        shutdown.pause(poll)
+    deadline = time.monotonic() + settings.SHUTDOWN_GRACE_S
+    for thread in list(threads.threads.values()):
+        thread.join(max(0.0, deadline - time.monotonic()))
+    say(f"stopped; {threads.most - threads.room()} driver(s) still in a step")

@@ -6,6 +6,11 @@ apart from the HTTP request's task, so a client that goes away (a cancelled
 view) does not skip the bookkeeping. Only the request that submitted the
 generation (the owner) does the bookkeeping; retries attached through an
 Idempotency-Key only read.
+
+A stopping server (core.shutdown) lets each open completion run until the
+grace is over, then ends it with a terminal ``server_shutting_down`` error (the
+stream's last frame, or the answer) and cancels its generation, unless a retry
+was promised the result (Idempotency-Key).
 """
 
 from __future__ import annotations
@@ -18,12 +23,26 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
+from core import shutdown
 from inference_client.metrics import ITL
 from inference_protocol.backend import get_backend
 
 logger = logging.getLogger(__name__)
 
 _background: set[asyncio.Task] = set()
+_open: dict[int, Completion] = {}  # id -> a completion whose pump waits for its terminal event
+SHUTTING_DOWN = {"type": "error", "code": "server_shutting_down", "retry_after": 1,
+                 "message": "This server is shutting down before the generation ended; retry: another "
+                            "server answers (with the same Idempotency-Key, the same generation)."}
+
+
+async def _end_open() -> None:
+    """At the shutdown deadline: every completion still open ends (module docstring)."""
+    for completion in list(_open.values()):
+        completion.interrupt()
+
+
+shutdown.at_deadline(_end_open)
 
 
 def spawn(coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
@@ -85,17 +104,33 @@ class Completion:
               on_end: Callable[[Completion, dict], Awaitable[None]] | None = None) -> Completion:
         async def pump():
             terminal = {"type": "error", "code": "gateway_error", "message": "the event stream broke"}
+            _open[id(self)] = self
             try:
+                if shutdown.deadline_passed.is_set():
+                    raise asyncio.CancelledError
                 async for event in source:
                     if event["type"] != "token":
                         terminal = event
                         break
                     self._push(event)
+            except asyncio.CancelledError:
+                if not shutdown.deadline_passed.is_set():
+                    raise
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()  # handled: the pump goes on to its ending
+                try:
+                    await self.client_gone()  # the generation stops, unless a retry wants it
+                except Exception as exc:
+                    logger.warning("cancelling %s failed: %r", self.request_id, exc)
+                terminal = SHUTTING_DOWN
             except Exception as exc:  # Redis away mid-generation: a clear 503, the client may retry
                 logger.warning("reading the events of %s failed: %r", self.request_id, exc)
                 terminal = {"type": "error", "code": "events_unavailable",
                             "message": f"The event log is unavailable ({type(exc).__name__}); retry "
                                        "with the same Idempotency-Key to get the result."}
+            finally:
+                _open.pop(id(self), None)
             self._push(terminal)
             if on_end is not None:
                 # The waiting view first: it answers the client before the bookkeeping runs.
@@ -107,6 +142,11 @@ class Completion:
 
         self._task = spawn(pump())
         return self
+
+    def interrupt(self) -> None:
+        """End the pump now (at the shutdown deadline): its terminal event is SHUTTING_DOWN."""
+        if self._task is not None and self.ended_at is None:
+            self._task.cancel()
 
     def preload(self, events: list[dict]) -> Completion:
         for event in events:

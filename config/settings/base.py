@@ -2,7 +2,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from core.env import env_bool, env_int, env_str
+from core.env import env_bool, env_float, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 # Runtime files of the embedded default (SQLite file, local blob store).
@@ -265,6 +265,10 @@ LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 # 0.4 ms of the gateway's 8 ms overhead at one connection (bench/overhead.py).
 # Requests are accounted for without it (usage records, /metrics, X-Request-Id).
 ACCESS_LOG = env_bool("ACCESS_LOG", False)
+# Seconds a stopping `serve` lets in-flight requests and streams run before it ends
+# what is left with a terminal server_shutting_down error; a stopping job worker
+# waits as long for its drivers to let their leases go (core/shutdown.py).
+SHUTDOWN_GRACE_S = env_float("SHUTDOWN_GRACE_S", 20.0)
 
 LOGGING = {
     "version": 1,

@@ -7,7 +7,7 @@ With neither set, inference runs on an in-process worker thread (embedded
 default) and Celery is not used.
 """
 
-from core.env import env_bool, env_str
+from core.env import env_bool, env_float, env_str
 
 from .base import REDIS_URL, VAR_DIR
 from .webhooks import WEBHOOK_QUEUE, WEBHOOK_SWEEP_INTERVAL_S
@@ -20,10 +20,16 @@ CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-# GPU workers run a thread pool whose size (-c) is the number of requests held
-# at once; one prefetched message per thread lets a full batch be in the worker
-# without a worker hoarding tasks another could start now.
+# Workers run a thread pool (a GPU worker's task threads wait on its scheduler);
+# a GPU worker sizes it to its window (inference_worker/sizing.py, config/celery.py)
+# unless -c says otherwise, and one prefetched message per thread makes the window
+# the prefetch count: a full next batch waits in the worker, and no worker hoards
+# tasks another could start now.
+CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Seconds from a finished request's late ack until the broker's next message is
+# in the worker, on a loaded host: one term of the window (inference_worker/sizing.py).
+WORKER_REFILL_S = env_float("WORKER_REFILL_S", 0.1)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_TIMEOUT = 3

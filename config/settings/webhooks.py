@@ -6,10 +6,13 @@ Every value can be set by an environment variable of the same name.
 from core.env import env_bool, env_float, env_int, env_str
 
 # The Celery queue deliveries go to. Production runs a worker on it besides the
-# GPU workers, and one beat process for the sweep below (README):
-# `celery -A config worker -Q webhooks -P threads -c 8` and `celery -A config beat`.
+# GPU workers, and one beat process for the sweep below (docs/webhooks.md):
+# `celery -A config worker -Q webhooks` and `celery -A config beat`.
 # Without a broker (embedded default) deliveries run on threads of the serving process.
 WEBHOOK_QUEUE = env_str("WEBHOOK_QUEUE", "webhooks")
+# Deliveries a webhooks worker runs at once (its threads, unless -c says otherwise):
+# each mostly waits on a receiver, up to WEBHOOK_ATTEMPT_TIMEOUT_S.
+WEBHOOK_WORKER_THREADS = env_int("WEBHOOK_WORKER_THREADS", 8)
 # Attempts per delivery (the first one included); after the last failed one the
 # delivery is marked failed in the log, where the owner can redeliver it.
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6)

@@ -17,14 +17,17 @@ def worker_env(models: dict) -> dict:
 
 
 @contextmanager
-def celery_worker(models: dict, queues: list[str], *, concurrency: int = 64, name: str = "w1",
+def celery_worker(models: dict, queues: list[str], *, concurrency: int | None = 64, name: str = "w1",
                   stdout=subprocess.DEVNULL, stop_signal=signal.SIGTERM):
     """A real worker process (threads pool, prefetch 1) consuming `queues`; its log
     goes to ``stdout``: pass a file to read it (an unread pipe would block the
-    worker once its log outgrew the pipe's buffer)."""
+    worker once its log outgrew the pipe's buffer). ``concurrency`` None: no pool
+    flags at all (the worker sizes itself, config/celery.py)."""
+    flags = [] if concurrency is None else ["-P", "threads", "-c", str(concurrency),
+                                            "--prefetch-multiplier", "1"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", ",".join(queues),
-         "-P", "threads", "-c", str(concurrency), "--prefetch-multiplier", "1", "-n", f"{name}@%h",
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", ",".join(queues), *flags,
+         "-n", f"{name}@%h",
          "-l", "info", "--without-mingle", "--without-gossip", "--without-heartbeat"],
         cwd=ROOT, env=worker_env(models), stdout=stdout, stderr=subprocess.STDOUT, text=True,
     )

@@ -1,4 +1,5 @@
-"""`manage.py serve`: migrate, print the URL, serve ASGI.
+"""`manage.py serve`: migrate, print the URL, serve ASGI; on SIGTERM, stop
+gracefully (core/shutdown.py: SHUTDOWN_GRACE_S for what is in flight).
 
 The README's run command ends here; it works the same on the embedded default
 and with services (the environment decides). Only the embedded default that
@@ -13,7 +14,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import BaseCommand, CommandError, call_command
+from uvicorn.supervisors import Multiprocess
 
+from core.shutdown import DEADLINE_HOOKS_S, GracefulServer
 from core.startup import check_secret_key, serving
 
 DEMO_USERNAME = "demo"
@@ -56,12 +59,20 @@ class Command(BaseCommand):
             metrics_dir.mkdir(parents=True)
             os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
         serving.send(sender=self.__class__)
-        uvicorn.run("config.asgi:application", host=host, port=port, log_level=settings.LOG_LEVEL.lower(),
-                    access_log=settings.ACCESS_LOG, lifespan="off", workers=workers,
-                    # The client address is the app's to work out, from TRUSTED_PROXIES
-                    # only (core/clientip.py): uvicorn would trust X-Forwarded-For from 127.0.0.1.
-                    proxy_headers=False,
-                    # Chat frames are small JSON: compressing each one cost ~7% of the
-                    # server's CPU per message (bench/chat.py, N = 200, schedstat) and saves
-                    # next to nothing on the wire.
-                    ws_per_message_deflate=False)
+        config = uvicorn.Config(
+            "config.asgi:application", host=host, port=port, log_level=settings.LOG_LEVEL.lower(),
+            access_log=settings.ACCESS_LOG, lifespan="off", workers=workers,
+            # The client address is the app's to work out, from TRUSTED_PROXIES
+            # only (core/clientip.py): uvicorn would trust X-Forwarded-For from 127.0.0.1.
+            proxy_headers=False,
+            # Chat frames are small JSON: compressing each one cost ~7% of the
+            # server's CPU per message (bench/chat.py, N = 200, schedstat) and saves
+            # next to nothing on the wire.
+            ws_per_message_deflate=False,
+            # SIGTERM: the grace, then the deadline hooks; what is left after them is cancelled.
+            timeout_graceful_shutdown=settings.SHUTDOWN_GRACE_S + DEADLINE_HOOKS_S)
+        server = GracefulServer(config, settings.SHUTDOWN_GRACE_S)
+        if workers > 1:  # as uvicorn.run: one socket, a supervisor relaying SIGTERM to each process
+            Multiprocess(config, target=server.run, sockets=[config.bind_socket()]).run()
+        else:
+            server.run()

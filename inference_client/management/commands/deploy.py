@@ -1,8 +1,9 @@
 """manage.py deploy --model M --version V --steps 10,50,100     (runs the rollout to its end)
 manage.py deploy --model M --pause | --resume | --promote | --rollback   (the active rollout)
 
-Its driver (this process) holds the rollout's lease while it runs. If it dies,
-the rollout is stale once the lease lapses (ROLLOUT_LEASE_S): --resume then
+Its driver (this process) holds the rollout's lease while it runs. On SIGTERM
+it lets the lease go after the step it is in (core.jobs), so the rollout is
+stale at once; if it dies, once the lease lapses (ROLLOUT_LEASE_S): --resume then
 takes it over and drives it here from its recorded step (a paused one resumes
 too), and --rollback aborts it here (rolls back what it published).
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
+from core import shutdown
 from core.commands import ModelVersionCommand, operator
 from inference_client.control import rollout as ro
 from inference_client.models import Rollout
@@ -34,6 +36,7 @@ class Command(ModelVersionCommand):
         parser.add_argument("--created-by", default=operator())
 
     def handle(self, *args, model, model_version, steps, action, created_by, **options):
+        shutdown.stop_on_sigterm()
         try:
             rollout = (self._act(model, action, created_by) if action
                        else self._start(model, model_version, steps, created_by))
@@ -44,6 +47,9 @@ class Command(ModelVersionCommand):
         if rollout is None:
             return
         self.stdout.write(f"rollout {rollout.pk} {rollout.state}: {rollout.reason}")
+        if shutdown.stopping.is_set() and rollout.stale:
+            raise CommandError(f"stopped (SIGTERM); its lease is let go: deploy --model {model} --resume "
+                               "drives it on from its recorded step")
         if rollout.state != Rollout.State.PROMOTED:
             raise CommandError(f"rollout {rollout.state}")
 
