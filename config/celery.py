@@ -9,7 +9,11 @@ from celery import Celery, bootsteps
 from celery.beat import PersistentScheduler
 from django.conf import settings
 
+from core.liveness import mark
+from core.startup import settings_or_exit
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+settings_or_exit()
 
 app = Celery("promptyard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -82,3 +86,10 @@ class BeatScheduler(PersistentScheduler):
     def setup_schedule(self):
         Path(self.schedule_filename).parent.mkdir(parents=True, exist_ok=True)
         super().setup_schedule()
+
+    def tick(self, *args, **kwargs):
+        """One pass over the schedule; marks beat alive (manage.py doctor) until
+        well past the sleep that follows it."""
+        interval = super().tick(*args, **kwargs)
+        mark("beat", 3 * interval + 5)
+        return interval

@@ -45,6 +45,7 @@ from django.utils import timezone
 
 from core.commit import after_commit
 from core.leases import job_slot_check, release_connection
+from core.liveness import mark
 
 logger = logging.getLogger(__name__)
 
@@ -279,6 +280,7 @@ def run_worker(kinds: Iterable[JobKind], *, once: bool, poll: float, drivers: in
     threads = DriverThreads(drivers)
     while True:
         for kind in kinds:
+            mark(f"driver:{kind.name}", max(3 * poll, 10.0))  # for manage.py doctor
             for pk in waiting(kind, limit=threads.room()):
                 if threads.start(kind, pk):
                     say(f"{kind.name} {pk}: started")

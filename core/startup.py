@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import secrets
+import sys
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -22,6 +23,18 @@ MISSING_SECRET_KEY = (
     "SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')); "
     "only the embedded default that scripts/run.sh starts runs without one."
 )
+
+
+def settings_or_exit() -> None:
+    """Load the settings now (manage.py, the Celery app): a variable that is malformed
+    is one line naming it on stderr and exit status 2, not a traceback."""
+    from django.conf import settings
+
+    try:
+        settings.INSTALLED_APPS  # noqa: B018 - the access loads every settings module
+    except ImproperlyConfigured as exc:
+        sys.stderr.write(f"promptyard: {exc}\n")
+        raise SystemExit(2) from None
 
 
 def embedded_secret_key(path: Path) -> str:
