@@ -96,7 +96,9 @@ class Process:
     argv: list[str]
 
     def line(self) -> str:
-        return f"{self.name}: {shlex.join(self.argv)}"
+        # exec: honcho's shell becomes the process, which gets honcho's SIGTERM and whose
+        # exit status honcho reports.
+        return f"{self.name}: exec {shlex.join(self.argv)}"
 
 
 def _slug(text: str) -> str:
