@@ -3,14 +3,15 @@ workers `-Q webhooks`, and one `celery -A config beat` sends the periodic tasks.
 
 import contextlib
 import os
+import sys
 from pathlib import Path
 
-from celery import Celery, bootsteps
+from celery import Celery, bootsteps, signals
 from celery.beat import PersistentScheduler
 from django.conf import settings
 
 from core.liveness import mark
-from core.startup import settings_or_exit
+from core.startup import StartupError, check_worker, settings_or_exit
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 settings_or_exit()
@@ -78,6 +79,18 @@ class AckWake(bootsteps.StartStopStep):
 
 
 app.steps["consumer"].add(AckWake)
+
+
+@signals.celeryd_init.connect
+@signals.beat_init.connect
+def _refuse_to_start(**kwargs):
+    """A worker or beat without its services: one line and exit status 2 (Celery
+    would retry an unreachable broker for ever)."""
+    try:
+        check_worker()
+    except StartupError as exc:
+        sys.stderr.write(f"promptyard: {exc}\n")
+        raise SystemExit(2) from None
 
 
 class BeatScheduler(PersistentScheduler):

@@ -46,6 +46,7 @@ from django.utils import timezone
 from core.commit import after_commit
 from core.leases import job_slot_check, release_connection
 from core.liveness import mark
+from core.startup import check_services
 
 logger = logging.getLogger(__name__)
 
@@ -277,6 +278,7 @@ def run_worker(kinds: Iterable[JobKind], *, once: bool, poll: float, drivers: in
             for pk in waiting(kind, limit=once_limit):
                 say(f"{kind.name} {pk}: {drive(kind, pk)}")
         return
+    check_services()  # one line naming an unreachable service, not a traceback per poll
     threads = DriverThreads(drivers)
     while True:
         for kind in kinds:

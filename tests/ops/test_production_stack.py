@@ -8,7 +8,6 @@ import io
 import json
 import os
 import re
-import secrets
 import signal
 import uuid
 from pathlib import Path
@@ -18,6 +17,7 @@ import openai
 import pytest
 from websockets.asyncio.client import connect
 
+from core.liveness import last_seen
 from inference_protocol.backend import live_workers
 from playground import services
 from playground.evals.datasets import dataset_create, dataset_version_create
@@ -25,11 +25,11 @@ from playground.evals.models import EvalRun
 from playground.evals.runs import evalrun_create
 from playground.webhooks.models import WebhookDelivery
 from playground.webhooks.services import endpoint_create
-from tests.chat import live
 from tests.evals.conftest import rows
 from tests.factories import ApiKeyFactory, PromptFactory, PromptVersionFactory, UserFactory
 from tests.inference_worker.workers import delete_queues
 from tests.livesubprocess import free_port, running_server
+from tests.ops.env import manage, production_env, statuses
 from tests.playground.webhook_receiver import Receiver
 from tests.polling import wait_for
 
@@ -41,10 +41,8 @@ QUEUE = f"webhooks-stack-{os.getpid()}"
 
 
 def _stack_env(tmp_path) -> dict:
-    return dict(os.environ, DATABASE_URL=live.test_database_url(), PROMPTYARD_VAR_DIR=str(tmp_path),
-                SECRET_KEY=secrets.token_urlsafe(50), METRICS_TOKEN=secrets.token_urlsafe(32),
-                TRUSTED_PROXIES="127.0.0.1", INFERENCE_MODELS=json.dumps(MODELS), WEBHOOK_QUEUE=QUEUE,
-                WEBHOOK_ALLOWED_NETWORKS="127.0.0.1/32", WEBHOOK_ALLOW_HTTP="true")
+    return production_env(tmp_path, INFERENCE_MODELS=json.dumps(MODELS), WEBHOOK_QUEUE=QUEUE,
+                          WEBHOOK_ALLOWED_NETWORKS="127.0.0.1/32", WEBHOOK_ALLOW_HTTP="true")
 
 
 @pytest.fixture
@@ -122,6 +120,16 @@ def test_should_run_the_whole_stack_and_stop_every_process_on_sigint(transaction
             delivered = wait_for(lambda: (d := WebhookDelivery.objects.get()).status == "succeeded" and d,
                                  timeout=60, what="the webhook delivery")  # the stack's webhooks worker
             assert [got["body"] for got in receiver.received] == [bytes(delivered.body)]
+
+            wait_for(lambda: last_seen("beat"), timeout=30, what="beat's first tick")
+            doctor = manage(_stack_env(tmp_path), "doctor")
+            assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+            # Every part is well; the warning: no config document is published (document 0 runs).
+            assert statuses(doctor.stdout) == {
+                "settings": "ok", "database": "ok", "redis": "ok", "broker": "ok", "object store": "ok",
+                "migrations": "ok", "config document": "warn", f"weights {MODEL}": "ok",
+                f"queue gpu.{MODEL}": "ok", f"queue {QUEUE}": "ok", "beat": "ok", "driver run": "ok",
+                "driver import": "ok", "driver batch": "ok"}, doctor.stdout
 
             server.proc.send_signal(signal.SIGINT)  # honcho: Ctrl-C
             assert server.proc.wait(60) is not None
