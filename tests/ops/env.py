@@ -13,9 +13,9 @@ from tests.livesubprocess import ROOT
 def production_env(var_dir: Path, **extra: str) -> dict:
     """What an operator exports (docs/operations.md), on the test database and
     the services of this run; ``extra`` changes or, as "", removes a variable."""
-    env = dict(os.environ, DATABASE_URL=live.test_database_url(), PROMPTYARD_VAR_DIR=str(var_dir),
-               SECRET_KEY=secrets.token_urlsafe(50), METRICS_TOKEN=secrets.token_urlsafe(32),
-               TRUSTED_PROXIES="127.0.0.1", **extra)
+    env = {**os.environ, "DATABASE_URL": live.test_database_url(), "PROMPTYARD_VAR_DIR": str(var_dir),
+           "SECRET_KEY": secrets.token_urlsafe(50), "METRICS_TOKEN": secrets.token_urlsafe(32),
+           "TRUSTED_PROXIES": "127.0.0.1", **extra}
     return {k: v for k, v in env.items() if v != ""}
 
 
