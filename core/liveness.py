@@ -5,6 +5,7 @@ the job drivers' poll loops): each writes a key with a TTL as it runs, and
 from __future__ import annotations
 
 import time
+from typing import cast
 
 from django.conf import settings
 
@@ -21,5 +22,5 @@ def mark(name: str, ttl_s: float) -> None:
 
 def last_seen(name: str) -> float | None:
     """When ``name`` last marked itself alive (Unix time), None once its mark lapsed."""
-    raw = get_redis().get(f"{_PREFIX}{name}")
+    raw = cast(bytes | None, get_redis().get(f"{_PREFIX}{name}"))  # a sync client's reply
     return float(raw) if raw is not None else None
