@@ -20,12 +20,12 @@ if [ "${1:-}" = --production ]; then
       *) echo "scripts/run.sh --production: unknown argument $1 (--host H, --port P)" >&2; exit 2;;
     esac
   done
+  .venv/bin/python manage.py doctor --before-start \
+    || { echo "scripts/run.sh --production: fix each 'fail' line above, then run it again" >&2; exit 2; }
   if [ ! -x .venv/bin/honcho ]; then
     echo "scripts/run.sh --production needs honcho in .venv: run scripts/install.sh" >&2
     exit 2
   fi
-  .venv/bin/python manage.py doctor --before-start \
-    || { echo "scripts/run.sh --production: fix each 'fail' line above, then run it again" >&2; exit 2; }
   .venv/bin/python manage.py migrate --no-input -v 1
   var=${PROMPTYARD_VAR_DIR:-var}
   mkdir -p "$var/log"

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from playground.webhooks.services import endpoint_create
 from tests.evals.conftest import rows
 from tests.factories import ApiKeyFactory, PromptFactory, PromptVersionFactory, UserFactory
 from tests.inference_worker.workers import delete_queues
-from tests.livesubprocess import free_port, running_server
+from tests.livesubprocess import ROOT, free_port, running_server
 from tests.ops.env import manage, production_env, statuses
 from tests.playground.webhook_receiver import Receiver
 from tests.polling import wait_for
@@ -160,3 +161,19 @@ def _group_alive(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
+
+
+def test_should_start_nothing_and_name_each_missing_setting_with_how_to_make_it(django_db_setup, tmp_path):
+    env = production_env(tmp_path, METRICS_TOKEN="", CONFIG_SIGNING_KEY="", CONFIG_PUBLIC_KEY="",
+                         SECRET_KEY="", TRUSTED_PROXIES="")
+    result = subprocess.run(["bash", "scripts/run.sh", "--production"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    fails = [line for line in result.stdout.splitlines() if line.startswith("fail")]
+    assert [line.split(":")[0] for line in fails] == [
+        "fail  setting SECRET_KEY", "fail  setting TRUSTED_PROXIES", "fail  setting CONFIG_PUBLIC_KEY",
+        "fail  setting METRICS_TOKEN"], result.stdout
+    assert "not set: export SECRET_KEY=$(python3 -c" in fails[0]
+    assert "manage.py config_keygen" in fails[2] and "secrets.token_urlsafe" in fails[3]
+    assert "fix each 'fail' line above" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "Procfile").exists()
