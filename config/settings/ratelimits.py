@@ -6,7 +6,6 @@ REDIS_URL (the embedded default, one local user) admission, idempotency and the
 prompt cache are off and /v1 simply forwards to the in-process worker.
 """
 
-
 from core.env import env_bool, env_float, env_int, env_json, env_str
 
 # ---- per API key, by tier ---------------------------------------------------
