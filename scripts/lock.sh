@@ -17,4 +17,4 @@ compile() {
 }
 compile requirements/dev.txt --extra ml --extra dev
 compile requirements/ml.txt --extra ml -c requirements/dev.txt
-compile requirements/default.txt -c requirements/dev.txt
+compile requirements/default.txt -c requirements/dev.txt --override requirements/overrides-default.txt

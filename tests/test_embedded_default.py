@@ -86,6 +86,30 @@ def test_should_answer_with_real_smollm2_completions_on_the_embedded_default(tmp
         assert 0 < body["usage"]["completion_tokens"] <= 12
 
 
+def test_should_serve_embeddings_to_the_openai_sdk_on_the_embedded_default(tmp_path):
+    import numpy as np
+    import openai
+
+    port = free_port()
+    with running_server(["manage.py", "serve", "--port", str(port)], embedded_env(tmp_path), port) as server:
+        base = server.base
+        client = _login(base, "demo", "promptyard-demo")
+        created = client.post("/api/accounts/keys", json={"name": "sdk"},
+                              headers={"X-CSRFToken": client.cookies["csrftoken"], "Origin": base})
+        assert created.status_code == 201, created.text
+        sdk = openai.OpenAI(base_url=f"{base}/v1", api_key=created.json()["key"], max_retries=0, timeout=120)
+        texts = ["A cat sat on the mat.", "A kitten rested on the rug.", "Quarterly revenue rose 4%."]
+        reply = sdk.embeddings.create(model="all-minilm-l6-v2", input=texts)
+        vectors = np.array([d.embedding for d in reply.data])
+        assert [d.index for d in reply.data] == [0, 1, 2] and vectors.shape == (3, 384)
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+        assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+        assert reply.model == "all-minilm-l6-v2" and reply.usage.prompt_tokens > len(texts)
+        with pytest.raises(openai.BadRequestError) as e:
+            sdk.embeddings.create(model="all-minilm-l6-v2", input="word " * 300)
+        assert e.value.code == "context_length_exceeded"
+
+
 def _production_env(tmp_path, **extra) -> dict:
     """A deployment's environment: not the embedded default, no DEBUG, no SECURE_HTTPS override."""
     env = embedded_env(tmp_path)

@@ -2,6 +2,7 @@
 
 INFERENCE_MODELS: JSON object, model name -> engine spec, e.g.
   {"smollm2": {"engine": "llamacpp"},
+   "all-minilm-l6-v2": {"engine": "llamacpp_embeddings"},
    "fixed-cost": {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.2}}
 """
 
@@ -11,6 +12,8 @@ from .celery import CELERY_BROKER_URL
 
 INFERENCE_MODELS = env_json("INFERENCE_MODELS", {
     "smollm2": {"engine": "llamacpp"},
+    # Sentence embeddings on llama.cpp (no torch): /v1/embeddings, the semantic cache.
+    "all-minilm-l6-v2": {"engine": "llamacpp_embeddings"},
     "fixed-cost": {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.2},
 })
 DEFAULT_MODEL = env_str("DEFAULT_MODEL", "smollm2")

@@ -96,9 +96,13 @@ IDEMPOTENCY_TTL_S = env_int("IDEMPOTENCY_TTL_S", 24 * 3600)
 PROMPT_CACHE_ENABLED = env_bool("PROMPT_CACHE_ENABLED", True)
 PROMPT_CACHE_TTL_S = env_int("PROMPT_CACHE_TTL_S", 3600)
 # Semantic cache (opt-in per key or request, temperature 0 only): cosine
-# similarity of all-MiniLM-L6-v2 embeddings of the last user message, other
-# messages identical. Threshold per model ("default" for the rest).
+# similarity of embeddings of the last user message, other messages identical.
+# Threshold per model ("default" for the rest), tuned for all-MiniLM-L6-v2.
 SEMANTIC_CACHE_THRESHOLD = env_json("SEMANTIC_CACHE_THRESHOLD", {"default": 0.95})
+# The catalog's embedding model that embeds them (a worker must serve it), and how
+# long a lookup waits for its vector before it answers without the cache.
+SEMANTIC_CACHE_EMBEDDING_MODEL = env_str("SEMANTIC_CACHE_EMBEDDING_MODEL", "all-minilm-l6-v2")
+SEMANTIC_CACHE_EMBED_TIMEOUT_S = env_float("SEMANTIC_CACHE_EMBED_TIMEOUT_S", 10.0)
 # Entries kept per tenant/model/context scope (searched by brute force).
 SEMANTIC_CACHE_MAX_ENTRIES = env_int("SEMANTIC_CACHE_MAX_ENTRIES", 200)
 # Polarity guard: the two questions must share at least this fraction of

@@ -60,7 +60,7 @@ async def lookup(call: Call) -> None:
                                                           messages=messages, params=fp)
         if call.hit is None:
             found = await prompt_cache.semantic_get(scope=call.semantic_scope, model=model,
-                                                    question=messages[-1]["content"])
+                                                    question=messages[-1]["content"], priority=call.priority)
             call.hit, call.cache_hit = (found[0], "semantic") if found else (None, "")
     m.count_cache(call.cache_hit or "miss")
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from django.contrib.auth.base_user import AbstractBaseUser
 
 from accounts.models import ApiKey
+from core.vocabulary import Priority
 from inference_client.admission import Decision
 from inference_client.completion import Completion
 from inference_client.request_params import ChatParams
@@ -86,6 +87,11 @@ class Call:
         return Completion(id=self.answer_id(self.request_id), request_id=self.request_id, model=self.model,
                           created=self.created, include_usage=params.include_usage,
                           keep_on_disconnect=bool(self.idempotency_key), **self.shape(), **extra)
+
+    @property
+    def priority(self) -> str:
+        """Its queue priority on the wire (core.vocabulary.Priority)."""
+        return Priority.of(self.principal.tier, batch=self.lane == "batch").wire
 
     def answer_id(self, request_id: str) -> str:
         return f"{'cmpl' if self.kind == 'text' else 'chatcmpl'}-{request_id}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import secrets
 
 from core.error_codes import DomainError
-from core.vocabulary import Priority
 from inference_client.completion import Completion, read_events
 from inference_client.stages.admit import release
 from inference_client.stages.call import Call
@@ -26,7 +25,7 @@ async def publish(call: Call) -> None:
         response_format=params.response_format or params.tool_constraint, n=params.n, inputs=params.inputs,
         logprobs=params.logprobs,
         raw_prompt=params.raw_prompt,
-        priority=Priority.of(call.principal.tier, batch=call.lane == "batch").wire,
+        priority=call.priority,
         timeout_s=call.timeout_s, stream=call.stream)
     try:
         await get_backend().asubmit(generation, device=call.device)

@@ -52,7 +52,7 @@ async def record(completion: Completion, call: Call, terminal: dict) -> None:
         await prompt_cache.exact_put(call.exact_key, cached)
         if call.semantic_scope is not None:
             await prompt_cache.semantic_put(scope=call.semantic_scope, result=cached,
-                                            question=call.messages[-1]["content"])
+                                            question=call.messages[-1]["content"], priority=call.priority)
     m.observe_end(model, latency_s=latency, ttft_s=completion.ttft_s, result=result)
     if sink is not None:  # last: the caller knows the request's bookkeeping is done
         sink(row)

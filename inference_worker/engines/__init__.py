@@ -21,6 +21,7 @@ ENGINES: dict[str, str] = {
     "upstream": "inference_worker.engines.upstream:UpstreamEngine",
     "fixed_cost": "inference_worker.engines.fixed_cost:FixedCostEngine",
     "embeddings": "inference_worker.engines.embeddings:EmbeddingEngine",
+    "llamacpp_embeddings": "inference_worker.engines.llamacpp_embeddings:LlamaCppEmbeddingEngine",
 }
 
 

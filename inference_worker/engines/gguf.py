@@ -62,9 +62,11 @@ def check_gguf_file(path: str) -> None:
 
 
 class GgufModel:
-    """The loaded weights and vocabulary of one GGUF file (``close`` frees them)."""
+    """The loaded weights and vocabulary of one GGUF file (``close`` frees them).
+    ``chat=False`` (an embedding model) reads no chat template."""
 
-    def __init__(self, path: str, *, chat_template: str | None = None, verbose: bool = False):
+    def __init__(self, path: str, *, chat_template: str | None = None, chat: bool = True,
+                 verbose: bool = False):
         self.path = path
         self.handle = None
         check_gguf_file(path)
@@ -80,6 +82,8 @@ class GgufModel:
         self.n_vocab = ll.llama_vocab_n_tokens(self.vocab)
         self.n_ctx_train = ll.llama_model_n_ctx_train(handle)
         self._pieces: dict[int, bytes] = {}
+        if not chat:
+            return
         try:
             self._formatter = self._chat_formatter(chat_template)
         except BaseException:
@@ -111,12 +115,12 @@ class GgufModel:
 
     # -- tokenizer ---------------------------------------------------------
 
-    def tokenize(self, text: str, *, parse_special: bool = True) -> list[int]:
+    def tokenize(self, text: str, *, parse_special: bool = True, add_special: bool = False) -> list[int]:
         data = text.encode("utf-8")
         cap = len(data) + 8
         while True:
             arr = (self.ll.llama_token * cap)()
-            n = self.ll.llama_tokenize(self.vocab, data, len(data), arr, cap, False, parse_special)
+            n = self.ll.llama_tokenize(self.vocab, data, len(data), arr, cap, add_special, parse_special)
             if n >= 0:
                 return list(arr[:n])
             cap = -n

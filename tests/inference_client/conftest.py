@@ -28,7 +28,7 @@ SMOL = "gw-smollm2"
 EMBED = "gw-minilm"
 MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.05},
           SMOL: {"engine": "llamacpp", "n_seq_max": 8, "context_window": 1024, "n_threads": 1},
-          EMBED: {"engine": "embeddings", "threads": 1}}
+          EMBED: {"engine": "llamacpp_embeddings", "n_threads": 1}}
 
 
 # /metrics of the live servers (core/monitoring.py).
@@ -38,7 +38,8 @@ METRICS_HEADERS = {"Authorization": f"Bearer {METRICS_TOKEN}"}
 
 def stack_env(**extra) -> dict:
     env = dict(os.environ, INFERENCE_MODELS=json.dumps(MODELS), HEARTBEAT_INTERVAL_S="0.2",
-               HEARTBEAT_TTL_S="2", LOG_LEVEL="WARNING", METRICS_TOKEN=METRICS_TOKEN)
+               HEARTBEAT_TTL_S="2", LOG_LEVEL="WARNING", METRICS_TOKEN=METRICS_TOKEN,
+               SEMANTIC_CACHE_EMBEDDING_MODEL=EMBED)
     env.update(extra)
     return env
 

@@ -106,8 +106,9 @@ def test_should_run_embeddings_lines_on_the_real_model_with_the_same_vectors_as_
     assert out["emb-0"]["usage"]["prompt_tokens"] > 2
     one = np.frombuffer(base64.b64decode(out["emb-1"]["data"][0]["embedding"]), dtype="<f4")
     live = client.embeddings.create(model=EMBED, input=texts, encoding_format="float")
-    assert np.allclose(pair, [d.embedding for d in live.data], atol=1e-5)
-    assert np.allclose(one, pair[0], atol=1e-5)
+    # Batched otherwise than the lines were: llama.cpp sums in another order, equal up to float rounding.
+    assert np.allclose(pair, [d.embedding for d in live.data], atol=1e-4)
+    assert np.allclose(one, pair[0], atol=1e-4)
     [error] = map(json.loads, client.files.content(done.error_file_id).text.splitlines())
     assert (error["custom_id"], error["error"]["code"]) == ("emb-2", "context_length_exceeded")
 

@@ -304,7 +304,8 @@ def test_should_serve_embeddings_through_the_sdk_on_a_real_model(embedder):
     assert reply.usage.prompt_tokens == reply.usage.total_tokens > len(texts)
     floats = httpx.post(f"{embedder}/v1/embeddings", headers={"Authorization": f"Bearer {raw}"}, timeout=30,
                         json={"model": EMBED, "input": texts[0], "encoding_format": "float"}).json()
-    assert np.allclose(floats["data"][0]["embedding"], vectors[0], atol=1e-5)
+    # Alone, not in a batch of three: llama.cpp sums in another order, equal up to float rounding.
+    assert np.allclose(floats["data"][0]["embedding"], vectors[0], atol=1e-4)
     too_long = httpx.post(f"{embedder}/v1/embeddings", headers={"Authorization": f"Bearer {raw}"}, timeout=30,
                           json={"model": EMBED, "input": ["fine", "word " * 400]})
     assert too_long.status_code == 400, too_long.text

@@ -21,6 +21,13 @@ def test_should_render_list_playground_and_history_for_the_owner(client, user, p
     assert client.get(f"/prompts/{prompt.pk}/history/").status_code == 200
 
 
+def test_should_offer_the_models_that_generate_text_and_not_the_embedding_one(client, user, prompt):
+    client.force_login(user)
+    page = client.get(f"/prompts/{prompt.pk}/")
+    config = page.context["config"]
+    assert config["models"] == ["fixed-cost", "smollm2"]  # the default catalog, less all-minilm-l6-v2
+
+
 def test_should_answer_404_to_a_stranger_and_send_anonymous_users_to_login(client, prompt):
     for path in (f"/prompts/{prompt.pk}/", f"/prompts/{prompt.pk}/history/"):
         assert client.get(path).status_code == 302
