@@ -135,7 +135,8 @@ def _weights(served: str, spec: dict) -> Line:
             return Line(OK, part, "checkpoint present and verified on a worker")
         return Line(WARN, part, "no worker holds the checkpoint yet: start its worker "
                                 "(it fetches and verifies it)")
-    if spec.get("engine") == "llamacpp":
+    engine = spec.get("engine")
+    if engine in ("llamacpp", "llamacpp_embeddings") and (spec.get("model_path") or engine == "llamacpp"):
         from inference_worker.engines.gguf import default_model_path
 
         path = Path(spec.get("model_path") or default_model_path())
@@ -144,10 +145,13 @@ def _weights(served: str, spec: dict) -> Line:
         if magic != b"GGUF":
             return Line(FAIL, part, f"{path} is not a GGUF file: point model_path at one")
         return Line(OK, part, f"{path.name} present (GGUF)")
-    if spec.get("engine") == "transformers":
-        path = Path(spec.get("model_dir", ""))
+    if engine in ("transformers", "llamacpp_embeddings"):
+        from inference_worker.engines.bert_gguf import default_checkpoint_dir
+
+        path = Path(spec.get("model_dir", "") if engine == "transformers"
+                    else spec.get("checkpoint_dir") or default_checkpoint_dir())
         if not (path / "config.json").is_file():
-            return Line(FAIL, part, f"{path} has no config.json: point model_dir at a model directory")
+            return Line(FAIL, part, f"{path} has no config.json: point the spec at a model directory")
         return Line(OK, part, f"{path} present")
     return Line(OK, part, f"engine {spec.get('engine')} loads no weights")
 
