@@ -9,13 +9,18 @@ stay overrides."""
 
 import contextlib
 import os
+import sys
 from pathlib import Path
 
 from celery import Celery, bootsteps, signals
 from celery.beat import PersistentScheduler
 from django.conf import settings
 
+from core.liveness import mark
+from core.startup import StartupError, check_worker, settings_or_exit
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+settings_or_exit()
 
 app = Celery("promptyard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -83,6 +88,18 @@ app.steps["consumer"].add(AckWake)
 
 
 @signals.celeryd_init.connect
+@signals.beat_init.connect
+def _refuse_to_start(**kwargs):
+    """A worker or beat without its services: one line and exit status 2 (Celery
+    would retry an unreachable broker for ever)."""
+    try:
+        check_worker()
+    except StartupError as exc:
+        sys.stderr.write(f"promptyard: {exc}\n")
+        raise SystemExit(2) from None
+
+
+@signals.celeryd_init.connect
 def size_worker(sender=None, conf=None, options=None, **kwargs):
     """A worker of gpu.<model> queues only: load the models now, before the pool
     is made, and size the pool to their window; a worker of the webhooks queue:
@@ -108,3 +125,10 @@ class BeatScheduler(PersistentScheduler):
     def setup_schedule(self):
         Path(self.schedule_filename).parent.mkdir(parents=True, exist_ok=True)
         super().setup_schedule()
+
+    def tick(self, *args, **kwargs):
+        """One pass over the schedule; marks beat alive (manage.py doctor) until
+        well past the sleep that follows it."""
+        interval = super().tick(*args, **kwargs)
+        mark("beat", 3 * interval + 5)
+        return interval

@@ -77,6 +77,10 @@ class BlobStore(abc.ABC):
         """Raise if the store cannot be reached (for /healthz)."""
 
     @abc.abstractmethod
+    def ensure_bucket(self) -> None:
+        """Make the bucket (or directory) if it is missing (a server's start)."""
+
+    @abc.abstractmethod
     def describe(self) -> str: ...
 
 

@@ -1,6 +1,18 @@
-"""Tiny helpers to read typed environment variables."""
+"""Tiny helpers to read typed environment variables.
 
+A value that does not parse is a SettingError naming the variable and what it
+should be: every process prints that one line and exits (core/startup.py), never
+a traceback."""
+
+import json
 import os
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+class SettingError(ImproperlyConfigured):
+    pass
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -14,11 +26,27 @@ def env_bool(name: str, default: bool = False) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _parsed(name: str, kind: type, what: str) -> Any:
+    value = os.environ[name]
+    try:
+        return kind(value)
+    except ValueError:
+        raise SettingError(f"{name}={value!r} is not {what}: set it to {what} or unset it") from None
+
+
 def env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    return int(value) if value else default
+    return _parsed(name, int, "an integer") if os.environ.get(name) else default
 
 
 def env_float(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    return float(value) if value else default
+    return _parsed(name, float, "a number") if os.environ.get(name) else default
+
+
+def env_json(name: str, default: Any) -> Any:
+    """A JSON value; ``default`` (a Python value) when unset or empty."""
+    if not os.environ.get(name):
+        return default
+    try:
+        return json.loads(os.environ[name])
+    except json.JSONDecodeError as exc:
+        raise SettingError(f"{name} is not valid JSON ({exc})") from None

@@ -49,6 +49,8 @@ from django.utils import timezone
 from core import shutdown
 from core.commit import after_commit
 from core.leases import job_slot_check, release_connection
+from core.liveness import mark
+from core.startup import check_services
 
 logger = logging.getLogger(__name__)
 
@@ -288,9 +290,11 @@ def run_worker(kinds: Iterable[JobKind], *, once: bool, poll: float, drivers: in
                     return
                 say(f"{kind.name} {pk}: {drive(kind, pk)}")
         return
+    check_services()  # one line naming an unreachable service, not a traceback per poll
     threads = DriverThreads(drivers)
     while not shutdown.stopping.is_set():
         for kind in kinds:
+            mark(f"driver:{kind.name}", max(3 * poll, 10.0))  # for manage.py doctor
             for pk in waiting(kind, limit=threads.room()):
                 if threads.start(kind, pk):
                     say(f"{kind.name} {pk}: started")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import secrets
+import sys
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import CommandError
 from django.dispatch import Signal
 
 from core.env import env_int
@@ -22,6 +25,18 @@ MISSING_SECRET_KEY = (
     "SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')); "
     "only the embedded default that scripts/run.sh starts runs without one."
 )
+
+
+def settings_or_exit() -> None:
+    """Load the settings now (manage.py, the Celery app): a variable that is malformed
+    is one line naming it on stderr and exit status 2, not a traceback."""
+    from django.conf import settings
+
+    try:
+        settings.INSTALLED_APPS  # noqa: B018 - the access loads every settings module
+    except ImproperlyConfigured as exc:
+        sys.stderr.write(f"promptyard: {exc}\n")
+        raise SystemExit(2) from None
 
 
 def embedded_secret_key(path: Path) -> str:
@@ -73,3 +88,82 @@ def tune_gc() -> None:
     gc.freeze()
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(env_int("GC_GEN0_THRESHOLD", 10_000), older, oldest)
+
+
+class StartupError(CommandError):
+    """A process cannot start: one line naming what is wrong and how to make it right
+    (a management command prints it as such, without a traceback)."""
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse a port another process listens on (before anything else starts)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise StartupError(f"cannot listen on {host}:{port} ({exc.strerror}): stop what uses the port "
+                               "or pass another --port") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{exc.__class__.__name__}: {text.splitlines()[0]}" if text else exc.__class__.__name__
+
+
+def check_broker() -> None:
+    """One connection to the broker, bounded in time (no retries for ever at start)."""
+    from django.conf import settings
+    from kombu import Connection
+
+    if not settings.CELERY_BROKER_URL:
+        return
+    try:
+        with Connection(settings.CELERY_BROKER_URL, connect_timeout=3) as conn:
+            conn.ensure_connection(max_retries=1, timeout=3)
+    except Exception as exc:  # whatever the transport raises: the operator needs the line
+        raise StartupError(f"the broker is unreachable ({_first_line(exc)}): check CELERY_BROKER_URL "
+                           "and that the broker runs there") from None
+
+
+def check_services() -> None:
+    """The database, the broker and the object store answer (a server's start)."""
+    from django.conf import settings
+    from django.db import connection
+
+    from core.blobstore import get_blob_store
+
+    pool_log = logging.getLogger("psycopg.pool")
+    level, pool_log.level = pool_log.level, logging.CRITICAL  # its retries, a line each: ours says it
+    try:
+        connection.ensure_connection()
+    except Exception as exc:  # OperationalError, or a pool that timed out
+        raise StartupError(f"the database is unreachable ({_first_line(exc)}): check DATABASE_URL "
+                           "and that PostgreSQL runs there") from None
+    finally:
+        pool_log.setLevel(level)
+    check_broker()
+    if settings.S3_BUCKET:
+        store = get_blob_store()
+        try:
+            store.ensure_bucket()  # made if missing, as on a fresh installation
+        except Exception as exc:  # botocore's connection and client errors
+            raise StartupError(f"the object store {store.describe()} is unreachable ({_first_line(exc)}): "
+                               "check S3_ENDPOINT_URL, S3_BUCKET and the S3 keys") from None
+
+
+def check_worker() -> None:
+    """What a Celery worker or beat needs before it connects: a broker it can reach,
+    and Redis (events, heartbeats)."""
+    from django.conf import settings
+
+    if not settings.CELERY_BROKER_URL:
+        raise StartupError("CELERY_BROKER_URL is not set: e.g. export "
+                           "CELERY_BROKER_URL=amqp://guest:guest@127.0.0.1:5672//")
+    if not settings.REDIS_URL:
+        raise StartupError("REDIS_URL is not set: workers write events and heartbeats there; e.g. "
+                           "export REDIS_URL=redis://127.0.0.1:6379/0")
+    check_broker()

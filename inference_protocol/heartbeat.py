@@ -36,13 +36,13 @@ peer exchange or DHT); once connected, they keep going without Redis.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, cast
 
+from core.env import env_float
 from core.redis import get_redis
 
-HEARTBEAT_INTERVAL_S = float(os.environ.get("HEARTBEAT_INTERVAL_S", "1.0"))
-HEARTBEAT_TTL_S = float(os.environ.get("HEARTBEAT_TTL_S", "5.0"))
+HEARTBEAT_INTERVAL_S = env_float("HEARTBEAT_INTERVAL_S", 1.0)
+HEARTBEAT_TTL_S = env_float("HEARTBEAT_TTL_S", 5.0)
 _PREFIX = "inference:worker:"
 _NODE_PREFIX = "inference:node:"
 # The keys published under each prefix (live or expired since).

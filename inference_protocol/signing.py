@@ -40,6 +40,13 @@ def public_key_of(private_b64: str) -> str:
     return _b64(key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
 
 
+def check_public_key(public_b64: str) -> None:
+    """ValueError unless ``public_b64`` is an Ed25519 public key (base64 of 32 bytes)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    Ed25519PublicKey.from_public_bytes(_unb64(public_b64))
+
+
 def sign(private_b64: str, data: bytes) -> str:
     """Base64 Ed25519 signature of ``data``."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey

@@ -11,8 +11,8 @@ by scripts/run.sh; neither key set) derives a pair from its own SECRET_KEY, so t
 works with no set-up.
 """
 
-from core.env import env_bool, env_float, env_int, env_str
-from inference_protocol.signing import dev_private_key, public_key_of
+from core.env import SettingError, env_bool, env_float, env_int, env_str
+from inference_protocol.signing import check_public_key, dev_private_key, public_key_of
 
 from .base import EMBEDDED, SECRET_KEY
 
@@ -20,8 +20,23 @@ CONFIG_SIGNING_KEY = env_str("CONFIG_SIGNING_KEY", "")
 CONFIG_PUBLIC_KEY = env_str("CONFIG_PUBLIC_KEY", "")
 if EMBEDDED and SECRET_KEY and not CONFIG_SIGNING_KEY and not CONFIG_PUBLIC_KEY:
     CONFIG_SIGNING_KEY = dev_private_key(SECRET_KEY)
-if CONFIG_SIGNING_KEY and not CONFIG_PUBLIC_KEY:
-    CONFIG_PUBLIC_KEY = public_key_of(CONFIG_SIGNING_KEY)
+_KEYGEN = "make a pair with `manage.py config_keygen`"
+if CONFIG_SIGNING_KEY:
+    try:
+        _derived = public_key_of(CONFIG_SIGNING_KEY)
+    except ValueError:
+        raise SettingError(f"CONFIG_SIGNING_KEY is not an Ed25519 private key (base64 of 32 bytes): "
+                           f"{_KEYGEN}") from None
+    if CONFIG_PUBLIC_KEY and CONFIG_PUBLIC_KEY != _derived:
+        raise SettingError("CONFIG_PUBLIC_KEY is not the public half of CONFIG_SIGNING_KEY: set both "
+                           "from one `manage.py config_keygen`")
+    CONFIG_PUBLIC_KEY = _derived
+elif CONFIG_PUBLIC_KEY:
+    try:
+        check_public_key(CONFIG_PUBLIC_KEY)
+    except ValueError:
+        raise SettingError(f"CONFIG_PUBLIC_KEY is not an Ed25519 public key (base64 of 32 bytes): "
+                           f"{_KEYGEN}") from None
 
 # Redis key prefix of the documents (<ns>:latest, <ns>:published): one control
 # plane per namespace (tests that publish use a namespace of their own).

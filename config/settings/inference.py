@@ -6,25 +6,16 @@ INFERENCE_MODELS: JSON object, model name -> engine spec, e.g.
    "fixed-cost": {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.2}}
 """
 
-import json
-
-from core.env import env_float, env_int, env_str
+from core.env import env_float, env_int, env_json, env_str
 
 from .celery import CELERY_BROKER_URL
 
-INFERENCE_MODELS = json.loads(
-    env_str(
-        "INFERENCE_MODELS",
-        json.dumps(
-            {
-                "smollm2": {"engine": "llamacpp"},
-                # Sentence embeddings on llama.cpp (no torch): /v1/embeddings, the semantic cache.
-                "all-minilm-l6-v2": {"engine": "llamacpp_embeddings"},
-                "fixed-cost": {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.2},
-            }
-        ),
-    )
-)
+INFERENCE_MODELS = env_json("INFERENCE_MODELS", {
+    "smollm2": {"engine": "llamacpp"},
+    # Sentence embeddings on llama.cpp (no torch): /v1/embeddings, the semantic cache.
+    "all-minilm-l6-v2": {"engine": "llamacpp_embeddings"},
+    "fixed-cost": {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.2},
+})
 DEFAULT_MODEL = env_str("DEFAULT_MODEL", "smollm2")
 
 # Bounds of the sampling parameters, the same everywhere a generation is asked

@@ -6,9 +6,7 @@ REDIS_URL (the embedded default, one local user) admission, idempotency and the
 prompt cache are off and /v1 simply forwards to the in-process worker.
 """
 
-import json
-
-from core.env import env_bool, env_float, env_int, env_str
+from core.env import env_bool, env_float, env_int, env_json, env_str
 
 # ---- per API key, by tier ---------------------------------------------------
 # Token buckets per key: the limit is per minute; a bucket holds one minute's
@@ -46,9 +44,9 @@ CAPACITY_MIN_BUSY_FRACTION = env_float("CAPACITY_MIN_BUSY_FRACTION", 0.2)
 CAPACITY_BUCKET_S = env_float("CAPACITY_BUCKET_S", 10.0)
 # Global rate = measured capacity x headroom of the zone. Above 1 in green
 # because costs charge max_tokens up front, which most requests do not use.
-CAPACITY_HEADROOM = json.loads(env_str("CAPACITY_HEADROOM", '{"green": 1.5, "yellow": 1.0, "red": 0.9}'))
+CAPACITY_HEADROOM = env_json("CAPACITY_HEADROOM", {"green": 1.5, "yellow": 1.0, "red": 0.9})
 # Share of the global bucket free traffic may use, per zone (0: free is rejected).
-CAPACITY_FREE_SHARE = json.loads(env_str("CAPACITY_FREE_SHARE", '{"green": 1.0, "yellow": 0.3, "red": 0.0}'))
+CAPACITY_FREE_SHARE = env_json("CAPACITY_FREE_SHARE", {"green": 1.0, "yellow": 0.3, "red": 0.0})
 # Part of the global bucket free traffic may never use, even in green: paid
 # requests always find this much left.
 CAPACITY_PAID_RESERVE = env_float("CAPACITY_PAID_RESERVE", 0.2)
@@ -100,7 +98,7 @@ PROMPT_CACHE_TTL_S = env_int("PROMPT_CACHE_TTL_S", 3600)
 # Semantic cache (opt-in per key or request, temperature 0 only): cosine
 # similarity of embeddings of the last user message, other messages identical.
 # Threshold per model ("default" for the rest), tuned for all-MiniLM-L6-v2.
-SEMANTIC_CACHE_THRESHOLD = json.loads(env_str("SEMANTIC_CACHE_THRESHOLD", '{"default": 0.95}'))
+SEMANTIC_CACHE_THRESHOLD = env_json("SEMANTIC_CACHE_THRESHOLD", {"default": 0.95})
 # The catalog's embedding model that embeds them (a worker must serve it), and how
 # long a lookup waits for its vector before it answers without the cache.
 SEMANTIC_CACHE_EMBEDDING_MODEL = env_str("SEMANTIC_CACHE_EMBEDDING_MODEL", "all-minilm-l6-v2")

@@ -17,7 +17,7 @@ from django.core.management import BaseCommand, CommandError, call_command
 from uvicorn.supervisors import Multiprocess
 
 from core.shutdown import DEADLINE_HOOKS_S, GracefulServer
-from core.startup import check_secret_key, serving
+from core.startup import check_port, check_secret_key, check_services, serving
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "promptyard-demo"
@@ -35,16 +35,14 @@ class Command(BaseCommand):
                             help="server processes sharing the port (uvicorn workers)")
 
     def handle(self, *args, host, port, no_demo, workers, **options):
+        settings.VAR_DIR.mkdir(parents=True, exist_ok=True)  # the embedded default's database file
         try:
             check_secret_key()
+            check_port(host, port)
+            check_services()  # the bucket made if missing
         except ImproperlyConfigured as exc:
-            raise CommandError(str(exc)) from exc
-        settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
+            raise CommandError(str(exc)) from None
         call_command("migrate", interactive=False, verbosity=0)
-        if settings.S3_BUCKET:
-            from core.blobstore import get_blob_store
-
-            get_blob_store().ensure_bucket()
         url = f"http://{host}:{port}/"
         self.stdout.write(self.style.SUCCESS(f"Promptyard is running at {url}"))
         if settings.EMBEDDED and not no_demo:
