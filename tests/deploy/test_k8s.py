@@ -58,7 +58,8 @@ def test_selectors_match_their_pods_and_every_disruptable_deployment_has_a_budge
     for name, d in deployments.items():
         labels = d["spec"]["template"]["metadata"]["labels"]
         assert d["spec"]["selector"]["matchLabels"].items() <= labels.items(), name
-        covering = [b for b in budgets.values() if b["spec"]["selector"]["matchLabels"].items() <= labels.items()]
+        covering = [b for b in budgets.values()
+                    if b["spec"]["selector"]["matchLabels"].items() <= labels.items()]
         assert len(covering) == (0 if name == "promptyard-beat" else 1), name
     service = _of_kind("Service")["promptyard"]
     serve_labels = deployments["promptyard-serve"]["spec"]["template"]["metadata"]["labels"]

@@ -84,7 +84,8 @@ def test_promtool_checks_the_rules_and_runs_their_unit_tests():
 def test_the_adapter_rule_is_promql_over_a_real_series():
     (rule,) = load_yaml(PROMETHEUS / "adapter-rules.yaml")[0]["rules"]
     query = (rule["metricsQuery"].replace("<<.Series>>", "inference_requests_total")
-             .replace("<<.LabelMatchers>>", 'namespace="promptyard",pod="serve-0"').replace("<<.GroupBy>>", "pod"))
+             .replace("<<.LabelMatchers>>", 'namespace="promptyard",pod="serve-0"')
+             .replace("<<.GroupBy>>", "pod"))
     assert metric_names_in(query) == {"inference_requests_total"}
     assert metric_names_in(rule["seriesQuery"]) == {"inference_requests_total"}
 
