@@ -3,6 +3,7 @@ code registers, and PromQL taken apart by a real parser (promql-parser)."""
 
 from __future__ import annotations
 
+import ast
 import re
 from functools import cache
 from pathlib import Path
@@ -44,6 +45,16 @@ def exposed_metric_names() -> frozenset[str]:
                 else:
                     names.add(name)
     return frozenset(names)
+
+
+def default_models() -> set[str]:
+    """The models of the default catalog (config/settings/inference.py), whatever the
+    environment of this run says."""
+    tree = ast.parse((ROOT / "config" / "settings" / "inference.py").read_text())
+    (assign,) = [n for n in tree.body if isinstance(n, ast.Assign)
+                 and [t.id for t in n.targets if isinstance(t, ast.Name)] == ["INFERENCE_MODELS"]]
+    catalog = next(n for n in ast.walk(assign) if isinstance(n, ast.Dict))  # the outermost
+    return set(ast.literal_eval(catalog))
 
 
 def parse_promql(expr: str) -> promql_parser.Expr:

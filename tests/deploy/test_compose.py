@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.deploy.files import DEPLOY, ROOT, compose_variables, interpolate
+from tests.deploy.files import DEPLOY, ROOT, compose_variables, default_models, interpolate
 
 pytestmark = pytest.mark.any_profile
 
@@ -79,6 +79,7 @@ def test_the_stack_runs_every_process_of_a_production_stack():
     models = json.loads(compose["x-env"]["INFERENCE_MODELS"])
     queues = [q for c in commands.values() for q in re.findall(r"-Q (gpu\.\S+)", c)]
     assert sorted(queues) == sorted(f"gpu.{m}" for m in models)  # one worker per model queue
+    assert default_models() <= set(models)  # the default catalog, embeddings included
     for name, service in _app_services(compose).items():
         if name != "migrate":
             assert service["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}, name

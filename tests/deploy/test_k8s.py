@@ -10,7 +10,7 @@ import kubernetes_validate
 import pytest
 from django.http.request import validate_host
 
-from tests.deploy.files import DEPLOY, ROOT, load_yaml
+from tests.deploy.files import DEPLOY, ROOT, default_models, load_yaml
 
 pytestmark = pytest.mark.any_profile
 
@@ -91,6 +91,7 @@ def test_one_worker_per_model_ready_by_the_readiness_gate_with_gpus_where_the_en
         for queue in re.findall(r"-Q gpu\.(\S+)", command):
             workers[queue] = d
     assert sorted(workers) == sorted(models)
+    assert default_models() - {"fixed-cost"} <= set(models)  # fixed-cost is for capacity work and tests
     for model, d in workers.items():
         container = _container(d)
         assert container["readinessProbe"]["exec"]["command"] == [
