@@ -4,8 +4,9 @@ Request-level figures are observed by the gateway as requests end; names
 follow vLLM's where the meaning is the same (``promptyard:`` instead of
 ``vllm:``, label ``model_name``), so a serving team's dashboards and alerts
 carry over. Device-level figures (requests running / waiting, batch size per
-device step, live workers, the controller's zone and rate) are read from the
-workers' heartbeats and the controller's state at scrape time.
+device step, live workers, the controller's zone and rate, checkpoint fetches)
+are read from the workers' heartbeats and node records and the controller's
+state at scrape time.
 
 Several server processes (``serve --workers N``) share one registry through
 prometheus_client's multiprocess mode: ``PROMETHEUS_MULTIPROC_DIR`` is set by
@@ -106,6 +107,25 @@ class FleetCollector(Collector):
                 rate.add_metric([model], state.get("rate", 0))
                 zone.add_metric([model], ZONES.index(state.get("zone", "green")))
             yield from (rate, zone)
+            yield from _checkpoint_gauges()
+
+
+def _checkpoint_gauges():
+    """Swarm progress per worker and model version, from the workers' node records."""
+    from inference_protocol.heartbeat import read_nodes
+
+    labels = ["model_name", "version", "worker", "state"]
+    done = GaugeMetricFamily("promptyard:checkpoint_done_bytes",
+                             "Bytes of a model version a worker has fetched.", labels=labels)
+    total = GaugeMetricFamily("promptyard:checkpoint_total_bytes",
+                              "Bytes of a model version a worker fetches or holds.", labels=labels)
+    for node in read_nodes():
+        for label, entry in (node.get("checkpoints") or {}).items():
+            model, version = split_served(label)
+            values = [model, version or "", node["worker"], entry.get("state") or ""]
+            done.add_metric(values, entry.get("done_bytes") or 0)
+            total.add_metric(values, entry.get("total_bytes") or 0)
+    yield from (done, total)
 
 
 def _batch_size_histograms(records: list[dict]):

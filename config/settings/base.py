@@ -23,6 +23,11 @@ if not SECRET_KEY and EMBEDDED:
     from core.startup import embedded_secret_key
 
     SECRET_KEY = embedded_secret_key(VAR_DIR / "secret_key")
+# SECRET_KEY_FALLBACKS: former keys (comma-separated), still accepted when checking
+# what they signed (sessions, upload handles, signed URLs) while a new SECRET_KEY
+# rolls out; drop them once what they signed has expired (docs/operations.md,
+# "Rotating keys").
+SECRET_KEY_FALLBACKS = [k for k in env_str("SECRET_KEY_FALLBACKS").split(",") if k]
 ALLOWED_HOSTS = env_str("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]").split(",")
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if o]
 

@@ -73,3 +73,19 @@ def test_should_move_the_serving_metrics_after_traffic(stack):
     assert _value(s, "promptyard:iteration_batch_size_count", model_name=MODEL) >= 1
     assert ("promptyard:num_requests_running", (("model_name", MODEL),)) in s
     assert ("promptyard:num_requests_waiting", (("model_name", SMOL),)) in s
+
+
+def test_should_show_swarm_progress_from_the_node_records():
+    from inference_client import metrics
+    from inference_protocol import heartbeat
+
+    model = f"swarm-{MODEL}"
+    worker = "metrics-host:1"
+    entry = {"state": "downloading", "percent": 41.5, "done_bytes": 41_500_000, "total_bytes": 100_000_000,
+             "rate": 8e6, "peers": 5, "reason": None}
+    heartbeat.publish([], node={"worker": worker, "at": 0, "swarm": "10.0.0.7:41234",
+                                "checkpoints": {f"{model}@v1": entry}})
+    s = _samples(metrics.render()[0].decode())
+    labels = {"model_name": model, "version": "v1", "worker": worker, "state": "downloading"}
+    assert _value(s, "promptyard:checkpoint_done_bytes", **labels) == 41_500_000
+    assert _value(s, "promptyard:checkpoint_total_bytes", **labels) == 100_000_000
