@@ -189,9 +189,9 @@ def _alive(name: str, part: str, start: str) -> Line:
 
 
 def _drivers() -> Iterator[Line]:
+    from evals.import_job import IMPORT_JOB
+    from evals.run_job import RUN_JOB
     from inference_client.batch_job import BATCH_JOB
-    from playground.evals.import_job import IMPORT_JOB
-    from playground.evals.run_job import RUN_JOB
 
     yield _alive("beat", "beat", "celery -A config beat")
     now = timezone.now()

@@ -22,7 +22,7 @@ if [ "${1:-}" = --production ]; then
   done
   .venv/bin/python manage.py doctor --before-start \
     || { echo "scripts/run.sh --production: fix each 'fail' line above, then run it again" >&2; exit 2; }
-  if [ ! -x .venv/bin/honcho ]; then
+  if ! .venv/bin/python -c "import honcho" 2>/dev/null; then
     echo "scripts/run.sh --production needs honcho in .venv: run scripts/install.sh" >&2
     exit 2
   fi
@@ -33,8 +33,9 @@ if [ "${1:-}" = --production ]; then
   .venv/bin/python manage.py procfile --host "$host" --port "$port" --out "$var/Procfile"
   echo "Logs: every process's lines come here, prefixed with its name, and are appended to $log"
   echo "Ctrl-C stops every process."
-  # tee ignores Ctrl-C (-i) and ends when honcho closes its output, after the last process.
-  exec .venv/bin/honcho --no-colour -f "$var/Procfile" -d . start > >(tee -i -a "$log") 2>&1
+  # honcho, waiting SHUTDOWN_GRACE_S and a little more before it SIGKILLs a stopping
+  # process. tee ignores Ctrl-C (-i) and ends when honcho closes its output, after the last process.
+  exec .venv/bin/python manage.py stack "$var/Procfile" > >(tee -i -a "$log") 2>&1
 fi
 scripts/install.sh   # the default profile only: no torch, no test tools
 # The embedded default: its own random SECRET_KEY in var/, the demo user. Nothing

@@ -12,6 +12,12 @@ if [ ! -x /usr/bin/chromium ]; then
   (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
     || echo "warning: could not install chromium; browser tests will fail" >&2
 fi
+# promtool checks deploy/prometheus's rules and runs their unit tests (Debian's prometheus).
+if [ ! -x /usr/bin/promtool ]; then
+  (apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1 \
+    || (apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null)) \
+    || echo "warning: could not install prometheus; the promtool checks will be skipped" >&2
+fi
 
 export DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/promptyard}
 export REDIS_URL=${TEST_REDIS_URL:-redis://127.0.0.1:6379/1}

@@ -14,7 +14,7 @@ from rest_framework.exceptions import ErrorDetail, ValidationError
 from accounts.serializers import SignupSerializer
 from core.error_codes import CODES
 from core.errors import api_exception_handler
-from tests.test_error_codes import APPS, ROOT
+from tests.layout import CODE_PACKAGES, ROOT
 
 
 def drf_codes() -> set[str]:
@@ -52,7 +52,7 @@ def test_every_code_drf_makes_goes_out_as_a_registered_code():
 
 def _serializers() -> list[type[serializers.Serializer]]:
     found = []
-    for app in APPS:
+    for app in CODE_PACKAGES:
         for path in sorted((ROOT / app).rglob("*.py")):
             rel = path.relative_to(ROOT).with_suffix("").as_posix()
             if "/migrations/" in rel or "/management/" in rel or "Serializer)" not in path.read_text():

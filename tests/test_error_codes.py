@@ -13,10 +13,8 @@ from core import error_codes
 from core.bodylimit import too_large_body
 from core.error_codes import CODES, DomainError, UnknownErrorCode
 from core.errors import api_exception_handler, error_frame, json_error
+from tests.layout import CODE_PACKAGES, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-APPS = ("accounts", "chat", "core", "inference_client", "inference_protocol", "inference_worker",
-        "playground")
 CODE_NAMES = {"code", "invalid_code"}
 # A literal in a code position that is no error: a passed eval gate records it.
 NOT_ERRORS = {"eval_passed"}
@@ -24,7 +22,7 @@ NOT_ERRORS = {"eval_passed"}
 
 def _sources() -> dict[str, ast.Module]:
     trees = {}
-    for app in APPS:
+    for app in CODE_PACKAGES:
         for path in sorted((ROOT / app).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
             if "/migrations/" not in rel:
@@ -133,7 +131,7 @@ def test_the_domain_error_knows_no_http():
 
 
 def test_services_and_selectors_raise_domain_errors_not_drf_exceptions():
-    layers = [p for app in APPS for p in (ROOT / app).rglob("*.py")
+    layers = [p for app in CODE_PACKAGES for p in (ROOT / app).rglob("*.py")
               if p.stem in ("services", "selectors") and "checkpoints" not in p.parts]
     assert layers
     for path in layers:

@@ -16,7 +16,7 @@ django.setup()
 from django.utils import timezone  # noqa: E402
 
 from core.jobs import Job, JobKind, run_worker  # noqa: E402
-from playground.evals.models import EvalRun, RunStatus  # noqa: E402
+from evals.models import EvalRun, RunStatus  # noqa: E402
 
 STEP_S = 0.3
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from core.jobs import drive, waiting
-from playground.evals.models import Dataset, DatasetVersion, EvalRun, RunStatus
+from evals.models import Dataset, DatasetVersion, EvalRun, RunStatus
 from tests.chat import live
 from tests.core.job_driver import COUNTING
 from tests.livesubprocess import ROOT

@@ -11,11 +11,12 @@ from pathlib import Path
 import promql_parser
 import yaml
 
+from tests.layout import CODE_PACKAGES
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 # The packages whose code may register a metric (not tests, bench or the SDK).
-CODE = ("core", "config", "accounts", "playground", "chat", "inference_client", "inference_protocol",
-        "inference_worker")
+CODE = CODE_PACKAGES
 
 # Every prometheus_client metric or collector family, by constructor and its first
 # argument: Counter("inference_requests_total", ...), GaugeMetricFamily("...", ...).

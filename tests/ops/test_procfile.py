@@ -1,9 +1,17 @@
-"""`manage.py procfile`: the processes the settings call for, one worker per model queue."""
+"""`manage.py procfile`: the processes the settings call for, one worker per model queue;
+`manage.py stack` runs them."""
+
+import re
+import signal
+import subprocess
+import sys
 
 import pytest
 from django.core.management import call_command
 
 from config.production import processes
+from tests.livesubprocess import ROOT
+from tests.ops.env import production_env
 
 pytestmark = pytest.mark.any_profile  # settings only: the same on the embedded default
 
@@ -31,3 +39,25 @@ def test_should_run_only_the_server_without_a_broker(settings):
     settings.CELERY_BROKER_URL = ""
     settings.EVAL_DISPATCH = settings.BATCH_DISPATCH = "thread"
     assert [p.name for p in processes(host="127.0.0.1", port=8000)] == ["web"]
+
+
+def test_stack_lets_a_process_take_longer_than_honchos_five_seconds_to_stop(tmp_path):
+    """honcho alone SIGKILLs a process still running 5 s after its SIGTERM; under
+    `manage.py stack` one that needs 7 s (less than SHUTDOWN_GRACE_S) ends by itself."""
+    (tmp_path / "Procfile").write_text(
+        "slow: exec bash -c 'trap \"sleep 7; echo done; exit 0\" TERM; echo ready; "
+        "while :; do sleep 0.1; done'\n")
+    env = production_env(tmp_path, SHUTDOWN_GRACE_S="20")
+    stack = subprocess.Popen([sys.executable, "manage.py", "stack", str(tmp_path / "Procfile")], cwd=ROOT,
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in stack.stdout:
+        lines.append(line)
+        if line.rstrip().endswith("| ready"):
+            stack.send_signal(signal.SIGINT)
+            break
+    lines += stack.stdout.readlines()
+    output = "".join(lines)
+    assert stack.wait(30) == 130, output  # honcho's status after a Ctrl-C
+    assert "| done" in output and "SIGKILL" not in output, output
+    assert re.search(r"slow\.1 stopped \(rc=0\)", output), output

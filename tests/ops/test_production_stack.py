@@ -19,13 +19,11 @@ import pytest
 from websockets.asyncio.client import connect
 
 from core.liveness import last_seen
+from evals.datasets import dataset_create, dataset_version_create
+from evals.models import EvalRun
+from evals.runs import evalrun_create
 from inference_protocol.backend import live_workers
 from playground import services
-from playground.evals.datasets import dataset_create, dataset_version_create
-from playground.evals.models import EvalRun
-from playground.evals.runs import evalrun_create
-from playground.webhooks.models import WebhookDelivery
-from playground.webhooks.services import endpoint_create
 from tests.evals.conftest import rows
 from tests.factories import ApiKeyFactory, PromptFactory, PromptVersionFactory, UserFactory
 from tests.inference_worker.workers import delete_queues
@@ -33,6 +31,8 @@ from tests.livesubprocess import ROOT, free_port, running_server
 from tests.ops.env import manage, production_env, statuses
 from tests.playground.webhook_receiver import Receiver
 from tests.polling import wait_for
+from webhooks.models import WebhookDelivery
+from webhooks.services import endpoint_create
 
 pytestmark = [pytest.mark.needs_services, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -143,8 +143,8 @@ def test_should_run_the_whole_stack_and_stop_every_process_on_sigint(transaction
     assert set(started) == {"web.1", f"gpu-{MODEL}.1", "webhooks.1", "beat.1", "eval_worker.1",
                             "batch_worker.1"}, output
     assert stopped == set(started), output
-    # Each stopped on honcho's SIGTERM (by its handler: 0, or by the signal: -15), within
-    # honcho's 5 s before a SIGKILL.
+    # Each stopped on honcho's SIGTERM (by its handler: 0, or by the signal: -15), before
+    # `manage.py stack` would SIGKILL it.
     assert "SIGKILL" not in output, output
     assert set(re.findall(r"\| \S+ stopped \(rc=(-?\d+)\)", output)) <= {"0", "-15"}, output
     assert [name for name, pid in started.items() if _group_alive(int(pid))] == [], output
