@@ -37,9 +37,8 @@ class BlobStore(abc.ABC):
 
     @abc.abstractmethod
     def writer(self, key: str) -> BlobWriter:
-        """Store bytes under ``key`` as they are produced (``with store.writer(key) as w:
-        w.write(...)``), holding at most one part in memory; nothing is stored if the
-        block raises."""
+        """Store bytes under ``key`` as they are produced (``with store.writer(key) as w: w.write(...)``),
+        holding at most one part in memory; nothing is stored if the block raises."""
 
     @abc.abstractmethod
     def get(self, key: str, byte_range: tuple[int, int] | None = None) -> bytes:

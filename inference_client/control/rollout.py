@@ -34,8 +34,7 @@ deploy --resume, the page's Resume) and goes on from the recorded step, watching
 that step's window afresh (the figures before the take-over are not its own), or
 aborts it (``rollout_abort``: rolls back what was published). A driver that comes
 back after losing its lease stops at its next write (LeaseLost) without writing:
-never two drivers stepping one rollout.
-"""
+never two drivers stepping one rollout."""
 
 from __future__ import annotations
 
