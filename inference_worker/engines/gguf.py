@@ -11,6 +11,7 @@ import ctypes
 import importlib.util
 import os
 import threading
+from typing import Any
 
 from .base import EngineError, EngineLoadError, check_messages
 
@@ -161,3 +162,30 @@ class GgufModel:
         if self.handle:
             self.ll.llama_model_free(self.handle)
             self.handle = None
+
+
+class LlamaContextOwner:
+    """Frees what an engine holds of llama.cpp (its batch, context and model), once."""
+
+    _ll: Any
+    _batch: Any = None
+    _ctx: Any = None
+    _model: GgufModel | None = None
+
+    def close(self) -> None:
+        ll = getattr(self, "_ll", None)
+        if ll is not None and self._batch is not None:
+            ll.llama_batch_free(self._batch)
+            self._batch = None
+        if ll is not None and self._ctx:
+            ll.llama_free(self._ctx)
+            self._ctx = None
+        if self._model is not None:
+            self._model.close()
+            self._model = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

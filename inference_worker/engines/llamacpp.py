@@ -29,7 +29,7 @@ import numpy as np
 
 from .base import Capacity, Engine, EngineError, EngineLoadError, Sequence, StepResult
 from .constrained import TokenConstraint, llama_tokenizer
-from .gguf import GgufModel, default_model_path
+from .gguf import GgufModel, LlamaContextOwner, default_model_path
 from .sampling import Sampler, TextStream, check_prompt_fits
 
 __all__ = ["LlamaCppEngine", "default_model_path"]
@@ -48,7 +48,7 @@ class _SeqState:
     constraint: TokenConstraint | None = None
 
 
-class LlamaCppEngine(Engine):
+class LlamaCppEngine(LlamaContextOwner, Engine):
     """Continuous-batching llama.cpp engine.
 
     Options (all keyword, all have defaults):
@@ -348,23 +348,3 @@ class LlamaCppEngine(Engine):
     def active(self) -> int:
         """Sequences holding a slot (for tests and metrics)."""
         return self.n_seq_max - len(self._free_slots)
-
-    def close(self) -> None:
-        ll = getattr(self, "_ll", None)
-        if ll is None:
-            return
-        if self._batch is not None:
-            ll.llama_batch_free(self._batch)
-            self._batch = None
-        if self._ctx:
-            ll.llama_free(self._ctx)
-            self._ctx = None
-        if self._model is not None:
-            self._model.close()
-            self._model = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass

@@ -27,10 +27,10 @@ import numpy as np
 from .base import Capacity, Engine, EngineError, EngineLoadError, Sequence, StepResult
 from .bert_gguf import convert, default_checkpoint_dir
 from .fixed_cost import FixedCostEngine
-from .gguf import GgufModel
+from .gguf import GgufModel, LlamaContextOwner
 
 
-class LlamaCppEmbeddingEngine(Engine):
+class LlamaCppEmbeddingEngine(LlamaContextOwner, Engine):
     """Options (all keyword):
       model_path      a GGUF embedding model (pooling type in its metadata).
       checkpoint_dir  a BERT sentence-transformers directory, converted at load;
@@ -155,21 +155,3 @@ class LlamaCppEmbeddingEngine(Engine):
 
     def health(self) -> bool:
         return self._ctx is not None
-
-    def close(self) -> None:
-        ll = getattr(self, "_ll", None)
-        if ll is not None and self._batch is not None:
-            ll.llama_batch_free(self._batch)
-            self._batch = None
-        if ll is not None and self._ctx:
-            ll.llama_free(self._ctx)
-            self._ctx = None
-        if self._model is not None:
-            self._model.close()
-            self._model = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
