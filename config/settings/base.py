@@ -83,7 +83,7 @@ INSTALLED_APPS = [
     "inference_client",
     "inference_worker",
     "axes",  # login throttling (config/settings/auth.py)
-    "config",  # the operator's commands: doctor, procfile (config/management)
+    "config",  # the operator's commands: doctor, procfile, stack (config/management)
 ]
 
 MIDDLEWARE = [
