@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from core.error_codes import DomainError
 from core.ids import is_uuid
-from core.jsonbody import BoundedJSONParser
+from core.jsonbody import BoundedJSONParser, validated
 from core.pagination import Page, paginated
 
 from . import datasets as services
@@ -83,9 +83,7 @@ class DatasetListApi(APIView):
     @extend_schema(request=DatasetCreateSerializer, responses={201: DatasetSerializer},
                    description="A dataset, with a first version when `rows` are given.")
     def post(self, request):
-        data = DatasetCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(DatasetCreateSerializer, request)
         if v["rows"]:  # check the rows before anything is written
             for i, row in enumerate(v["rows"]):
                 services._api_row(row, f"rows[{i}]")
@@ -112,9 +110,7 @@ class DatasetDetailApi(APIView):
         if unknown:
             raise DomainError(f"Unrecognized field: {unknown[0]}.", code="unknown_parameter",
                               field=unknown[0])
-        data = DatasetUpdateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        dataset = services.dataset_update(dataset=dataset, **data.validated_data)
+        dataset = services.dataset_update(dataset=dataset, **validated(DatasetUpdateSerializer, request))
         return Response(DatasetSerializer(dataset).data)
 
     @extend_schema(responses={204: None},
@@ -140,9 +136,7 @@ class DatasetVersionListApi(APIView):
                                "Versions never change; this is how rows are edited.")
     def post(self, request, dataset_id):
         dataset = request_dataset(request, dataset_id=dataset_id, need="edit")
-        data = DatasetVersionCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(DatasetVersionCreateSerializer, request)
         version = services.dataset_version_create(dataset=dataset, author=request.user,
                                                   base_version_id=v["base"], add=v["add"], update=v["update"],
                                                   delete=[str(k) for k in v["delete"]], message=v["message"])
@@ -213,9 +207,7 @@ class DatasetImportApi(APIView):
                                "import's status URL.")
     def post(self, request, dataset_id):
         dataset = request_dataset(request, dataset_id=dataset_id, need="edit")
-        data = ImportRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(ImportRequestSerializer, request)
         upload, text, fmt = v.get("file"), v.get("text"), v.get("format")
         if (upload is None) == (text is None):
             raise DomainError("Give exactly one of file or text.", code="file_required", field="file")
