@@ -5,6 +5,8 @@ serialize; nothing else."""
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -228,14 +230,10 @@ class DatasetImportApi(APIView):
             raise DomainError("format must be csv or jsonl.", code="invalid_format", field="format")
         data_bytes = text.encode()
         if len(data_bytes) > settings.EVAL_IMPORT_BACKGROUND_BYTES and not v["dry_run"]:
-            base = v["base"]
-            if base is None and v["mode"] == "append":
-                latest = dataset.versions.order_by("-number").first()
-                base = latest.pk if latest else None
-            job = dataset_import_start(dataset=dataset, author=request.user, data=data_bytes,
-                                                fmt=fmt,
-                                                base_version_id=base, replace=v["mode"] == "replace",
-                                                skip_invalid=v["skip_invalid"], message=v["message"])
+            job = dataset_import_start(dataset=dataset, author=request.user, data=data_bytes, fmt=fmt,
+                                       base_version_id=_import_base(dataset, v),
+                                       replace=v["mode"] == "replace", skip_invalid=v["skip_invalid"],
+                                       message=v["message"])
             return Response({"import": _import_body(job)}, status=status.HTTP_202_ACCEPTED)
         rows, errors = services.parse_rows(fmt=fmt, text=text)
         body = {"valid": len(rows), "errors": errors[:1000], "error_count": len(errors),
@@ -249,15 +247,20 @@ class DatasetImportApi(APIView):
                               extra={"errors": errors[:1000], "error_count": len(errors)})
         if not rows:
             raise DomainError("The file has no rows.", code="dataset_empty", field="file")
-        base = v["base"]
-        if base is None and v["mode"] == "append":
-            latest = dataset.versions.order_by("-number").first()
-            base = latest.pk if latest else None
-        version = services.dataset_version_create(dataset=dataset, author=request.user, base_version_id=base,
+        version = services.dataset_version_create(dataset=dataset, author=request.user,
+                                                  base_version_id=_import_base(dataset, v),
                                                   add=rows, replace=v["mode"] == "replace",
                                                   message=v["message"] or f"import ({fmt}, {len(rows)} rows)")
         body["version"] = DatasetVersionSerializer(version).data
         return Response(body, status=status.HTTP_201_CREATED)
+
+
+def _import_base(dataset, v) -> UUID | None:
+    """The version an import starts from: `base`, else (appending) the latest one."""
+    if v["base"] is None and v["mode"] == "append":
+        latest = dataset.versions.order_by("-number").first()
+        return latest.pk if latest else None
+    return v["base"]
 
 
 def _import_body(job) -> dict:
