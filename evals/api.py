@@ -5,6 +5,8 @@ serialize; nothing else."""
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -17,7 +19,7 @@ from rest_framework.views import APIView
 
 from core.error_codes import DomainError
 from core.ids import is_uuid
-from core.jsonbody import BoundedJSONParser
+from core.jsonbody import BoundedJSONParser, validated
 from core.pagination import Page, paginated
 
 from . import datasets as services
@@ -83,9 +85,7 @@ class DatasetListApi(APIView):
     @extend_schema(request=DatasetCreateSerializer, responses={201: DatasetSerializer},
                    description="A dataset, with a first version when `rows` are given.")
     def post(self, request):
-        data = DatasetCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(DatasetCreateSerializer, request)
         if v["rows"]:  # check the rows before anything is written
             for i, row in enumerate(v["rows"]):
                 services._api_row(row, f"rows[{i}]")
@@ -112,9 +112,7 @@ class DatasetDetailApi(APIView):
         if unknown:
             raise DomainError(f"Unrecognized field: {unknown[0]}.", code="unknown_parameter",
                               field=unknown[0])
-        data = DatasetUpdateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        dataset = services.dataset_update(dataset=dataset, **data.validated_data)
+        dataset = services.dataset_update(dataset=dataset, **validated(DatasetUpdateSerializer, request))
         return Response(DatasetSerializer(dataset).data)
 
     @extend_schema(responses={204: None},
@@ -140,9 +138,7 @@ class DatasetVersionListApi(APIView):
                                "Versions never change; this is how rows are edited.")
     def post(self, request, dataset_id):
         dataset = request_dataset(request, dataset_id=dataset_id, need="edit")
-        data = DatasetVersionCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(DatasetVersionCreateSerializer, request)
         version = services.dataset_version_create(dataset=dataset, author=request.user,
                                                   base_version_id=v["base"], add=v["add"], update=v["update"],
                                                   delete=[str(k) for k in v["delete"]], message=v["message"])
@@ -213,9 +209,7 @@ class DatasetImportApi(APIView):
                                "import's status URL.")
     def post(self, request, dataset_id):
         dataset = request_dataset(request, dataset_id=dataset_id, need="edit")
-        data = ImportRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(ImportRequestSerializer, request)
         upload, text, fmt = v.get("file"), v.get("text"), v.get("format")
         if (upload is None) == (text is None):
             raise DomainError("Give exactly one of file or text.", code="file_required", field="file")
@@ -236,14 +230,10 @@ class DatasetImportApi(APIView):
             raise DomainError("format must be csv or jsonl.", code="invalid_format", field="format")
         data_bytes = text.encode()
         if len(data_bytes) > settings.EVAL_IMPORT_BACKGROUND_BYTES and not v["dry_run"]:
-            base = v["base"]
-            if base is None and v["mode"] == "append":
-                latest = dataset.versions.order_by("-number").first()
-                base = latest.pk if latest else None
-            job = dataset_import_start(dataset=dataset, author=request.user, data=data_bytes,
-                                                fmt=fmt,
-                                                base_version_id=base, replace=v["mode"] == "replace",
-                                                skip_invalid=v["skip_invalid"], message=v["message"])
+            job = dataset_import_start(dataset=dataset, author=request.user, data=data_bytes, fmt=fmt,
+                                       base_version_id=_import_base(dataset, v),
+                                       replace=v["mode"] == "replace", skip_invalid=v["skip_invalid"],
+                                       message=v["message"])
             return Response({"import": _import_body(job)}, status=status.HTTP_202_ACCEPTED)
         rows, errors = services.parse_rows(fmt=fmt, text=text)
         body = {"valid": len(rows), "errors": errors[:1000], "error_count": len(errors),
@@ -257,15 +247,20 @@ class DatasetImportApi(APIView):
                               extra={"errors": errors[:1000], "error_count": len(errors)})
         if not rows:
             raise DomainError("The file has no rows.", code="dataset_empty", field="file")
-        base = v["base"]
-        if base is None and v["mode"] == "append":
-            latest = dataset.versions.order_by("-number").first()
-            base = latest.pk if latest else None
-        version = services.dataset_version_create(dataset=dataset, author=request.user, base_version_id=base,
+        version = services.dataset_version_create(dataset=dataset, author=request.user,
+                                                  base_version_id=_import_base(dataset, v),
                                                   add=rows, replace=v["mode"] == "replace",
                                                   message=v["message"] or f"import ({fmt}, {len(rows)} rows)")
         body["version"] = DatasetVersionSerializer(version).data
         return Response(body, status=status.HTTP_201_CREATED)
+
+
+def _import_base(dataset, v) -> UUID | None:
+    """The version an import starts from: `base`, else (appending) the latest one."""
+    if v["base"] is None and v["mode"] == "append":
+        latest = dataset.versions.order_by("-number").first()
+        return latest.pk if latest else None
+    return v["base"]
 
 
 def _import_body(job) -> dict:

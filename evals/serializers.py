@@ -29,15 +29,12 @@ class DatasetCreateSerializer(serializers.Serializer):
 
 
 class DatasetVersionSerializer(serializers.ModelSerializer):
-    author = serializers.SerializerMethodField()
+    author = serializers.CharField(source="author.username", read_only=True, allow_null=True)
 
     class Meta:
         model = DatasetVersion
         fields = ["id", "dataset", "number", "parent", "message", "author", "created_at", "row_count",
                   "variables"]
-
-    def get_author(self, obj) -> str | None:
-        return obj.author.username if obj.author_id else None
 
 
 class DatasetVersionCreateSerializer(serializers.Serializer):
@@ -196,16 +193,13 @@ class LabelGateRequestSerializer(serializers.Serializer):
 
 
 class GateDecisionSerializer(serializers.ModelSerializer):
-    actor = serializers.SerializerMethodField()
+    actor = serializers.CharField(source="actor.username", read_only=True, allow_null=True)
     run_url = serializers.SerializerMethodField()
 
     class Meta:
         model = GateDecision
         fields = ["id", "passed", "code", "reason", "figures", "run", "run_url", "candidate_version",
                   "baseline_version", "actor", "created_at"]
-
-    def get_actor(self, obj) -> str | None:
-        return obj.actor.username if obj.actor_id else None
 
     def get_run_url(self, obj) -> str | None:
         return f"/evals/runs/{obj.run_id}/" if obj.run_id else None

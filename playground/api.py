@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from core.blobstore import get_blob_store
 from core.error_codes import DomainError
+from core.jsonbody import validated
 from core.pagination import Page, paginated
 from core.streaming import for_request
 
@@ -56,9 +57,7 @@ class PromptListApi(APIView):
 
     @extend_schema(request=PromptSerializer, responses={201: PromptSerializer})
     def post(self, request):
-        data = PromptSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        prompt = services.prompt_create(owner=request.user, **data.validated_data)
+        prompt = services.prompt_create(owner=request.user, **validated(PromptSerializer, request))
         return Response(PromptSerializer(prompt).data, status=status.HTTP_201_CREATED)
 
 
@@ -83,9 +82,7 @@ class VersionListApi(PromptScopedApi):
                    "branch). Large bodies: presign an upload, PUT it, then pass body_upload.")
     def post(self, request, prompt_id):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
-        data = VersionCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = dict(data.validated_data)
+        v = validated(VersionCreateSerializer, request)
         version = services.version_create(
             prompt=prompt, author=request.user, parent_id=v.get("parent"), body=v.get("body"),
             body_upload=v.get("body_upload"), model_name=v.get("model"), temperature=v["temperature"],
@@ -176,9 +173,8 @@ class VersionRenderApi(PromptScopedApi):
     def post(self, request, prompt_id, version_id):
         prompt = request_access(request, prompt_id=prompt_id, need="view", version_id=version_id)
         version = selectors.version_get(prompt=prompt, version_id=version_id)
-        data = RenderSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        out, messages = version_render(version=version, variables=data.validated_data["variables"])
+        data = validated(RenderSerializer, request)
+        out, messages = version_render(version=version, variables=data["variables"])
         return Response({**out, "messages": messages})
 
 
@@ -262,10 +258,8 @@ class MergePreviewApi(PromptScopedApi):
         from .merging_service import merge_preview
 
         prompt = request_access(request, prompt_id=prompt_id, need="view")
-        data = MergePreviewRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        return Response(merge_preview(prompt=prompt, ours_id=data.validated_data["ours"],
-                                      theirs_id=data.validated_data["theirs"]))
+        data = validated(MergePreviewRequestSerializer, request)
+        return Response(merge_preview(prompt=prompt, ours_id=data["ours"], theirs_id=data["theirs"]))
 
 
 class UploadApi(PromptScopedApi):
@@ -274,7 +268,6 @@ class UploadApi(PromptScopedApi):
                                "large body; then create a version with body_upload.")
     def post(self, request, prompt_id):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
-        data = UploadRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        return Response(upload_presign(user=request.user, prompt=prompt, size=data.validated_data["size"]),
+        size = validated(UploadRequestSerializer, request)["size"]
+        return Response(upload_presign(user=request.user, prompt=prompt, size=size),
                         status=status.HTTP_201_CREATED)

@@ -47,7 +47,7 @@ class VersionCreateSerializer(serializers.Serializer):
 
 class VersionSerializer(serializers.ModelSerializer):
     model = serializers.CharField(source="model_name")
-    author = serializers.SerializerMethodField()
+    author = serializers.CharField(source="author.username", read_only=True, allow_null=True)
     body = serializers.SerializerMethodField(
         help_text="The body, when it is at most PROMPT_INLINE_MAX_BYTES; else null: fetch body_url.")
     body_url = serializers.SerializerMethodField()
@@ -58,9 +58,6 @@ class VersionSerializer(serializers.ModelSerializer):
                   "message", "model", "temperature", "max_tokens", "top_p", "stop", "system", "variables",
                   "response_schema", "tools",
                   "body_size", "body_sha256", "storage", "chain_length", "body", "body_url"]
-
-    def get_author(self, obj) -> str | None:
-        return obj.author.username if obj.author_id else None
 
     def get_body(self, obj) -> str | None:
         from .bodies import body_text
@@ -120,17 +117,11 @@ class PendingMoveSerializer(serializers.Serializer):
     to_version = serializers.UUIDField(source="to_version_id")
     eval_run = serializers.CharField()
     status = serializers.CharField()
-    requested_by = serializers.SerializerMethodField()
-    decided_by = serializers.SerializerMethodField()
+    requested_by = serializers.CharField(source="requested_by.username", read_only=True, allow_null=True)
+    decided_by = serializers.CharField(source="decided_by.username", read_only=True, allow_null=True)
     created_at = serializers.DateTimeField()
     decided_at = serializers.DateTimeField(allow_null=True)
     reason = serializers.CharField()
-
-    def get_requested_by(self, obj) -> str | None:
-        return obj.requested_by.username if obj.requested_by_id else None
-
-    def get_decided_by(self, obj) -> str | None:
-        return obj.decided_by.username if obj.decided_by_id else None
 
 
 class LabelSplitRequestSerializer(serializers.Serializer):
@@ -152,14 +143,11 @@ class LabelStepRequestSerializer(serializers.Serializer):
 
 
 class LabelMoveSerializer(serializers.ModelSerializer):
-    actor = serializers.SerializerMethodField()
+    actor = serializers.CharField(source="actor.username", read_only=True, allow_null=True)
 
     class Meta:
         model = LabelMove
         fields = ["id", "kind", "from_version", "to_version", "actor", "created_at"]
-
-    def get_actor(self, obj) -> str | None:
-        return obj.actor.username if obj.actor_id else None
 
 
 class UploadRequestSerializer(serializers.Serializer):

@@ -33,16 +33,13 @@ class UnversionedLinkCreateSerializer(LinkCreateSerializer):
 
 
 class LinkSerializer(serializers.ModelSerializer):
-    created_by = serializers.SerializerMethodField()
+    created_by = serializers.CharField(source="created_by.username", read_only=True, allow_null=True)
     state = serializers.SerializerMethodField()
 
     class Meta:
         model = ShareLink
         fields = ["id", "name", "mode", "version", "expires_at", "created_by", "created_at", "revoked_at",
                   "state"]
-
-    def get_created_by(self, obj) -> str | None:
-        return obj.created_by.username if obj.created_by_id else None
 
     def get_state(self, obj) -> str:
         if obj.revoked_at:
@@ -66,23 +63,14 @@ class GrantCreateSerializer(serializers.Serializer):
 
 
 class GrantSerializer(serializers.ModelSerializer):
-    username = serializers.SerializerMethodField()
-    team_name = serializers.SerializerMethodField()
-    created_by = serializers.SerializerMethodField()
+    username = serializers.CharField(source="user.username", read_only=True, allow_null=True)
+    team_name = serializers.CharField(source="team.name", read_only=True, allow_null=True)
+    created_by = serializers.CharField(source="created_by.username", read_only=True, allow_null=True)
 
     class Meta:
         model = Grant
         fields = ["id", "username", "team", "team_name", "role", "created_by", "created_at", "expires_at",
                   "revoked_at"]
-
-    def get_username(self, obj) -> str | None:
-        return obj.user.username if obj.user_id else None
-
-    def get_team_name(self, obj) -> str | None:
-        return obj.team.name if obj.team_id else None
-
-    def get_created_by(self, obj) -> str | None:
-        return obj.created_by.username if obj.created_by_id else None
 
 
 class AuditEventSerializer(serializers.ModelSerializer):

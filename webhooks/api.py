@@ -12,6 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.jsonbody import validated
 from core.pagination import Page, paginated
 from sharing.access import request_subject
 
@@ -59,9 +60,7 @@ class EndpointListApi(APIView):
     @extend_schema(request=EndpointCreateSerializer, responses={201: EndpointWithSecretSerializer},
                    description="The signing secret is in this response (and a rotation's) only.")
     def post(self, request):
-        data = EndpointCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(EndpointCreateSerializer, request)
         prompt = None
         if v["prompt"] is not None:
             prompt = request_subject(request, "prompt", pk=v["prompt"], need="own", version_id=None)

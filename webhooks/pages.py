@@ -2,6 +2,8 @@
 (status, response code, attempts), redeliver, rotate the secret, remove.
 Plain forms posting back to the page (CSRF-protected), no script needed."""
 
+import functools
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
@@ -26,52 +28,52 @@ def webhooks_page(request):
         "new_secret": request.session.pop("webhook_secret", None)})
 
 
-@login_required
-@require_POST
+def _form_post(action):
+    """A form posting back to the webhooks page (signed in, POST only): a refused
+    action (DomainError) shows as the page's error; either way, back to the page."""
+
+    @login_required
+    @require_POST
+    @functools.wraps(action)
+    def view(request, *args, **kwargs):
+        try:
+            action(request, *args, **kwargs)
+        except DomainError as exc:
+            messages.error(request, exc.message)
+        return redirect("webhooks")
+
+    return view
+
+
+@_form_post
 def webhook_create(request):
-    try:
-        prompt = None
-        if request.POST.get("prompt"):
-            prompt = access("prompt", user=request.user, pk=request.POST["prompt"], need="own",
-                            version_id=None)
-        endpoint = services.endpoint_create(owner=request.user, url=request.POST.get("url", ""),
-                                            events=request.POST.getlist("events"), prompt=prompt,
-                                            description=request.POST.get("description", ""))
-    except DomainError as exc:
-        messages.error(request, exc.message)
-    else:
-        request.session["webhook_secret"] = {"id": str(endpoint.pk), "secret": endpoint.secret}
-    return redirect("webhooks")
+    prompt = None
+    if request.POST.get("prompt"):
+        prompt = access("prompt", user=request.user, pk=request.POST["prompt"], need="own", version_id=None)
+    endpoint = services.endpoint_create(owner=request.user, url=request.POST.get("url", ""),
+                                        events=request.POST.getlist("events"), prompt=prompt,
+                                        description=request.POST.get("description", ""))
+    request.session["webhook_secret"] = {"id": str(endpoint.pk), "secret": endpoint.secret}
 
 
-@login_required
-@require_POST
+@_form_post
 def webhook_action(request, endpoint_id, action):
-    try:
-        endpoint = selectors.endpoint_get(owner=request.user, endpoint_id=endpoint_id)
-        if action == "rotate":
-            services.endpoint_secret_rotate(endpoint=endpoint)
-            request.session["webhook_secret"] = {"id": str(endpoint.pk), "secret": endpoint.secret}
-        elif action == "delete":
-            services.endpoint_delete(endpoint=endpoint)
-        else:
-            raise DomainError("Unknown action.", code="invalid_request")
-    except DomainError as exc:
-        messages.error(request, exc.message)
-    return redirect("webhooks")
+    endpoint = selectors.endpoint_get(owner=request.user, endpoint_id=endpoint_id)
+    if action == "rotate":
+        services.endpoint_secret_rotate(endpoint=endpoint)
+        request.session["webhook_secret"] = {"id": str(endpoint.pk), "secret": endpoint.secret}
+    elif action == "delete":
+        services.endpoint_delete(endpoint=endpoint)
+    else:
+        raise DomainError("Unknown action.", code="invalid_request")
 
 
-@login_required
-@require_POST
+@_form_post
 def webhook_redeliver(request, endpoint_id, delivery_id):
-    try:
-        endpoint = selectors.endpoint_get(owner=request.user, endpoint_id=endpoint_id)
-        delivery = selectors.delivery_get(endpoint=endpoint, delivery_id=delivery_id)
-        services.delivery_redeliver(delivery=delivery)
-        messages.success(request, "Redelivery queued.")
-    except DomainError as exc:
-        messages.error(request, exc.message)
-    return redirect("webhooks")
+    endpoint = selectors.endpoint_get(owner=request.user, endpoint_id=endpoint_id)
+    delivery = selectors.delivery_get(endpoint=endpoint, delivery_id=delivery_id)
+    services.delivery_redeliver(delivery=delivery)
+    messages.success(request, "Redelivery queued.")
 
 
 urlpatterns = [
