@@ -5,6 +5,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from core.error_codes import DomainError
+from core.jsonbody import validated
 from playground.api import Page, PromptScopedApi, paginated
 from playground.permissions import request_access
 
@@ -32,9 +33,7 @@ class LabelGateApi(PromptScopedApi):
                                "label holds.")
     def put(self, request, prompt_id, name):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
-        data = LabelGateRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(LabelGateRequestSerializer, request)
         gate = gate_set(prompt=prompt, name=name, user=request.user, dataset_id=v["dataset"],
                         evaluator=v["evaluator"], margin=v["margin"])
         return Response(LabelGateSerializer(gate).data)

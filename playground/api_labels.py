@@ -7,6 +7,7 @@ from rest_framework.response import Response
 
 from core.error_codes import DomainError
 from core.ids import is_uuid
+from core.jsonbody import validated
 from core.pagination import Page, paginated
 
 from . import protection, selectors, services
@@ -75,6 +76,11 @@ class LabelDetailApi(PromptScopedApi):
         return Response(status=204)
 
 
+def _require_eval(request) -> str | None:
+    """The evaluation run a gated move or split must pass (?require_eval=), if any."""
+    return request.query_params.get("require_eval") or None
+
+
 class LabelMoveApi(PromptScopedApi):
     @extend_schema(request=LabelMoveRequestSerializer, responses={200: LabelSerializer},
                    parameters=[OpenApiParameter("require_eval", str, description=(
@@ -87,21 +93,19 @@ class LabelMoveApi(PromptScopedApi):
                                "answers 202 with the pending move a second editor approves.")
     def post(self, request, prompt_id, name):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
-        data = LabelMoveRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        run_id = request.query_params.get("require_eval") or None
-        label_move_check(prompt=prompt, name=name, user=request.user,
-                         candidate_id=data.validated_data["version"],
-                         baseline_id=data.validated_data["expected"], run_id=run_id)
+        data = validated(LabelMoveRequestSerializer, request)
+        version, expected = data["version"], data["expected"]
+        run_id = _require_eval(request)
+        label_move_check(prompt=prompt, name=name, user=request.user, candidate_id=version,
+                         baseline_id=expected, run_id=run_id)
         current = selectors.label_list(prompt=prompt).filter(name=name).first()
         if current is not None and current.protected and current.require_approval:
             pending = protection.label_move_request(
-                prompt=prompt, name=name, version_id=data.validated_data["version"],
-                expected_version_id=data.validated_data["expected"], actor=request.user,
-                eval_run=run_id or "")
+                prompt=prompt, name=name, version_id=version, expected_version_id=expected,
+                actor=request.user, eval_run=run_id or "")
             return Response({"pending": PendingMoveSerializer(pending).data}, status=202)
-        label = services.label_move(prompt=prompt, name=name, version_id=data.validated_data["version"],
-                                    expected_version_id=data.validated_data["expected"], actor=request.user)
+        label = services.label_move(prompt=prompt, name=name, version_id=version,
+                                    expected_version_id=expected, actor=request.user)
         return Response(LabelSerializer(label).data)
 
 
@@ -115,17 +119,17 @@ class LabelSplitApi(PromptScopedApi):
                                "Compare-and-set on `expected` (the first variant when already split).")
     def post(self, request, prompt_id, name):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
-        data = LabelSplitRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(LabelSplitRequestSerializer, request)
         # A gated label splits only behind a run where every new variant passes the gate.
-        run_id = request.query_params.get("require_eval") or None
-        for variant in check_variants(data.validated_data["variants"]):
+        run_id = _require_eval(request)
+        expected = data["expected"]
+        for variant in check_variants(data["variants"]):
             candidate = variant["version"]
-            if str(candidate) != str(data.validated_data["expected"]):
+            if str(candidate) != str(expected):
                 label_move_check(prompt=prompt, name=name, user=request.user, candidate_id=candidate,
-                                 baseline_id=data.validated_data["expected"], run_id=run_id)
-        label = services.label_split(prompt=prompt, name=name, variants=data.validated_data["variants"],
-                                     expected_version_id=data.validated_data["expected"], actor=request.user)
+                                 baseline_id=expected, run_id=run_id)
+        label = services.label_split(prompt=prompt, name=name, variants=data["variants"],
+                                     expected_version_id=expected, actor=request.user)
         return Response(LabelSerializer(label).data)
 
 
@@ -135,9 +139,8 @@ class LabelProtectApi(PromptScopedApi):
                                "optionally require a second editor's approval for every move.")
     def post(self, request, prompt_id, name):
         prompt = request_access(request, prompt_id=prompt_id, need="own")
-        data = LabelProtectRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        label = protection.label_protect(prompt=prompt, name=name, actor=request.user, **data.validated_data)
+        data = validated(LabelProtectRequestSerializer, request)
+        label = protection.label_protect(prompt=prompt, name=name, actor=request.user, **data)
         return Response(LabelSerializer(label).data)
 
 
@@ -166,11 +169,10 @@ class _PendingDecideApi(PromptScopedApi):
                                "(compare-and-set from where the request found it: 409 if it moved since).")
     def post(self, request, prompt_id, name, pending_id):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
-        data = PendingDecideRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(PendingDecideRequestSerializer, request)
         pending = protection.pending_decide(
             prompt=prompt, name=name, pending_id=pending_id, actor=request.user, approve=self.approve,
-            reason=data.validated_data["reason"], gate=approval_gate(request, prompt, name))
+            reason=data["reason"], gate=approval_gate(request, prompt, name))
         return Response(PendingMoveSerializer(pending).data)
 
 
@@ -188,10 +190,9 @@ class _LabelStepApi(PromptScopedApi):
     @extend_schema(request=LabelStepRequestSerializer, responses={200: LabelSerializer})
     def post(self, request, prompt_id, name):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
-        data = LabelStepRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(LabelStepRequestSerializer, request)
         label = type(self).step(prompt=prompt, name=name, actor=request.user,
-                                expected_version_id=data.validated_data["expected"])
+                                expected_version_id=data["expected"])
         return Response(LabelSerializer(label).data)
 
 

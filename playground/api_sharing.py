@@ -8,6 +8,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.jsonbody import validated
 from core.pagination import Page, paginated
 from sharing.models import TransferOffer
 from sharing.selectors import audit_list
@@ -31,11 +32,10 @@ class TransferApi(PromptScopedApi):
                    description="Owner only: offer the prompt to another user, who becomes the owner "
                                "when they accept (POST /api/prompts/transfers/<id>).")
     def post(self, request, prompt_id):
-        data = TransferSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(TransferSerializer, request)
         with transaction.atomic():
             prompt = request_access(request, prompt_id=prompt_id, need="own", for_update=True)
-            offer = ownership.transfer_offer(prompt=prompt, actor=request.user, **data.validated_data)
+            offer = ownership.transfer_offer(prompt=prompt, actor=request.user, **data)
         return Response(TransferOfferSerializer(offer).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -52,10 +52,8 @@ class TransferOfferApi(APIView):
     @extend_schema(request=TransferAnswerSerializer, responses={200: None})
     def post(self, request, offer_id: int):
         """The receiver accepts (becomes the owner) or declines."""
-        data = TransferAnswerSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        prompt = ownership.transfer_answer(offer_id=offer_id, user=request.user,
-                                          accept=data.validated_data["accept"])
+        data = validated(TransferAnswerSerializer, request)
+        prompt = ownership.transfer_answer(offer_id=offer_id, user=request.user, accept=data["accept"])
         if prompt is None:
             return Response({"accepted": False})
         return Response(ForkedPromptSerializer(prompt).data | {"owner": prompt.owner.username,
@@ -67,12 +65,10 @@ class ForkApi(PromptScopedApi):
                    description="Copy a version into a new prompt of your own (any role that can view, "
                                "signed in).")
     def post(self, request, prompt_id):
-        data = ForkSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        source = request_access(request, prompt_id=prompt_id, need="fork",
-                                version_id=data.validated_data["version"])
-        fork = ownership.prompt_fork(source=source, version_id=data.validated_data["version"],
-                                    owner=request.user, title=data.validated_data["title"])
+        data = validated(ForkSerializer, request)
+        source = request_access(request, prompt_id=prompt_id, need="fork", version_id=data["version"])
+        fork = ownership.prompt_fork(source=source, version_id=data["version"], owner=request.user,
+                                    title=data["title"])
         return Response(ForkedPromptSerializer(fork).data, status=status.HTTP_201_CREATED)
 
 

@@ -14,7 +14,7 @@ from core.error_codes import DomainError
 from sharing.audit import audit_record
 
 from .models import Label, PendingLabelMove, PendingStatus, Prompt, PromptVersion
-from .services import label_move
+from .services import label_move, locked_label
 
 
 def label_protect(*, prompt: Prompt, name: str, protected: bool, require_approval: bool, actor) -> Label:
@@ -25,10 +25,7 @@ def label_protect(*, prompt: Prompt, name: str, protected: bool, require_approva
         raise DomainError("require_approval needs protected.", code="invalid_request",
                           field="require_approval")
     with transaction.atomic():
-        label = Label.objects.select_for_update().filter(prompt=prompt, name=name).first()
-        if label is None:
-            raise DomainError(f"No label {name!r} on this prompt.", code="label_not_found",
-                              field="name")
+        label = locked_label(prompt, name)
         label.protected, label.require_approval = protected, require_approval
         label.save(update_fields=["protected", "require_approval", "updated_at"])
         audit_record(prompt_id=prompt.pk, actor=actor, action="label.protect", target=f"label:{name}",
@@ -45,10 +42,7 @@ def label_move_request(*, prompt: Prompt, name: str, version_id, expected_versio
         raise DomainError("The version is not a version of this prompt.", code="version_not_found",
                           field="version")
     with transaction.atomic():
-        label = Label.objects.select_for_update().filter(prompt=prompt, name=name).first()
-        if label is None:
-            raise DomainError(f"No label {name!r} on this prompt.", code="label_not_found",
-                              field="name")
+        label = locked_label(prompt, name)
         if str(label.version_id) != str(expected_version_id):
             raise DomainError(f"Label {name!r} does not hold the expected version.", code="label_conflict",
                               field="expected",

@@ -264,13 +264,18 @@ def _stacks(label: Label) -> tuple[list[LabelMove], list[LabelMove]]:
     return undo, redo
 
 
-def _locked_label(prompt: Prompt, name: str) -> Label:
-    _check_label_name(name)
+def locked_label(prompt: Prompt, name: str) -> Label:
+    """The label, locked until the transaction ends (404 label_not_found)."""
     label = Label.objects.select_for_update().filter(prompt=prompt, name=name).first()
     if label is None:
         raise DomainError(f"No label {name!r} on this prompt.", code="label_not_found",
                           field="name")
     return label
+
+
+def _locked_label(prompt: Prompt, name: str) -> Label:
+    _check_label_name(name)
+    return locked_label(prompt, name)
 
 
 def _step(*, prompt, name, actor, expected_version_id, kind) -> Label:

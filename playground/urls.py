@@ -1,44 +1,48 @@
-from django.urls import path
-
+from core.routes import api_routes
 from sharing.api import subject_urls
 
 from . import api, api_export, api_labels, api_sharing
 from .shares import PROMPT
 
-V = "<uuid:prompt_id>/versions/<str:version_id>"
-L = "<uuid:prompt_id>/labels/<str:name>"
+P = "<uuid:prompt_id>"
+V = f"{P}/versions/<str:version_id>"
+L = f"{P}/labels/<str:name>"
 
 urlpatterns = [
-    path("", api.PromptListApi.as_view(), name="api-prompts"),
-    path("shared", api_sharing.SharedWithMeApi.as_view(), name="api-prompts-shared"),
-    path("transfers", api_sharing.TransferOfferListApi.as_view(), name="api-prompt-transfers"),
-    path("transfers/<int:offer_id>", api_sharing.TransferOfferApi.as_view(), name="api-transfer-offer"),
-    path("<uuid:prompt_id>", api.PromptDetailApi.as_view(), name="api-prompt"),
-    path("<uuid:prompt_id>/versions", api.VersionListApi.as_view(), name="api-versions"),
-    path(V, api.VersionDetailApi.as_view(), name="api-version"),
-    path(f"{V}/body", api.VersionBodyApi.as_view(), name="api-version-body"),
-    path(f"{V}/render", api.VersionRenderApi.as_view(), name="api-version-render"),
-    path(f"{V}/export", api_export.VersionExportApi.as_view(), name="api-version-export"),
-    path("<uuid:prompt_id>/tree", api.TreeApi.as_view(), name="api-prompt-tree"),
-    path("<uuid:prompt_id>/heads", api.HeadsApi.as_view(), name="api-prompt-heads"),
-    path("<uuid:prompt_id>/diff", api.DiffApi.as_view(), name="api-prompt-diff"),
-    path("<uuid:prompt_id>/merge", api.MergePreviewApi.as_view(), name="api-prompt-merge"),
-    path("<uuid:prompt_id>/uploads", api.UploadApi.as_view(), name="api-prompt-uploads"),
-    path("<uuid:prompt_id>/labels", api_labels.LabelListApi.as_view(), name="api-labels"),
-    path(L, api_labels.LabelDetailApi.as_view(), name="api-label"),
-    path(f"{L}/move", api_labels.LabelMoveApi.as_view(), name="api-label-move"),
-    path(f"{L}/split", api_labels.LabelSplitApi.as_view(), name="api-label-split"),
-    path(f"{L}/protect", api_labels.LabelProtectApi.as_view(), name="api-label-protect"),
-    path(f"{L}/pending", api_labels.PendingListApi.as_view(), name="api-label-pending"),
-    path(f"{L}/pending/<int:pending_id>/approve", api_labels.PendingApproveApi.as_view(),
-         name="api-label-pending-approve"),
-    path(f"{L}/pending/<int:pending_id>/reject", api_labels.PendingRejectApi.as_view(),
-         name="api-label-pending-reject"),
-    path(f"{L}/undo", api_labels.LabelUndoApi.as_view(), name="api-label-undo"),
-    path(f"{L}/redo", api_labels.LabelRedoApi.as_view(), name="api-label-redo"),
-    path(f"{L}/history", api_labels.LabelHistoryApi.as_view(), name="api-label-history"),
+    *api_routes(
+        ("",                         api.PromptListApi,                "api-prompts"),
+        ("shared",                   api_sharing.SharedWithMeApi,      "api-prompts-shared"),
+        ("transfers",                api_sharing.TransferOfferListApi, "api-prompt-transfers"),
+        ("transfers/<int:offer_id>", api_sharing.TransferOfferApi,     "api-transfer-offer"),
+        (P,                          api.PromptDetailApi,              "api-prompt"),
+        (f"{P}/versions",            api.VersionListApi,               "api-versions"),
+        (V,                          api.VersionDetailApi,             "api-version"),
+        (f"{V}/body",                api.VersionBodyApi,               "api-version-body"),
+        (f"{V}/render",              api.VersionRenderApi,             "api-version-render"),
+        (f"{V}/export",              api_export.VersionExportApi,      "api-version-export"),
+        (f"{P}/tree",                api.TreeApi,                      "api-prompt-tree"),
+        (f"{P}/heads",               api.HeadsApi,                     "api-prompt-heads"),
+        (f"{P}/diff",                api.DiffApi,                      "api-prompt-diff"),
+        (f"{P}/merge",               api.MergePreviewApi,              "api-prompt-merge"),
+        (f"{P}/uploads",             api.UploadApi,                    "api-prompt-uploads"),
+    ),
+    *api_routes(
+        (f"{P}/labels",                            api_labels.LabelListApi,      "api-labels"),
+        (L,                                        api_labels.LabelDetailApi,    "api-label"),
+        (f"{L}/move",                              api_labels.LabelMoveApi,      "api-label-move"),
+        (f"{L}/split",                             api_labels.LabelSplitApi,     "api-label-split"),
+        (f"{L}/protect",                           api_labels.LabelProtectApi,   "api-label-protect"),
+        (f"{L}/pending",                           api_labels.PendingListApi,    "api-label-pending"),
+        (f"{L}/pending/<int:pending_id>/approve",  api_labels.PendingApproveApi, "api-label-pending-approve"),
+        (f"{L}/pending/<int:pending_id>/reject",   api_labels.PendingRejectApi,  "api-label-pending-reject"),
+        (f"{L}/undo",                              api_labels.LabelUndoApi,      "api-label-undo"),
+        (f"{L}/redo",                              api_labels.LabelRedoApi,      "api-label-redo"),
+        (f"{L}/history",                           api_labels.LabelHistoryApi,   "api-label-history"),
+    ),
     *subject_urls(PROMPT.name),
-    path("<uuid:prompt_id>/transfer", api_sharing.TransferApi.as_view(), name="api-prompt-transfer"),
-    path("<uuid:prompt_id>/fork", api_sharing.ForkApi.as_view(), name="api-prompt-fork"),
-    path("<uuid:prompt_id>/audit", api_sharing.AuditListApi.as_view(), name="api-prompt-audit"),
+    *api_routes(
+        (f"{P}/transfer", api_sharing.TransferApi,  "api-prompt-transfer"),
+        (f"{P}/fork",     api_sharing.ForkApi,      "api-prompt-fork"),
+        (f"{P}/audit",    api_sharing.AuditListApi, "api-prompt-audit"),
+    ),
 ]

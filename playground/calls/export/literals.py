@@ -77,17 +77,28 @@ def sh_quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def py_value(value) -> str:
-    """A Python literal for a JSON-like value (parameters, stop lists, tools)."""
+def _literal(value, literal, string, key, sep: str = ", ", colon: str = ": ", scalar=json.dumps) -> str:
+    """A literal for a JSON-like value: strings through ``string``, object
+    keys through ``key``, items (through ``literal``, the caller itself)
+    joined by ``sep``; anything else through ``scalar``."""
     if isinstance(value, str):
-        return py_str(value)
+        return string(value)
     if isinstance(value, list):
-        return "[" + ", ".join(py_value(v) for v in value) + "]"
-    if isinstance(value, dict):  # JSON's true / false / null are not Python
-        return "{" + ", ".join(f"{py_str(k)}: {py_value(v)}" for k, v in value.items()) + "}"
-    if value is None or isinstance(value, bool):
+        return "[" + sep.join(literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + sep.join(f"{key(k)}{colon}{literal(v)}" for k, v in value.items()) + "}"
+    return scalar(value)
+
+
+def _py_scalar(value) -> str:
+    if value is None or isinstance(value, bool):  # JSON's true / false / null are not Python
         return {None: "None", True: "True", False: "False"}[value]
     return json.dumps(value)  # numbers: the same digits as the JSON the server saved
+
+
+def py_value(value) -> str:
+    """A Python literal for a JSON-like value (parameters, stop lists, tools)."""
+    return _literal(value, py_value, py_str, py_str, scalar=_py_scalar)
 
 
 def js_key(name: str) -> str:
@@ -97,20 +108,8 @@ def js_key(name: str) -> str:
 
 
 def js_value(value) -> str:
-    if isinstance(value, str):
-        return js_str(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(js_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{js_key(k)}: {js_value(v)}" for k, v in value.items()) + "}"
-    return json.dumps(value)
+    return _literal(value, js_value, js_str, js_key)
 
 
 def json_value(value) -> str:
-    if isinstance(value, str):
-        return json_str(value)
-    if isinstance(value, list):
-        return "[" + ",".join(json_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{json_str(k)}:{json_value(v)}" for k, v in value.items()) + "}"
-    return json.dumps(value)
+    return _literal(value, json_value, json_str, json_str, sep=",", colon=":")
