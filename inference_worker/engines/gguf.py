@@ -158,6 +158,18 @@ class GgufModel:
         # add_special here (the same rule as llama_cpp's chat handler).
         return self.tokenize(self.render_prompt(messages))
 
+    def new_context(self, **params: Any) -> Any:
+        """A llama.cpp context on these weights, with ``params`` over the defaults
+        (perf counters off); the caller frees it with ``llama_free``."""
+        cparams = self.ll.llama_context_default_params()
+        cparams.no_perf = True
+        for name, value in params.items():
+            setattr(cparams, name, value)
+        ctx = self.ll.llama_init_from_model(self.handle, cparams)
+        if not ctx:
+            raise EngineLoadError(f"llama.cpp could not create a context for {self.path}")
+        return ctx
+
     def close(self) -> None:
         if self.handle:
             self.ll.llama_model_free(self.handle)

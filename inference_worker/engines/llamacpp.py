@@ -106,21 +106,13 @@ class LlamaCppEngine(LlamaContextOwner, Engine):
         n_ctx = n_ctx or context_window * n_seq_max
         self._model = GgufModel(self.model_path, chat_template=chat_template, verbose=verbose)
         ll = self._ll = self._model.ll
-
-        cparams = ll.llama_context_default_params()
-        cparams.n_ctx = n_ctx
-        cparams.n_batch = n_batch
-        cparams.n_ubatch = n_batch
-        cparams.n_seq_max = n_seq_max
-        cparams.n_threads = n_threads
-        cparams.n_threads_batch = n_threads
-        cparams.kv_unified = kv_unified
-        cparams.no_perf = True
-        ctx = ll.llama_init_from_model(self._model.handle, cparams)
-        if not ctx:
+        try:
+            ctx = self._ctx = self._model.new_context(
+                n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_batch, n_seq_max=n_seq_max, n_threads=n_threads,
+                n_threads_batch=n_threads, kv_unified=kv_unified)
+        except EngineLoadError:
             self.close()
-            raise EngineLoadError(f"llama.cpp could not create a context for {self.model_path}")
-        self._ctx = ctx
+            raise
         self._mem = ll.llama_get_memory(ctx)
         self.n_seq_max = ll.llama_n_seq_max(ctx)
         self.n_ctx = ll.llama_n_ctx(ctx)

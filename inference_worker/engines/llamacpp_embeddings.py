@@ -72,16 +72,13 @@ class LlamaCppEmbeddingEngine(LlamaContextOwner, Engine):
         else:
             self._model, trained = self._converted(checkpoint_dir or default_checkpoint_dir(), verbose)
         ll = self._ll = self._model.ll
-        cparams = ll.llama_context_default_params()
-        cparams.embeddings = True
-        cparams.n_ctx = cparams.n_batch = cparams.n_ubatch = n_batch  # one call = one ubatch
-        cparams.n_seq_max = max_inputs
-        cparams.n_threads = cparams.n_threads_batch = n_threads
-        cparams.no_perf = True
-        self._ctx = ll.llama_init_from_model(self._model.handle, cparams)
-        if not self._ctx:
+        try:  # one call = one ubatch
+            self._ctx = self._model.new_context(
+                embeddings=True, n_ctx=n_batch, n_batch=n_batch, n_ubatch=n_batch, n_seq_max=max_inputs,
+                n_threads=n_threads, n_threads_batch=n_threads)
+        except EngineLoadError:
             self.close()
-            raise EngineLoadError(f"llama.cpp could not create an embedding context for {self._model.path}")
+            raise
         if ll.llama_pooling_type(self._ctx) == ll.LLAMA_POOLING_TYPE_NONE:
             self.close()
             raise EngineLoadError(f"{self._model.path} pools no sentence vector (pooling type none)")
