@@ -8,6 +8,7 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -19,6 +20,8 @@ from .portability import history_export, history_import
 
 
 class HistoryExportApi(PromptScopedApi):
+    renderer_classes = [JSONRenderer]  # a browser's link downloads the file, not the browsable page
+
     @extend_schema(responses=OpenApiTypes.OBJECT,
                    description="Every version (numbers, parents, merge parents, parameters, body and its "
                                "SHA-256) and every label (target, split, protection) as one "
@@ -41,7 +44,9 @@ class HistoryImportApi(APIView):
                     "created unless all of it is.")
     def post(self, request):
         limit = settings.PROMPT_IMPORT_MAX_BYTES
-        if len(request.body) > limit:  # `serve` refuses it sooner (REQUEST_BODY_LIMITS); this is the rest
+        # `serve` refuses a larger body while it arrives (REQUEST_BODY_LIMITS); this covers other servers.
+        declared = request.META.get("CONTENT_LENGTH") or ""
+        if declared.isdigit() and int(declared) > limit:
             raise DomainError(f"The request body is larger than {limit} bytes (PROMPT_IMPORT_MAX_BYTES).",
                               code="request_too_large",
                               extra={"limit": "PROMPT_IMPORT_MAX_BYTES", "max_bytes": limit})
