@@ -106,6 +106,12 @@ def _typed(item, types: dict[str, tuple[type, ...]], *, field: str, optional=(),
     return item
 
 
+def _bound(name: str, items: list, limit: int, *, code: str) -> None:
+    if len(items) > limit:
+        raise DomainError(f"The file has {len(items)} {name}; an import takes at most {limit}.",
+                          code=code, field=name, extra={f"max_{name}": limit})
+
+
 def _check_header(document) -> tuple[dict, list, list]:
     if not isinstance(document, dict):
         raise _bad("The document must be a JSON object.", field="document")
@@ -123,11 +129,8 @@ def _check_header(document) -> tuple[dict, list, list]:
         raise _bad("versions must be a non-empty list.", field="versions")
     if not isinstance(labels, list):
         raise _bad("labels must be a list.", field="labels")
-    limit = settings.PROMPT_IMPORT_MAX_VERSIONS
-    if len(versions) > limit:
-        raise DomainError(f"The file has {len(versions)} versions; an import takes at most {limit}.",
-                          code="import_too_many_versions", field="versions",
-                          extra={"max_versions": limit})
+    _bound("versions", versions, settings.PROMPT_IMPORT_MAX_VERSIONS, code="import_too_many_versions")
+    _bound("labels", labels, settings.PROMPT_IMPORT_MAX_LABELS, code="import_too_many_labels")
     return head, versions, labels
 
 
@@ -184,7 +187,11 @@ def _check_labels(labels: list, count: int) -> list[dict]:
             if variants[0]["version"] != str(label["version"]):
                 raise _bad(f"{field}: the first variant of a split is the label's version.",
                            code="invalid_split", field=f"{field}.split")
-            refs += [int(v["version"]) if v["version"].isdigit() else 0 for v in variants]
+            for j, variant in enumerate(label["split"]):
+                if not isinstance(variant["version"], int) or isinstance(variant["version"], bool):
+                    raise _bad(f"{field}.split[{j}].version must be a version number.",
+                               field=f"{field}.split[{j}].version")
+                refs.append(variant["version"])
         for ref in refs:
             if not 1 <= ref <= count:
                 raise _bad(f"{field} names version {ref}, which the file does not hold.",

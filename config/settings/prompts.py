@@ -62,6 +62,7 @@ PROMPT_EXPORT_BASE_URL = env_str("PROMPT_EXPORT_BASE_URL", "")
 
 # A prompt history import (POST /api/prompts/import, playground/portability.py): the
 # largest request body (bytes; by default what creating one version of the largest
-# body may send) and the most versions one file may hold. Larger: a 413 / a 400.
+# body may send) and the most versions and labels one file may hold. Larger: a 413 / a 400.
 PROMPT_IMPORT_MAX_BYTES = env_int("PROMPT_IMPORT_MAX_BYTES", PROMPT_VERSION_REQUEST_MAX_BYTES)
 PROMPT_IMPORT_MAX_VERSIONS = env_int("PROMPT_IMPORT_MAX_VERSIONS", 1000)
+PROMPT_IMPORT_MAX_LABELS = env_int("PROMPT_IMPORT_MAX_LABELS", 1000)

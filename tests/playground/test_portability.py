@@ -177,6 +177,9 @@ BAD = [
     ("label target", ("labels", 0, "version"), 3, "version_not_found", "labels[0].version"),
     ("split weights", ("labels", 0, "split"), [{"version": 2, "weight": 60}, {"version": 1, "weight": 30}],
      "invalid_weights", "labels[0].split"),
+    ("split version type", ("labels", 0, "split"),
+     [{"version": "2", "weight": 60}, {"version": 1, "weight": 40}],
+     "invalid_type", "labels[0].split[0].version"),
     ("title type", ("prompt", "title"), 5, "invalid_type", "prompt.title"),
 ]
 
@@ -191,11 +194,14 @@ def test_import_refuses_bad_input_with_a_stable_code(db, document, case, path, v
     assert Prompt.objects.count() == before  # nothing half-imported
 
 
-def test_import_refuses_too_many_versions(document, settings):
-    settings.PROMPT_IMPORT_MAX_VERSIONS = 1
+@pytest.mark.parametrize("what", ["versions", "labels"])
+def test_import_refuses_too_many_versions_or_labels(document, settings, what):
+    setattr(settings, f"PROMPT_IMPORT_MAX_{what.upper()}", len(document[what]) - 1)
     response = _client(UserFactory()).post(IMPORT, document, format="json")
     assert response.status_code == 400
-    assert response.json()["error"]["code"] == "import_too_many_versions"
+    assert (response.json()["error"]["code"], response.json()["error"]["field"]) == (
+        f"import_too_many_{what}", what)
+    assert response.json()["error"][f"max_{what}"] == len(document[what]) - 1
 
 
 def test_import_refuses_an_oversize_upload(document, settings):
