@@ -15,6 +15,7 @@ from playground.bodies import body_text
 from playground.models import Label, Prompt, PromptVersion, Storage
 from playground.portability import FORMAT, history_export
 from playground.protection import label_protect
+from sharing import services as sharing_services
 from tests.factories import PromptFactory, PromptVersionFactory, UserFactory
 from tests.sharing.conftest import build_world
 
@@ -229,3 +230,10 @@ def test_import_into_the_same_instance_twice_makes_two_prompts(document):
     assert len(ids) == 2
     for pk in ids:
         assert Label.objects.get(prompt_id=pk, name="production").version.number == 2
+
+
+def test_a_link_pinned_to_one_version_cannot_export_the_history(db):
+    w = build_world()
+    _, token = sharing_services.link_create(prompt=w.prompt, actor=w.owner, mode="public", version_id=w.v1.pk)
+    response = APIClient().get(f"/api/prompts/{w.prompt.pk}/history-export", HTTP_X_SHARE_TOKEN=token)
+    assert (response.status_code, response.json()["error"]["code"]) == (403, "forbidden")
