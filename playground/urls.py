@@ -1,7 +1,7 @@
 from core.routes import api_routes
 from sharing.api import subject_urls
 
-from . import api, api_export, api_labels, api_sharing
+from . import api, api_export, api_labels, api_portability, api_sharing
 from .shares import PROMPT
 
 P = "<uuid:prompt_id>"
@@ -14,6 +14,7 @@ urlpatterns = [
         ("shared",                   api_sharing.SharedWithMeApi,      "api-prompts-shared"),
         ("transfers",                api_sharing.TransferOfferListApi, "api-prompt-transfers"),
         ("transfers/<int:offer_id>", api_sharing.TransferOfferApi,     "api-transfer-offer"),
+        ("import",                   api_portability.HistoryImportApi, "api-prompt-import"),
         (P,                          api.PromptDetailApi,              "api-prompt"),
         (f"{P}/versions",            api.VersionListApi,               "api-versions"),
         (V,                          api.VersionDetailApi,             "api-version"),
@@ -25,6 +26,7 @@ urlpatterns = [
         (f"{P}/diff",                api.DiffApi,                      "api-prompt-diff"),
         (f"{P}/merge",               api.MergePreviewApi,              "api-prompt-merge"),
         (f"{P}/uploads",             api.UploadApi,                    "api-prompt-uploads"),
+        (f"{P}/history-export",      api_portability.HistoryExportApi, "api-prompt-history-export"),
     ),
     *api_routes(
         (f"{P}/labels",                            api_labels.LabelListApi,      "api-labels"),

@@ -260,6 +260,7 @@ REQUEST_BODY_LIMITS = [
     (r"/v1/files", "BATCH_REQUEST_MAX_BYTES"),
     (r"/api/datasets/[^/]+/(import|versions)", "EVAL_DATASET_REQUEST_MAX_BYTES"),
     (r"/api/prompts/[^/]+/versions", "PROMPT_VERSION_REQUEST_MAX_BYTES"),
+    (r"/api/prompts/import", "PROMPT_IMPORT_MAX_BYTES"),
     (r"/api/prompts/blobs/local/[^/]+", "PROMPT_BODY_MAX_BYTES"),  # the embedded store's upload PUT
 ]
 

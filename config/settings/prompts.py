@@ -59,3 +59,10 @@ PROMPT_DIFF_TIMEOUT_S = env_float("PROMPT_DIFF_TIMEOUT_S", 0.5)
 # exported code. Empty: taken from each export request (scheme + Host), which is
 # right unless a proxy rewrites them.
 PROMPT_EXPORT_BASE_URL = env_str("PROMPT_EXPORT_BASE_URL", "")
+
+# A prompt history import (POST /api/prompts/import, playground/portability.py): the
+# largest request body (bytes; by default what creating one version of the largest
+# body may send) and the most versions and labels one file may hold. Larger: a 413 / a 400.
+PROMPT_IMPORT_MAX_BYTES = env_int("PROMPT_IMPORT_MAX_BYTES", PROMPT_VERSION_REQUEST_MAX_BYTES)
+PROMPT_IMPORT_MAX_VERSIONS = env_int("PROMPT_IMPORT_MAX_VERSIONS", 1000)
+PROMPT_IMPORT_MAX_LABELS = env_int("PROMPT_IMPORT_MAX_LABELS", 1000)

@@ -53,6 +53,7 @@ ENDPOINTS = [
     Endpoint("heads", "get", "/api/prompts/{p}/heads", Role.LINK, 200),
     Endpoint("diff", "get", "/api/prompts/{p}/diff?from={v1}&to={v2}", Role.LINK, 200),
     Endpoint("upload", "post", "/api/prompts/{p}/uploads", Role.EDITOR, 201),
+    Endpoint("history-export", "get", "/api/prompts/{p}/history-export", Role.LINK, 200),
     Endpoint("labels", "get", "/api/prompts/{p}/labels", Role.LINK, 200),
     Endpoint("label", "get", "/api/prompts/{p}/labels/production", Role.LINK, 200),
     Endpoint("label-move", "post", "/api/prompts/{p}/labels/production/move", Role.EDITOR, 200),
