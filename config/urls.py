@@ -9,6 +9,7 @@ from core.blob_views import blob_local
 from core.errors import api_not_found
 from evals import urls as eval_urls
 from inference_client import urls as inference_urls
+from playground import urls as playground_urls
 
 from .health import healthz
 
@@ -21,6 +22,8 @@ api_patterns = [
     path("prompts/", include(eval_urls.gate_urls)),
     path("", include("webhooks.urls")),
     path("prompts/", include(inference_urls.prompt_run_urls)),
+    path("runs/", include(playground_urls.run_urls)),
+    path("runs/", include(eval_urls.run_case_urls)),
     path("datasets/", include(eval_urls.dataset_urls)),
     path("evals/", include(eval_urls.eval_urls)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

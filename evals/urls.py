@@ -2,7 +2,7 @@ from django.urls import path
 
 from sharing.api import subject_urls
 
-from . import api, api_gate, api_results, api_runs
+from . import api, api_gate, api_results, api_run_cases, api_runs
 from .permissions import DATASET
 
 D = "<uuid:dataset_id>"
@@ -35,4 +35,9 @@ eval_urls = [
     path("runs/<uuid:run_id>", api_runs.EvalRunDetailApi.as_view(), name="api-eval-run"),
     path("runs/<uuid:run_id>/cancel", api_runs.EvalRunCancelApi.as_view(), name="api-eval-run-cancel"),
     path("runs/<uuid:run_id>/results", api_results.EvalResultsApi.as_view(), name="api-eval-run-results"),
+]
+
+# A playground run saved as a test case, under /api/runs/ beside playground.urls.run_urls.
+run_case_urls = [
+    path("<str:run_id>/test-case", api_run_cases.RunTestCaseApi.as_view(), name="api-run-test-case"),
 ]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from inference_client import batch_views, pages, prompt_runs, views
+from inference_client import batch_views, pages, playground_runs, prompt_runs, views
 from inference_client.control import pages as control_pages
 
 urlpatterns = [
@@ -25,6 +25,7 @@ L = "<uuid:prompt_id>/labels/<str:name>"
 prompt_run_urls = [
     path(f"{V}/run", prompt_runs.version_run, name="api-version-run"),
     path(f"{L}/run", prompt_runs.label_run, name="api-label-run"),
+    path("<uuid:prompt_id>/run", playground_runs.playground_run, name="api-prompt-run"),
 ]
 
 pages_urls = [

@@ -107,15 +107,16 @@ async def _generate(request, check, *, kind: str, path: str):
 
 
 async def completion_response(completion, *, stream: bool, model: str, headers: dict | None = None,
-                              started: float | None = None):
+                              started: float | None = None, chunks=None):
     """The HTTP response of a started completion: SSE chunks, or the
     chat.completion object once it ends (shared with saved-prompt runs).
-    ``started`` (perf_counter at the view's start) adds the total to Server-Timing."""
+    ``started`` (perf_counter at the view's start) adds the total to Server-Timing;
+    ``chunks``: the stream's frames when the caller wraps ``sse(completion)``."""
     headers = {**completion.headers, "x-request-id": completion.request_id,
                "x-cache": completion.cache_hit or "miss", **(headers or {})}
     if stream:
         _count(model, 200)
-        return StreamingHttpResponse(sse(completion), content_type="text/event-stream",
+        return StreamingHttpResponse(chunks or sse(completion), content_type="text/event-stream",
                                      headers={**headers, "Cache-Control": "no-cache",
                                               "X-Accel-Buffering": "no"})
     try:

@@ -211,3 +211,43 @@ class PendingLabelMove(models.Model):
 
     class Meta:
         ordering = ["-id"]
+
+
+class RunStatus(models.TextChoices):
+    OK = "ok", "Ok"
+    ERROR = "error", "Error"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class PlaygroundRun(models.Model):
+    """One run of the playground page, as the server sent it (playground.runs)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="runs")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # The version that ran; for a draft, the version it was edited from (or None).
+    version = models.ForeignKey(PromptVersion, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="+")
+    draft = models.JSONField(null=True, blank=True)  # {"system", "body"} of an unsaved draft, else None
+    variables = models.JSONField(default=dict)
+    params = models.JSONField(default=dict)  # model, temperature, ..., tools, response_format as sent
+    model = models.CharField(max_length=100)
+    output = models.TextField(blank=True, default="")
+    output_size = models.PositiveIntegerField(default=0)  # characters before the cap
+    output_truncated = models.BooleanField(default=False)
+    tool_calls = models.JSONField(null=True, blank=True)
+    parsed = models.JSONField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    ttft_ms = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=9, choices=RunStatus.choices)
+    error_code = models.CharField(max_length=64, blank=True, default="")
+    request_id = models.CharField(max_length=64, blank=True, default="")
+    search_text = models.TextField(blank=True, default="")  # variable values, for ?q=
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["prompt", "-created_at"]),
+                   models.Index(fields=["prompt", "user", "-created_at"])]

@@ -1,7 +1,7 @@
 from core.routes import api_routes
 from sharing.api import subject_urls
 
-from . import api, api_export, api_labels, api_portability, api_sharing
+from . import api, api_export, api_labels, api_portability, api_runs, api_sharing
 from .shares import PROMPT
 
 P = "<uuid:prompt_id>"
@@ -27,6 +27,7 @@ urlpatterns = [
         (f"{P}/merge",               api.MergePreviewApi,              "api-prompt-merge"),
         (f"{P}/uploads",             api.UploadApi,                    "api-prompt-uploads"),
         (f"{P}/history-export",      api_portability.HistoryExportApi, "api-prompt-history-export"),
+        (f"{P}/runs",                api_runs.RunListApi,              "api-prompt-runs"),
     ),
     *api_routes(
         (f"{P}/labels",                            api_labels.LabelListApi,      "api-labels"),
@@ -48,3 +49,6 @@ urlpatterns = [
         (f"{P}/audit",    api_sharing.AuditListApi, "api-prompt-audit"),
     ),
 ]
+
+# One playground run (its permalink), mounted at /api/runs/ by config/urls.py.
+run_urls = api_routes(("<str:run_id>", api_runs.RunDetailApi, "api-run"))

@@ -66,3 +66,7 @@ PROMPT_EXPORT_BASE_URL = env_str("PROMPT_EXPORT_BASE_URL", "")
 PROMPT_IMPORT_MAX_BYTES = env_int("PROMPT_IMPORT_MAX_BYTES", PROMPT_VERSION_REQUEST_MAX_BYTES)
 PROMPT_IMPORT_MAX_VERSIONS = env_int("PROMPT_IMPORT_MAX_VERSIONS", 1000)
 PROMPT_IMPORT_MAX_LABELS = env_int("PROMPT_IMPORT_MAX_LABELS", 1000)
+
+# Run history (playground/runs.py): the most characters of a run's output stored
+# with it; a longer output is kept cut to this many, flagged `output_truncated`.
+PLAYGROUND_RUN_OUTPUT_MAX_CHARS = env_int("PLAYGROUND_RUN_OUTPUT_MAX_CHARS", 100_000)

@@ -1,0 +1,114 @@
+"""The playground page's runs, recorded in its run history:
+
+    POST /api/prompts/<id>/run   {"version", "system", "body", "variables", "model", ..., "stream"}
+
+The server renders the texts with the variables and builds the request itself
+(playground.runs.run_build), runs it on the path of /v1/chat/completions, and
+answers in its shape. When the generation ends the run is stored exactly as it
+was sent (playground.runs.run_record): a stream stores it before its last
+`[DONE]` frame, so a page that saw the end finds the run in the list; a client
+that goes away leaves the record to a task that waits for the end.
+`x-playground-run` names the run.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.views.decorators.csrf import csrf_exempt
+
+from core.error_codes import DomainError
+from core.errors import domain_error_response, json_error
+from inference_client.completion import Completion, spawn
+from inference_client.rendering import choices_of, sse
+from inference_client.request_params import check_body_size, parse_json
+from inference_client.services import completion_create
+from inference_client.stages.request import authenticate
+from inference_client.threads import run_db
+from inference_client.validation import check_chat_request
+from inference_client.views import completion_response
+from inference_protocol import tools
+from playground.runs import BuiltRun, run_build, run_record
+
+DONE = b"data: [DONE]"
+
+
+async def _output(completion: Completion, terminal: dict) -> str:
+    """The whole text of a finished generation; what had streamed of one that did not finish."""
+    if terminal["type"] == "done":
+        return choices_of(terminal["result"])[0]["text"]
+    parts = [e["text"] async for e in completion.events() if e["type"] == "token" and e.get("index", 0) == 0]
+    return "".join(parts)
+
+
+async def _store(completion: Completion, built: BuiltRun, run_id: uuid.UUID, user) -> None:
+    terminal = await completion.final()
+    result = terminal.get("result") if terminal["type"] == "done" else None
+    code = "" if result else terminal.get("code", "engine_error")
+    text = await _output(completion, terminal)
+    ended = completion.ended_at or completion.started
+    await run_db(run_record, run_id=run_id, prompt=built.prompt, user=user, version=built.version,
+                 draft=built.draft, variables=built.variables, params=built.chat_body,
+                 output=text, tool_calls=tools.parse_calls(text) if built.chat_body.get("tools") else None,
+                 status="ok" if result else ("cancelled" if code == "cancelled" else "error"),
+                 error_code=code,
+                 prompt_tokens=result["prompt_tokens"] if result else 0,
+                 completion_tokens=result["completion_tokens"] if result else 0,
+                 latency_ms=int((ended - completion.started) * 1000),
+                 ttft_ms=int(completion.ttft_s * 1000) if completion.ttft_s is not None else None,
+                 request_id=completion.request_id)
+
+
+async def _stored_before_done(completion: Completion, store):
+    stored = False
+    try:
+        async for chunk in sse(completion):
+            if chunk.startswith(DONE) and not stored:
+                stored = True
+                await store()
+            yield chunk
+    finally:
+        if not stored:  # an error frame ended it, or the client went away: stored once it ends
+            spawn(store())
+
+
+@csrf_exempt  # authenticate checks CSRF for session calls itself
+async def playground_run(request, prompt_id):
+    if request.method != "POST":
+        return json_error("method_not_allowed", "Use POST to run a prompt.")
+    built = None
+    run_id = uuid.uuid4()
+    try:
+        caller = await authenticate(request)
+        check_body_size(int(request.META.get("CONTENT_LENGTH") or 0))
+        raw = request.read()
+        data = parse_json(raw) if raw.strip() else {}
+        built = await run_db(run_build, user=caller.user, prompt_id=prompt_id, data=data)
+        body = {**built.chat_body, "stream": built.stream}
+        if built.stream:
+            body["stream_options"] = {"include_usage": True}
+        chat = check_chat_request(body)
+        saved = built.version is not None and built.draft is None
+        ref = {"version": str(built.version.pk)} if saved else None
+        completion = await completion_create(api_key_or_user=caller, model=chat.model, messages=chat.messages,
+                                             params=chat.params, stream=chat.stream, prompt_ref=ref)
+    except DomainError as exc:
+        if built is not None:  # refused on the way (a limit, an unknown model): a run that failed
+            await run_db(run_record, run_id=run_id, prompt=built.prompt, user=caller.user,
+                         version=built.version, draft=built.draft, variables=built.variables,
+                         params=built.chat_body, output="", tool_calls=None, status="error",
+                         error_code=exc.code)
+        response = domain_error_response(exc)
+        if built is not None:
+            response["x-playground-run"] = str(run_id)
+        return response
+
+    def store():
+        return _store(completion, built, run_id, caller.user)
+
+    headers = {"x-playground-run": str(run_id)}
+    if not chat.stream:
+        await store()
+        return await completion_response(completion, stream=False, model=chat.model, headers=headers)
+    return await completion_response(completion, stream=True, model=chat.model, headers=headers,
+                                     chunks=_stored_before_done(completion, store))

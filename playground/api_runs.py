@@ -1,0 +1,90 @@
+"""Run history API: a prompt's runs (GET /api/prompts/<id>/runs) and one run
+(GET, DELETE /api/runs/<run_id>). The runs are stored by the playground's run
+route (inference_client/playground_runs.py); playground/runs.py decides who sees them."""
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.error_codes import DomainError
+from core.pagination import Page, paginated
+
+from .models import PlaygroundRun
+from .runs import run_delete, run_get, run_list
+
+LIST_PARAMS = {"q", "mine", "cursor", "page_size"}
+SEARCH_MAX = 200
+
+
+def run_summary(run: PlaygroundRun) -> dict:
+    return {
+        "id": str(run.id), "prompt": str(run.prompt_id), "created_at": run.created_at.isoformat(),
+        "user": run.user.username, "version": str(run.version_id) if run.version_id else None,
+        "version_number": run.version.number if run.version_id else None, "draft": run.draft is not None,
+        "model": run.model, "status": run.status, "error_code": run.error_code or None,
+        "latency_ms": run.latency_ms, "ttft_ms": run.ttft_ms, "prompt_tokens": run.prompt_tokens,
+        "completion_tokens": run.completion_tokens,
+        "first_line": run.output.lstrip().split("\n", 1)[0][:200],
+        "output_truncated": run.output_truncated,
+    }
+
+
+def run_detail(run: PlaygroundRun) -> dict:
+    return {**run_summary(run), "draft": run.draft, "variables": run.variables, "params": run.params,
+            "output": run.output, "output_size": run.output_size, "tool_calls": run.tool_calls,
+            "parsed": run.parsed, "request_id": run.request_id}
+
+
+SUMMARY_FIELDS = {
+    "id": serializers.UUIDField(), "prompt": serializers.UUIDField(),
+    "created_at": serializers.DateTimeField(),
+    "user": serializers.CharField(), "version": serializers.UUIDField(allow_null=True),
+    "version_number": serializers.IntegerField(allow_null=True), "draft": serializers.BooleanField(),
+    "model": serializers.CharField(), "status": serializers.ChoiceField(["ok", "error", "cancelled"]),
+    "error_code": serializers.CharField(allow_null=True),
+    "latency_ms": serializers.IntegerField(allow_null=True),
+    "ttft_ms": serializers.IntegerField(allow_null=True), "prompt_tokens": serializers.IntegerField(),
+    "completion_tokens": serializers.IntegerField(), "first_line": serializers.CharField(),
+    "output_truncated": serializers.BooleanField()}
+
+
+class RunListApi(APIView):
+    permission_classes = [AllowAny]  # access_prompt decides (404 for anyone who may not view)
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
+
+    @extend_schema(parameters=[
+        OpenApiParameter("q", str, description="Search in the variables' values and the output"),
+        OpenApiParameter("mine", int, enum=[0, 1], description="1: only the caller's runs")],
+        responses=inline_serializer("PlaygroundRunSummary", SUMMARY_FIELDS, many=True),
+        description="The prompt's playground runs, newest first.")
+    def get(self, request, prompt_id):
+        unknown = sorted(set(request.query_params) - LIST_PARAMS)
+        if unknown:
+            raise DomainError(f"Unrecognized query parameter: {unknown[0]}.", code="unknown_parameter",
+                              field=unknown[0])
+        mine = request.query_params.get("mine", "0")
+        if mine not in ("0", "1"):
+            raise DomainError("mine must be 0 or 1.", code="invalid_value", field="mine")
+        search = request.query_params.get("q", "")
+        if len(search) > SEARCH_MAX:
+            raise DomainError(f"q is at most {SEARCH_MAX} characters.", code="invalid_value", field="q")
+        runs = run_list(user=request.user, prompt_id=prompt_id, search=search, mine=mine == "1")
+        return paginated(request, self, runs, ("-created_at", "-id"),
+                         lambda items: [run_summary(r) for r in items])
+
+
+class RunDetailApi(APIView):
+    permission_classes = [AllowAny]  # run_get decides: 404 for anyone who may not view the prompt
+
+    @extend_schema(responses=OpenApiTypes.OBJECT,
+                   description="One run with its exact request state and output (the permalink).")
+    def get(self, request, run_id):
+        return Response(run_detail(run_get(user=request.user, run_id=run_id)))
+
+    @extend_schema(responses={204: None}, description="Delete a run (its author only).")
+    def delete(self, request, run_id):
+        run_delete(user=request.user, run_id=run_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
