@@ -10,6 +10,7 @@ from core.errors import api_not_found
 from evals import urls as eval_urls
 from inference_client import urls as inference_urls
 from playground import urls as playground_urls
+from playground import views as playground_views
 
 from .health import healthz
 
@@ -42,6 +43,7 @@ urlpatterns = [
     path("", include(inference_urls.pages_urls)),
     path("chat/", include(chat_urls.pages)),
     path("prompts/", include("playground.page_urls")),
+    path("runs/<str:run_id>/", playground_views.run_permalink, name="run-permalink"),
     path("evals/", include("evals.page_urls")),
     # Share-link page (/s/<token>) and "shared with me" (/prompts/shared/).
     path("", include("sharing.pages")),

@@ -18,6 +18,7 @@ from sharing.kinds import Role
 
 from . import selectors, services
 from .permissions import access_prompt, prompts_shared_with
+from .runs import run_get
 
 # Bodies larger than this load lazily in Range chunks and render virtualised.
 LAZY_BODY_BYTES = 1024 * 1024
@@ -69,9 +70,19 @@ def prompt_list(request):
 @login_required
 def playground(request, prompt_id):
     prompt = _access_or_404(request, prompt_id, "view")
+    # ?run=<id> opens a run of the history (its permalink, /runs/<id>/, leads here).
+    run_id = request.GET.get("run") or None
+    if run_id is not None:
+        try:
+            run = run_get(user=request.user, run_id=run_id)
+        except DomainError as exc:
+            raise Http404("Run not found.") from exc
+        if run.prompt_id != prompt.pk:
+            raise Http404("Run not found.")
+        run_id = str(run.pk)
     # ?v=<id> opens that version (history's "edit from here" branches from it);
     # otherwise the newest version, the usual place to keep working.
-    version_id = request.GET.get("v") or None
+    version_id = request.GET.get("v") or (str(run.version_id) if run_id and run.version_id else None)
     if version_id is None:
         newest = selectors.version_list(prompt=prompt).order_by("-number").first()
         version_id = str(newest.pk) if newest else None
@@ -83,8 +94,18 @@ def playground(request, prompt_id):
     return render(request, "playground/playground.html", {
         "prompt": prompt,
         "is_owner": prompt.access_role == Role.OWNER,
-        "config": _page_config(prompt, versionId=version_id),
+        "config": _page_config(prompt, versionId=version_id, runId=run_id),
     })
+
+
+@login_required
+def run_permalink(request, run_id):
+    """/runs/<id>/: the run on its prompt's page, for whoever may view the prompt; else a 404."""
+    try:
+        run = run_get(user=request.user, run_id=run_id)
+    except DomainError as exc:
+        raise Http404("Run not found.") from exc
+    return redirect(f"/prompts/{run.prompt_id}/?run={run.pk}")
 
 
 @login_required

@@ -6,6 +6,7 @@ import { Draft } from "./draft.js";
 import { HighlightedEditor, render, variablesIn } from "./editor.js";
 import { Params } from "./params.js";
 import { structuredResult, toolCallsResult } from "./result.js";
+import { RunsPanel } from "./runs.js";
 import { describeRunError, streamChat, tokensPerSecond } from "./stream.js";
 import { VariablesPanel } from "./variables.js";
 import { offerTestCase, setUpTestCases } from "../evals/save_case.js";
@@ -158,7 +159,37 @@ async function start() {
   } else {
     vars.sync([]);
   }
+  if (cfg.runId) await restoreRun(await api(`/api/runs/${cfg.runId}`)).catch((err) => {
+    showAlert($("run-error"), `Could not open the run: ${err.message}`);
+  });
+  runs.load();
 }
+
+// ---- Run history --------------------------------------------------------
+// A stored run back in the editor: its version (loaded as the base), its texts
+// (a draft's own, else the version's), variables and parameters, and its output.
+async function restoreRun(run) {
+  if (run.version && (!base || base.id !== run.version)) {
+    cfg.versionId = run.version;
+    await loadBase();
+    history.replaceState(null, "", `?v=${run.version}`);
+    showBase();
+  }
+  const p = run.params, rf = p.response_format;
+  const texts = run.draft || { system: baseState ? baseState.system : "", body: baseState ? baseState.body : "" };
+  apply({ ...texts, model: p.model, temperature: p.temperature, max_tokens: p.max_tokens, top_p: p.top_p,
+          stop: p.stop, variables: run.variables, message: "", tools: toolsText(p.tools),
+          tool_choice: p.tool_choice || "auto", response_format: rf ? rf.type : "text",
+          response_schema: rf && rf.json_schema ? JSON.stringify(rf.json_schema.schema, null, 2) : "" });
+  out.classList.toggle("empty", !run.output);
+  out.textContent = run.output;
+  setStat("stat-ttft", run.ttft_ms === null ? "–" : `${run.ttft_ms} ms`);
+  setStat("stat-tokens", String(run.completion_tokens));
+  setStat("stat-tps", "–");
+  setStat("stat-finish", `run of ${new Date(run.created_at).toLocaleString()}: ${run.status}`);
+  scheduleDraft();
+}
+const runs = new RunsPanel(cfg, { onRestore: restoreRun });
 
 // ---- Save -------------------------------------------------------------
 async function save() {
@@ -222,15 +253,20 @@ async function run() {
     showAlert($("run-error"), err.message);
     return;
   }
-  await stream({ s, values, extra, messages });
+  await stream({ s, values, extra, messages, first: true });
 }
 
 // One streamed run of a conversation. A run that calls tools offers to answer the
 // calls; the answers continue the same conversation (assistant tool_calls, then a
 // tool message per call) as another run.
-async function stream({ s, values, extra, messages }) {
-  const request = { model: s.model, messages, temperature: s.temperature ?? 1, top_p: s.top_p ?? 1,
-                    max_tokens: s.max_tokens ?? 256, ...(s.stop.length ? { stop: s.stop } : {}), ...extra };
+// The first run goes to the prompt's run route, which renders the texts itself
+// and keeps the run in the history; answers to tool calls go to /v1.
+async function stream({ s, values, extra, messages, first = false }) {
+  const sampling = { model: s.model, temperature: s.temperature ?? 1, top_p: s.top_p ?? 1,
+                     max_tokens: s.max_tokens ?? 256, ...(s.stop.length ? { stop: s.stop } : {}), ...extra };
+  const request = first ? { version: base ? base.id : null, system: s.system, body: s.body, variables: values,
+                            ...sampling }
+    : { messages, ...sampling };
   const answer = (calls) => (results) => {
     if (running) return;
     const follow = [...messages, { role: "assistant", content: null, tool_calls: calls },
@@ -254,7 +290,7 @@ async function stream({ s, values, extra, messages }) {
   running = new AbortController();
   $("run-btn").firstChild.textContent = "Stop ";
   try {
-    const stats = await streamChat({ request, signal: running.signal,
+    const stats = await streamChat({ request, signal: running.signal, url: first ? `${cfg.apiBase}/run` : null,
       onToken: (t, st) => {
         text.appendData(t); // appending to one text node: no re-render of the output
         setStat("stat-ttft", `${Math.round(st.ttftMs)} ms`);
@@ -286,6 +322,7 @@ async function stream({ s, values, extra, messages }) {
     running = null;
     if (!$("run-btn").disabled) $("run-btn").firstChild.textContent = "Run ";
     if (!text.data && result.hidden) out.classList.add("empty");
+    if (first) runs.load();
   }
 }
 

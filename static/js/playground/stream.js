@@ -3,15 +3,18 @@
 
 import { ApiError, errorFrom, headers } from "./api.js";
 
-// Runs use the page's session (and its CSRF token, sent by headers()).
-export async function streamChat({ request, signal, onToken }) {
+// Runs use the page's session (and its CSRF token, sent by headers()). `url`: the
+// prompt's run route (the server builds the request and keeps the run in its
+// history; stats.runId names it); /v1/chat/completions by default.
+export async function streamChat({ request, signal, onToken, url = null }) {
   const extra = { "Content-Type": "application/json", "Accept": "text/event-stream" };
   const started = performance.now();
   let res;
   try {
-    res = await fetch("/v1/chat/completions", {
+    res = await fetch(url || "/v1/chat/completions", {
       method: "POST", credentials: "same-origin", signal, headers: headers(extra),
-      body: JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } }),
+      body: JSON.stringify(url ? { ...request, stream: true }
+        : { ...request, stream: true, stream_options: { include_usage: true } }),
     });
   } catch (e) {
     if (e.name === "AbortError") throw e;
@@ -19,7 +22,8 @@ export async function streamChat({ request, signal, onToken }) {
   }
   if (!res.ok) throw await errorFrom(res);
 
-  const stats = { ttftMs: null, tokens: 0, finish: null, usage: null, totalMs: 0, toolCalls: [] };
+  const stats = { ttftMs: null, tokens: 0, finish: null, usage: null, totalMs: 0, toolCalls: [],
+                  runId: res.headers.get("x-playground-run") };
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";

@@ -1,0 +1,164 @@
+"""Run history: the runs API (list, search, paging, the permalink and who sees
+it, delete) and saving a run as a test case. Runs here are stored by the
+service the run route calls; test_run_history_live.py stores them from real runs."""
+
+import uuid
+
+import pytest
+from rest_framework.test import APIClient
+
+from evals.datasets import dataset_create, dataset_version_create
+from evals.models import DatasetRow
+from playground.models import PlaygroundRun
+from playground.runs import run_record
+from sharing.services import grant_revoke, grant_upsert
+from tests.factories import PromptFactory, PromptVersionFactory, UserFactory
+
+
+def _run(prompt, user=None, *, output="olleh", variables=None, **fields):
+    return run_record(run_id=uuid.uuid4(), prompt=prompt, user=user or prompt.owner,
+                      version=fields.pop("version", None),
+                      draft=fields.pop("draft", {"system": "", "body": "x"}),
+                      variables=variables if variables is not None else {"name": "Ada"},
+                      params={"model": "fixed-cost", "temperature": 0}, output=output, tool_calls=None,
+                      status=fields.pop("status", "ok"), **fields)
+
+
+def _client(user=None):
+    client = APIClient()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def prompt(user):
+    return PromptFactory(owner=user)
+
+
+def test_should_cap_a_long_output_and_flag_it(prompt, settings):
+    settings.PLAYGROUND_RUN_OUTPUT_MAX_CHARS = 10
+    run = _run(prompt, output="x" * 25)
+    assert (run.output, run.output_size, run.output_truncated) == ("x" * 10, 25, True)
+    short = _run(prompt, output="short")
+    assert (short.output, short.output_truncated) == ("short", False)
+
+
+def test_should_parse_the_object_of_a_structured_run(prompt):
+    run = run_record(run_id=uuid.uuid4(), prompt=prompt, user=prompt.owner, version=None, draft=None,
+                     variables={}, params={"model": "m", "response_format": {"type": "json_object"},
+                                           "seed": 3},
+                     output='{"a": 1}', tool_calls=None, status="ok")
+    assert run.parsed == {"a": 1}
+    assert "seed" not in run.params  # only the parameters a run keeps
+
+
+def test_should_list_runs_newest_first_in_pages(auth_client, prompt):
+    made = [_run(prompt, output=f"out {i}") for i in range(5)]
+    first = auth_client.get(f"/api/prompts/{prompt.pk}/runs?page_size=2")
+    assert first.status_code == 200, first.content
+    body = first.json()
+    assert [r["id"] for r in body["results"]] == [str(made[4].pk), str(made[3].pk)]
+    assert body["results"][0]["first_line"] == "out 4" and body["results"][0]["draft"] is True
+    second = auth_client.get(body["next"])
+    assert [r["id"] for r in second.json()["results"]] == [str(made[2].pk), str(made[1].pk)]
+
+
+def test_should_search_variables_and_output_and_filter_mine(auth_client, prompt, user):
+    other = UserFactory()
+    grant_upsert(actor=user, role="editor", user=other, prompt=prompt)
+    by_var = _run(prompt, variables={"city": "Lisbon"}, output="nothing")
+    by_out = _run(prompt, variables={}, output="sunny in LISBON today")
+    _run(prompt, variables={"city": "Oslo"}, output="cold")
+    theirs = _run(prompt, other, output="Lisbon again")
+    found = auth_client.get(f"/api/prompts/{prompt.pk}/runs", {"q": "lisbon"}).json()["results"]
+    assert {r["id"] for r in found} == {str(by_var.pk), str(by_out.pk), str(theirs.pk)}
+    mine = auth_client.get(f"/api/prompts/{prompt.pk}/runs", {"q": "lisbon", "mine": "1"}).json()["results"]
+    assert {r["id"] for r in mine} == {str(by_var.pk), str(by_out.pk)}
+
+
+@pytest.mark.parametrize("query, code", [
+    ("mine=yes", "invalid_value"), ("q=" + "x" * 201, "invalid_value"), ("page=2", "unknown_parameter")])
+def test_should_refuse_bad_list_params_with_a_stable_code(auth_client, prompt, query, code):
+    response = auth_client.get(f"/api/prompts/{prompt.pk}/runs?{query}")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == code
+
+
+def test_should_refuse_a_broken_cursor_without_a_500(auth_client, prompt):
+    _run(prompt)
+    response = auth_client.get(f"/api/prompts/{prompt.pk}/runs?cursor=not-a-cursor")
+    assert 400 <= response.status_code < 500, response.content
+    assert response.json()["error"]["code"]
+
+
+def test_should_show_the_permalink_to_whoever_may_view_the_prompt_and_404_to_the_rest(prompt, user):
+    """The matrix: owner, grantee, team-less stranger, anonymous, revoked grant."""
+    version = PromptVersionFactory(prompt=prompt)
+    run = _run(prompt, version=version, draft=None)
+    grantee, stranger, revoked = UserFactory(), UserFactory(), UserFactory()
+    grant_upsert(actor=user, role="viewer", user=grantee, prompt=prompt)
+    gone = grant_upsert(actor=user, role="viewer", user=revoked, prompt=prompt)
+    grant_revoke(grant_id=gone.pk, actor=user, prompt=prompt)
+    cells = {"owner": (user, 200), "grantee": (grantee, 200), "stranger": (stranger, 404),
+             "anonymous": (None, 404), "revoked": (revoked, 404)}
+    for who, (principal, expected) in cells.items():
+        client = _client(principal)
+        detail = client.get(f"/api/runs/{run.pk}")
+        assert detail.status_code == expected, (who, detail.content)
+        listing = client.get(f"/api/prompts/{prompt.pk}/runs")
+        assert listing.status_code == expected, (who, listing.content)
+        if expected == 404:
+            assert detail.json()["error"]["code"] == "run_not_found", who
+            assert str(prompt.pk) not in detail.content.decode(), who
+        else:
+            body = detail.json()
+            assert body["version"] == str(version.pk) and body["version_number"] == version.number
+            assert body["variables"] == {"name": "Ada"} and body["output"] == "olleh"
+    unknown = _client(user).get(f"/api/runs/{uuid.uuid4()}")
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "run_not_found"
+    assert _client(user).get("/api/runs/not-a-uuid").json()["error"]["code"] == "run_not_found"
+
+
+def test_should_let_only_the_author_delete_a_run(prompt, user):
+    grantee = UserFactory()
+    grant_upsert(actor=user, role="editor", user=grantee, prompt=prompt)
+    run = _run(prompt)
+    refused = _client(grantee).delete(f"/api/runs/{run.pk}")
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+    assert _client(UserFactory()).delete(f"/api/runs/{run.pk}").status_code == 404
+    assert _client(user).delete(f"/api/runs/{run.pk}").status_code == 204
+    assert not PlaygroundRun.objects.filter(pk=run.pk).exists()
+
+
+def test_should_save_a_run_as_a_test_case_in_a_new_dataset_version(auth_client, prompt, user):
+    dataset = dataset_create(owner=user, name="cases")
+    base = dataset_version_create(dataset=dataset, author=user, add=[{"variables": {"name": "Bo"}}])
+    run = _run(prompt, variables={"name": "Ada"}, output="adA olleH")
+    response = auth_client.post(f"/api/runs/{run.pk}/test-case", {"dataset_id": str(dataset.pk)},
+                                format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["number"] == 2 and response.json()["row_count"] == 2
+    rows = list(DatasetRow.objects.filter(version_id=response.json()["id"]).order_by("index"))
+    assert rows[0].variables == {"name": "Bo"}
+    assert (rows[1].variables, rows[1].expected) == ({"name": "Ada"}, "adA olleH")
+    assert rows[1].metadata == {"run": str(run.pk)}
+    assert str(base.pk) == response.json()["parent"]
+
+
+def test_should_refuse_a_test_case_for_an_unknown_run_or_a_foreign_dataset(auth_client, prompt, user):
+    mine = dataset_create(owner=user, name="mine")
+    foreign = dataset_create(owner=UserFactory(), name="theirs")
+    run = _run(prompt)
+    unknown = auth_client.post(f"/api/runs/{uuid.uuid4()}/test-case", {"dataset_id": str(mine.pk)},
+                               format="json")
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "run_not_found"
+    other = auth_client.post(f"/api/runs/{run.pk}/test-case", {"dataset_id": str(foreign.pk)}, format="json")
+    assert other.status_code == 404 and other.json()["error"]["code"] == "dataset_not_found"
+    bad = auth_client.post(f"/api/runs/{run.pk}/test-case", {"dataset_id": "nope"}, format="json")
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "dataset_id"
+    stranger_run = _run(PromptFactory())
+    hidden = auth_client.post(f"/api/runs/{stranger_run.pk}/test-case", {"dataset_id": str(mine.pk)},
+                              format="json")
+    assert hidden.status_code == 404 and hidden.json()["error"]["code"] == "run_not_found"
+    assert not mine.versions.exists()

@@ -1,0 +1,117 @@
+"""Run history from real runs: the playground's run route on the live stack
+(uvicorn + Celery worker + Redis + PostgreSQL, fixed-cost engine: the answer is
+the last message reversed) stores each run exactly as the server sent it."""
+
+import json
+
+import httpx
+import pytest
+
+from playground.models import PlaygroundRun
+from tests.factories import ApiKeyFactory, PromptFactory, PromptVersionFactory, UserFactory
+from tests.inference_client.conftest import (
+    gateway_worker,
+    stack_env,
+    usage_settled,
+    uvicorn_server,
+    wait_for_worker,
+)
+
+pytestmark = pytest.mark.needs_services  # a live server and a Celery worker on RabbitMQ and Redis
+
+MODEL = "runs-fixed-cost"
+MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.02}}
+STACK = {"INFERENCE_MODELS": json.dumps(MODELS)}
+
+
+@pytest.fixture(scope="module")
+def runs_worker():
+    with gateway_worker(MODEL, concurrency=8, name="runs-test", env=stack_env(**STACK)) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def runs_server(django_db_setup, django_db_blocker, runs_worker):
+    with uvicorn_server(django_db_blocker, **STACK) as base:
+        yield base
+
+
+@pytest.fixture
+def live(runs_server, runs_worker, transactional_db, _clean_cache, settings):
+    settings.INFERENCE_MODELS = MODELS
+    wait_for_worker(MODEL)  # its heartbeat is back after the per-test Redis flush
+    yield runs_server
+    usage_settled()
+
+
+def _post(live, raw, prompt, body, *, stream=False):
+    return httpx.post(f"{live}/api/prompts/{prompt.pk}/run", json={**body, "stream": stream}, timeout=30,
+                      headers={"Authorization": f"Bearer {raw}"})
+
+
+def _sse_text(response) -> tuple[str, bool]:
+    text, done = "", False
+    for line in response.text.split("\n"):
+        if not line.startswith("data: "):
+            continue
+        if line == "data: [DONE]":
+            done = True
+            continue
+        for choice in json.loads(line[6:]).get("choices", []):
+            text += (choice.get("delta") or {}).get("content") or ""
+    return text, done
+
+
+def test_should_store_a_streamed_draft_run_as_sent_before_the_stream_ends(live):
+    user = UserFactory()
+    _, raw = ApiKeyFactory.create_with_raw(user=user, tier="paid")
+    prompt = PromptFactory(owner=user)
+    draft = {"system": "Be brief.", "body": "Hello {{name}}!"}
+    response = _post(live, raw, prompt, {**draft, "variables": {"name": "Ada"}, "model": MODEL,
+                                         "temperature": 0.5, "max_tokens": 40, "top_p": 0.9, "stop": ["@@"]},
+                     stream=True)
+    assert response.status_code == 200, response.text
+    text, done = _sse_text(response)
+    assert done and text == "Hello Ada!"[::-1]
+    # Stored before the [DONE] frame went out: no wait needed.
+    run = PlaygroundRun.objects.get(pk=response.headers["x-playground-run"])
+    assert (run.prompt_id, run.user_id, run.version_id, run.draft) == (prompt.pk, user.pk, None, draft)
+    assert run.variables == {"name": "Ada"} and run.model == MODEL
+    assert run.params == {"model": MODEL, "temperature": 0.5, "max_tokens": 40, "top_p": 0.9, "stop": ["@@"]}
+    assert run.output == text and not run.output_truncated and run.status == "ok" and run.error_code == ""
+    assert run.prompt_tokens > 0 and run.completion_tokens > 0
+    assert run.latency_ms is not None and run.ttft_ms is not None and run.ttft_ms <= run.latency_ms
+    assert run.request_id
+
+
+def test_should_store_a_saved_version_run_without_a_draft(live):
+    user = UserFactory()
+    _, raw = ApiKeyFactory.create_with_raw(user=user, tier="paid")
+    prompt = PromptFactory(owner=user)
+    version = PromptVersionFactory(prompt=prompt, body="Hi {{name}}", model_name=MODEL)
+    response = _post(live, raw, prompt, {"version": str(version.pk), "system": "", "body": "Hi {{name}}",
+                                         "variables": {"name": "Bo"}, "model": MODEL})
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == "oB iH"
+    run = PlaygroundRun.objects.get(pk=response.headers["x-playground-run"])
+    assert (run.version_id, run.draft, run.output, run.status) == (version.pk, None, "oB iH", "ok")
+    edited = _post(live, raw, prompt, {"version": str(version.pk), "body": "Hey {{name}}",
+                                       "variables": {"name": "Bo"}, "model": MODEL})
+    edited_run = PlaygroundRun.objects.get(pk=edited.headers["x-playground-run"])
+    assert edited_run.version_id == version.pk and edited_run.draft == {"system": "", "body": "Hey {{name}}"}
+
+
+def test_should_store_a_refused_run_with_its_code_and_store_nothing_for_a_stranger(live):
+    user = UserFactory()
+    _, raw = ApiKeyFactory.create_with_raw(user=user, tier="paid")
+    prompt = PromptFactory(owner=user)
+    refused = _post(live, raw, prompt, {"body": "x", "model": "no-such-model"})
+    assert refused.status_code == 404 and refused.json()["error"]["code"] == "model_not_found"
+    run = PlaygroundRun.objects.get(pk=refused.headers["x-playground-run"])
+    assert (run.status, run.error_code, run.output) == ("error", "model_not_found", "")
+    _, other = ApiKeyFactory.create_with_raw(user=UserFactory(), tier="paid")
+    hidden = _post(live, other, prompt, {"body": "x", "model": MODEL})
+    assert hidden.status_code == 404 and hidden.json()["error"]["code"] == "prompt_not_found"
+    unknown = _post(live, raw, prompt, {"body": "x", "model": MODEL, "seed": 1})
+    assert unknown.status_code == 400 and unknown.json()["error"]["code"] == "unknown_parameter"
+    assert PlaygroundRun.objects.count() == 1
