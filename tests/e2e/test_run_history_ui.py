@@ -50,8 +50,9 @@ def test_should_list_a_run_after_reload_restore_it_and_open_its_permalink(live_u
     expect(page.locator("#max-tokens")).to_have_value("77")
     expect(page.locator("#stat-finish")).to_contain_text("ok")
 
+    assert console_errors == []
+
     # Someone else gets a 404 for the same link.
     other = new_page()
     sign_up(other, live_url)
     assert other.goto(f"{live_url}/runs/{run_id}/").status == 404
-    assert console_errors == []
