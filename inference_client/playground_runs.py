@@ -5,14 +5,15 @@
 The server renders the texts with the variables and builds the request itself
 (playground.runs.run_build), runs it on the path of /v1/chat/completions, and
 answers in its shape. When the generation ends the run is stored exactly as it
-was sent (playground.runs.run_record): a stream stores it before its last
-`[DONE]` frame, so a page that saw the end finds the run in the list; a client
+was sent (playground.runs.run_record): a stream stores it before its finish
+(or error) and `[DONE]` frames, so a page that saw the end finds the run in the list; a client
 that goes away leaves the record to a task that waits for the end.
 `x-playground-run` names the run.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from django.views.decorators.csrf import csrf_exempt
@@ -30,7 +31,7 @@ from inference_client.views import completion_response
 from inference_protocol import tools
 from playground.runs import BuiltRun, run_build, run_record
 
-DONE = b"data: [DONE]"
+logger = logging.getLogger(__name__)
 
 
 async def _output(completion: Completion, terminal: dict) -> str:
@@ -42,6 +43,14 @@ async def _output(completion: Completion, terminal: dict) -> str:
 
 
 async def _store(completion: Completion, built: BuiltRun, run_id: uuid.UUID, user) -> None:
+    """Record the run once its generation has ended; a failure here is logged, never the answer's."""
+    try:
+        await _write(completion, built, run_id, user)
+    except Exception:
+        logger.exception("storing playground run %s failed", run_id)
+
+
+async def _write(completion: Completion, built: BuiltRun, run_id: uuid.UUID, user) -> None:
     terminal = await completion.final()
     result = terminal.get("result") if terminal["type"] == "done" else None
     code = "" if result else terminal.get("code", "engine_error")
@@ -63,12 +72,12 @@ async def _stored_before_done(completion: Completion, store):
     stored = False
     try:
         async for chunk in sse(completion):
-            if chunk.startswith(DONE) and not stored:
+            if not stored and completion.ended_at is not None:  # before the finish, error and [DONE] frames
                 stored = True
                 await store()
             yield chunk
     finally:
-        if not stored:  # an error frame ended it, or the client went away: stored once it ends
+        if not stored:  # the client went away: stored once the generation ends
             spawn(store())
 
 

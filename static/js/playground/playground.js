@@ -159,9 +159,13 @@ async function start() {
   } else {
     vars.sync([]);
   }
-  if (cfg.runId) await restoreRun(await api(`/api/runs/${cfg.runId}`)).catch((err) => {
-    showAlert($("run-error"), `Could not open the run: ${err.message}`);
-  });
+  if (cfg.runId) {
+    try {
+      await restoreRun(await api(`/api/runs/${cfg.runId}`));
+    } catch (err) {
+      showAlert($("run-error"), `Could not open the run: ${err.message}`);
+    }
+  }
   runs.load();
 }
 
