@@ -56,8 +56,10 @@ class RunListApi(APIView):
     pagination_class = Page  # the schema documents the cursor page paginated() answers
 
     @extend_schema(parameters=[
-        OpenApiParameter("q", str, description="Search in the variables' values and the output"),
-        OpenApiParameter("mine", int, enum=[0, 1], description="1: only the caller's runs")],
+        OpenApiParameter("q", {"type": "string", "maxLength": SEARCH_MAX},
+                         description="Search in the variables' values and the output"),
+        OpenApiParameter("mine", {"type": "string", "enum": ["0", "1"]},
+                         description="1: only the caller's runs")],
         responses=inline_serializer("PlaygroundRunSummary", SUMMARY_FIELDS, many=True),
         description="The prompt's playground runs, newest first.")
     def get(self, request, prompt_id):
