@@ -162,3 +162,21 @@ def test_should_refuse_a_test_case_for_an_unknown_run_or_a_foreign_dataset(auth_
                               format="json")
     assert hidden.status_code == 404 and hidden.json()["error"]["code"] == "run_not_found"
     assert not mine.versions.exists()
+
+
+def test_should_open_the_permalink_page_on_the_prompt_page_and_404_for_others(prompt, user):
+    from django.test import Client
+
+    run = _run(prompt)
+    owner = Client()
+    owner.force_login(user)
+    response = owner.get(f"/runs/{run.pk}/")
+    assert response.status_code == 302 and response["Location"] == f"/prompts/{prompt.pk}/?run={run.pk}"
+    page = owner.get(response["Location"])
+    assert page.status_code == 200 and f'"runId": "{run.pk}"' in page.content.decode()
+    other_prompt = PromptFactory(owner=user)
+    assert owner.get(f"/prompts/{other_prompt.pk}/?run={run.pk}").status_code == 404
+    stranger = Client()
+    stranger.force_login(UserFactory())
+    assert stranger.get(f"/runs/{run.pk}/").status_code == 404
+    assert owner.get(f"/runs/{uuid.uuid4()}/").status_code == 404
