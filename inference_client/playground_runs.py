@@ -53,14 +53,14 @@ async def _store(completion: Completion, built: BuiltRun, run_id: uuid.UUID, use
 async def _write(completion: Completion, built: BuiltRun, run_id: uuid.UUID, user) -> None:
     terminal = await completion.final()
     result = terminal.get("result") if terminal["type"] == "done" else None
-    code = "" if result else terminal.get("code", "engine_error")
+    failure = "" if result else terminal.get("code", "engine_error")
     text = await _output(completion, terminal)
     ended = completion.ended_at or completion.started
     await run_db(run_record, run_id=run_id, prompt=built.prompt, user=user, version=built.version,
                  draft=built.draft, variables=built.variables, params=built.chat_body,
                  output=text, tool_calls=tools.parse_calls(text) if built.chat_body.get("tools") else None,
-                 status="ok" if result else ("cancelled" if code == "cancelled" else "error"),
-                 error_code=code,
+                 status="ok" if result else ("cancelled" if failure == "cancelled" else "error"),
+                 error_code=failure,
                  prompt_tokens=result["prompt_tokens"] if result else 0,
                  completion_tokens=result["completion_tokens"] if result else 0,
                  latency_ms=int((ended - completion.started) * 1000),
