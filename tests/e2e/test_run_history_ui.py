@@ -6,6 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.conftest import screenshot
 from tests.e2e.test_playground_ui import create_prompt, save, sign_up
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.needs_services]
@@ -32,6 +33,19 @@ def test_should_list_a_run_after_reload_restore_it_and_open_its_permalink(live_u
     expect(row).to_contain_text("ok")
     expect(row.locator("td.first-line")).to_have_text("won olleh yaS")
     expect(page.locator("#runs-empty")).to_be_hidden()
+    page.evaluate("""async () => {
+        const csrf = document.cookie.match(/csrftoken=([^;]+)/)[1];
+        await fetch('/api/datasets/', {method: 'POST', credentials: 'same-origin',
+            headers: {'Content-Type': 'application/json', 'X-CSRFToken': csrf},
+            body: JSON.stringify({name: 'greetings'})});
+    }""")
+    row.get_by_role("button", name="Save as test case").click()
+    expect(page.locator("#run-case-form")).to_be_visible()
+    expect(page.locator("#run-case-dataset option")).to_have_text("greetings")
+    screenshot(page, "run-history")
+    page.locator("#run-case-form").get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#runs-status")).to_have_text("Saved as row 1 of dataset version 1.")
+    expect(page.locator("#run-case-form")).to_be_hidden()
 
     # Change the editor, then Restore puts the run's state back.
     page.fill("#body-input", "Something else {{x}}")
