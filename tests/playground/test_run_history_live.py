@@ -16,11 +16,12 @@ from tests.inference_client.conftest import (
     uvicorn_server,
     wait_for_worker,
 )
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.needs_services  # a live server and a Celery worker on RabbitMQ and Redis
 
 MODEL = "runs-fixed-cost"
-MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.02}}
+MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.02, "per_token_s": 0.01}}
 STACK = {"INFERENCE_MODELS": json.dumps(MODELS)}
 
 
@@ -115,3 +116,25 @@ def test_should_store_a_refused_run_with_its_code_and_store_nothing_for_a_strang
     unknown = _post(live, raw, prompt, {"body": "x", "model": MODEL, "seed": 1})
     assert unknown.status_code == 400 and unknown.json()["error"]["code"] == "unknown_parameter"
     assert PlaygroundRun.objects.count() == 1
+
+
+def test_should_store_the_run_of_a_client_that_went_away_once_it_ends(live):
+    user = UserFactory()
+    _, raw = ApiKeyFactory.create_with_raw(user=user, tier="paid")
+    prompt = PromptFactory(owner=user)
+    body = {"body": "x" * 400, "model": MODEL, "max_tokens": 1000, "stream": True}
+    with httpx.stream("POST", f"{live}/api/prompts/{prompt.pk}/run", json=body, timeout=30,
+                      headers={"Authorization": f"Bearer {raw}"}) as response:
+        assert response.status_code == 200
+        run_id = response.headers["x-playground-run"]
+        for line in response.iter_lines():
+            if '"content":"x' in line:
+                break  # the first token: leave
+    run = wait_for(lambda: PlaygroundRun.objects.filter(pk=run_id).first(), timeout=15,
+                   what="the run of the client that left")
+    # Stopped (what had streamed) or ended before the stop reached the worker (all of it).
+    assert run.status in ("cancelled", "ok"), run.status
+    if run.status == "cancelled":
+        assert run.error_code == "cancelled" and 0 < len(run.output) < 400 and set(run.output) == {"x"}
+    else:
+        assert run.output == "x" * 400 and run.completion_tokens > 0
