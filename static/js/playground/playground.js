@@ -140,7 +140,21 @@ async function loadBase() {
   params.ensureModel(base.model);
 }
 
+// The editors stay read-only until the version (or run) is in them: nothing typed
+// meanwhile is overwritten by it.
 async function start() {
+  system.setReadOnly(true);
+  body.setReadOnly(true);
+  try {
+    await openPage();
+  } finally {
+    system.setReadOnly(false);
+    body.setReadOnly(false);
+  }
+  runs.load();
+}
+
+async function openPage() {
   showBase();
   params.loadModels();
   try {
@@ -166,7 +180,6 @@ async function start() {
       showAlert($("run-error"), `Could not open the run: ${err.message}`);
     }
   }
-  runs.load();
 }
 
 // ---- Run history --------------------------------------------------------
