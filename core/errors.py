@@ -12,6 +12,8 @@ the /v1 gateway) or into a websocket error frame (error_frame).
 
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -166,3 +168,13 @@ def service_unavailable_response(request: HttpRequest, exception: BaseException)
         return json_error(code, message, headers=headers)
     return HttpResponse(f"<h1>Service unavailable</h1><p>{escape(message)}</p>", status=503,
                         headers=headers)
+
+
+@contextmanager
+def page_not_found(what: str) -> Iterator[None]:
+    """A page's lookup: a DomainError (absent, or not the user's to see) becomes
+    Django's 404 page, the same for both, so a stranger learns nothing."""
+    try:
+        yield
+    except DomainError as exc:
+        raise Http404(f"{what} not found.") from exc

@@ -16,10 +16,9 @@ class TestCaseRequestSerializer(serializers.Serializer):
 
 
 class RunTestCaseApi(APIView):
-    @extend_schema(request=TestCaseRequestSerializer, responses={201: DatasetVersionSerializer},
-                   description="Add the run as a row (variables as inputs, output as expected) in a new "
-                               "version of the dataset.")
+    @extend_schema(request=TestCaseRequestSerializer, responses={201: DatasetVersionSerializer})
     def post(self, request, run_id):
+        """Add the run as a row (variables as inputs, output as expected) in a new version of the dataset."""
         v = validated(TestCaseRequestSerializer, request)
         version = run_test_case_add(user=request.user, run_id=run_id, dataset_id=v["dataset_id"])
         return Response(DatasetVersionSerializer(version).data, status=status.HTTP_201_CREATED)

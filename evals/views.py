@@ -3,10 +3,9 @@ checks, then a small JSON config for the JS module; everything else goes
 through the REST API."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import render
 
-from core.error_codes import DomainError
+from core.errors import page_not_found
 from sharing.kinds import Role
 
 from .permissions import access_dataset, access_run, datasets_visible_to, runs_visible_to
@@ -23,10 +22,8 @@ def evals_home(request):
 
 @login_required
 def dataset_page(request, dataset_id):
-    try:
+    with page_not_found("Dataset"):
         dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
-    except DomainError as exc:
-        raise Http404("Dataset not found.") from exc
     return render(request, "evals/dataset.html", {
         "dataset": dataset, "is_owner": dataset.access_role == Role.OWNER, "config": {
             "page": "dataset", "dataset": {"id": str(dataset.pk), "name": dataset.name},
@@ -36,8 +33,6 @@ def dataset_page(request, dataset_id):
 
 @login_required
 def run_page(request, run_id):
-    try:
+    with page_not_found("Run"):
         run = access_run(user=request.user, run_id=run_id)
-    except DomainError as exc:
-        raise Http404("Run not found.") from exc
     return render(request, "evals/run.html", {"run": run, "config": {"page": "run", "run": str(run.pk)}})

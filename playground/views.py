@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from core.error_codes import DomainError
+from core.errors import page_not_found
 from inference_protocol import features
 from inference_protocol.catalog import model_names, model_spec
 from sharing.kinds import Role
@@ -25,11 +26,8 @@ LAZY_BODY_BYTES = 1024 * 1024
 
 
 def _access_or_404(request, prompt_id, need):
-    try:
+    with page_not_found("Prompt"):
         return access_prompt(user=request.user, prompt_id=prompt_id, need=need)
-    except DomainError as exc:
-        # A stranger gets the same page as for a prompt that does not exist.
-        raise Http404("Prompt not found.") from exc
 
 
 def _page_config(prompt, **extra) -> dict:
@@ -73,10 +71,8 @@ def playground(request, prompt_id):
     # ?run=<id> opens a run of the history (its permalink, /runs/<id>/, leads here).
     run_id = request.GET.get("run") or None
     if run_id is not None:
-        try:
+        with page_not_found("Run"):
             run = run_get(user=request.user, run_id=run_id)
-        except DomainError as exc:
-            raise Http404("Run not found.") from exc
         if run.prompt_id != prompt.pk:
             raise Http404("Run not found.")
         run_id = str(run.pk)
@@ -87,10 +83,8 @@ def playground(request, prompt_id):
         newest = selectors.version_list(prompt=prompt).order_by("-number").first()
         version_id = str(newest.pk) if newest else None
     else:
-        try:
+        with page_not_found("Version"):
             version_id = str(selectors.version_get(prompt=prompt, version_id=version_id).pk)
-        except DomainError as exc:
-            raise Http404("Version not found.") from exc
     return render(request, "playground/playground.html", {
         "prompt": prompt,
         "is_owner": prompt.access_role == Role.OWNER,
@@ -101,10 +95,8 @@ def playground(request, prompt_id):
 @login_required
 def run_permalink(request, run_id):
     """/runs/<id>/: the run on its prompt's page, for whoever may view the prompt; else a 404."""
-    try:
+    with page_not_found("Run"):
         run = run_get(user=request.user, run_id=run_id)
-    except DomainError as exc:
-        raise Http404("Run not found.") from exc
     return redirect(f"/prompts/{run.prompt_id}/?run={run.pk}")
 
 
