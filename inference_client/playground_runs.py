@@ -13,6 +13,7 @@ that goes away leaves the record to a task that waits for the end.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 
@@ -68,17 +69,14 @@ async def _write(completion: Completion, built: BuiltRun, run_id: uuid.UUID, use
                  request_id=completion.request_id)
 
 
-async def _stored_before_done(completion: Completion, store):
-    stored = False
-    try:
-        async for chunk in sse(completion):
-            if not stored and completion.ended_at is not None:  # before the finish, error and [DONE] frames
-                stored = True
-                await store()
-            yield chunk
-    finally:
-        if not stored:  # the client went away: stored once the generation ends
-            spawn(store())
+async def _stored_before_done(completion: Completion, stored: asyncio.Task):
+    """The stream's frames, the finish, error and [DONE] frames only once the run is stored.
+    The store runs as a task of its own from the start, so a client that goes away
+    still gets its run stored when the generation ends."""
+    async for chunk in sse(completion):
+        if completion.ended_at is not None and not stored.done():
+            await asyncio.shield(stored)
+        yield chunk
 
 
 @csrf_exempt  # authenticate checks CSRF for session calls itself
@@ -120,4 +118,4 @@ async def playground_run(request, prompt_id):
         await store()
         return await completion_response(completion, stream=False, model=chat.model, headers=headers)
     return await completion_response(completion, stream=True, model=chat.model, headers=headers,
-                                     chunks=_stored_before_done(completion, store))
+                                     chunks=_stored_before_done(completion, spawn(store())))

@@ -35,10 +35,12 @@ def _manage(env: dict, *args: str) -> subprocess.CompletedProcess:
 def _upgrade_and_check(env: dict) -> dict:
     migrated = _manage(env, "migrate", "--no-input")
     assert migrated.returncode == 0, migrated.stderr
-    # The old migrations were all applied: only the new apps' initial migrations run.
+    # The old migrations were all applied: of the squashed initial migrations only the new
+    # apps' run (on the tables they already have); migrations written since run as usual.
     applied = [line.split()[1] for line in migrated.stdout.splitlines()
                if line.strip().startswith("Applying")]
-    assert sorted(applied) == ["evals.0001_initial...", "sharing.0001_initial...", "webhooks.0001_initial..."]
+    initial = sorted(name for name in applied if ".0001_" in name)
+    assert initial == ["evals.0001_initial...", "sharing.0001_initial...", "webhooks.0001_initial..."]
     unchanged = _manage(env, "makemigrations", "--check", "--dry-run")
     assert unchanged.returncode == 0, unchanged.stdout + unchanged.stderr
     checked = subprocess.run([sys.executable, "-m", "tests.upgrade.check"], cwd=ROOT, env=env,
