@@ -57,16 +57,21 @@ async def _write(completion: Completion, built: BuiltRun, run_id: uuid.UUID, use
     failure = "" if result else terminal.get("code", "engine_error")
     text = await _output(completion, terminal)
     ended = completion.ended_at or completion.started
+    await _record(built, run_id, user,
+                  output=text, tool_calls=tools.parse_calls(text) if built.chat_body.get("tools") else None,
+                  status="ok" if result else ("cancelled" if failure == "cancelled" else "error"),
+                  error_code=failure,
+                  prompt_tokens=result["prompt_tokens"] if result else 0,
+                  completion_tokens=result["completion_tokens"] if result else 0,
+                  latency_ms=int((ended - completion.started) * 1000),
+                  ttft_ms=int(completion.ttft_s * 1000) if completion.ttft_s is not None else None,
+                  request_id=completion.request_id)
+
+
+async def _record(built: BuiltRun, run_id: uuid.UUID, user, **outcome) -> None:
+    """Store the run as `built` sent it, with how it ended."""
     await run_db(run_record, run_id=run_id, prompt=built.prompt, user=user, version=built.version,
-                 draft=built.draft, variables=built.variables, params=built.chat_body,
-                 output=text, tool_calls=tools.parse_calls(text) if built.chat_body.get("tools") else None,
-                 status="ok" if result else ("cancelled" if failure == "cancelled" else "error"),
-                 error_code=failure,
-                 prompt_tokens=result["prompt_tokens"] if result else 0,
-                 completion_tokens=result["completion_tokens"] if result else 0,
-                 latency_ms=int((ended - completion.started) * 1000),
-                 ttft_ms=int(completion.ttft_s * 1000) if completion.ttft_s is not None else None,
-                 request_id=completion.request_id)
+                 draft=built.draft, variables=built.variables, params=built.chat_body, **outcome)
 
 
 async def _stored_before_done(completion: Completion, stored: asyncio.Task):
@@ -101,10 +106,8 @@ async def playground_run(request, prompt_id):
                                              params=chat.params, stream=chat.stream, prompt_ref=ref)
     except DomainError as exc:
         if built is not None:  # refused on the way (a limit, an unknown model): a run that failed
-            await run_db(run_record, run_id=run_id, prompt=built.prompt, user=caller.user,
-                         version=built.version, draft=built.draft, variables=built.variables,
-                         params=built.chat_body, output="", tool_calls=None, status="error",
-                         error_code=exc.code)
+            await _record(built, run_id, caller.user, output="", tool_calls=None, status="error",
+                          error_code=exc.code)
         response = domain_error_response(exc)
         if built is not None:
             response["x-playground-run"] = str(run_id)
