@@ -23,6 +23,10 @@ PROMPT_VERSION_REQUEST_MAX_BYTES = env_int("PROMPT_VERSION_REQUEST_MAX_BYTES",
 # Largest system text (bytes, UTF-8). System text is always stored inline.
 PROMPT_SYSTEM_MAX_BYTES = env_int("PROMPT_SYSTEM_MAX_BYTES", 64 * 1024)
 
+# A version's turns between the system text and the body (PromptVersion.messages):
+# at most this many, each at most PROMPT_SYSTEM_MAX_BYTES, stored inline.
+PROMPT_MAX_MESSAGES = env_int("PROMPT_MAX_MESSAGES", 100)
+
 # A version's body is stored as a diff against its parent, except that at
 # least every N-th version of a chain is a full snapshot, which bounds the
 # work of rebuilding any version to N-1 diffs applied to one snapshot.
