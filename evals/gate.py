@@ -17,6 +17,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from core.error_codes import DomainError
+from sharing.audit import audit_record
 
 from .models import EvalRun, GateDecision, LabelGate, RunStatus
 from .permissions import access_dataset, access_run
@@ -44,7 +45,21 @@ def gate_set(*, prompt, name: str, user, dataset_id, evaluator: str, margin: flo
             prompt=prompt, label_name=name,
             defaults={"dataset": dataset, "evaluator": evaluator, "margin": float(margin),
                       "created_by": user})
+        audit_record(prompt_id=prompt.pk, actor=user, action="label.gate_set", target=f"label:{name}",
+                     detail={"dataset": str(dataset.pk), "evaluator": evaluator, "margin": float(margin)})
     return gate
+
+
+def gate_clear(*, prompt, name: str, user) -> None:
+    """Remove the gate of label `name` (404 gate_not_found when it has none)."""
+    with transaction.atomic():
+        gate = LabelGate.objects.select_for_update().filter(prompt=prompt, label_name=name).first()
+        if gate is None:
+            raise DomainError(f"Label {name!r} has no gate.", code="gate_not_found")
+        audit_record(prompt_id=prompt.pk, actor=user, action="label.gate_cleared", target=f"label:{name}",
+                     detail={"dataset": str(gate.dataset_id), "evaluator": gate.evaluator,
+                             "margin": gate.margin})
+        gate.delete()
 
 
 def _check_move(*, prompt, name: str, candidate_id, baseline_id) -> None:
@@ -74,6 +89,39 @@ def _column_mean(run: EvalRun, version_id, key: str) -> tuple[int, dict] | None:
     return None
 
 
+def gate_verdict(*, gate: LabelGate | None, run: EvalRun, candidate_id,
+                 baseline_id) -> tuple[bool, str, str, dict]:
+    """What the gate says of moving from `baseline_id` to `candidate_id` behind
+    `run` (no gate: the run's first evaluator, margin 0): (passed, code, reason,
+    figures). Records nothing."""
+    if run.status != RunStatus.DONE:
+        return False, "eval_not_finished", f"The run is {run.status}; it must be done.", {}
+    if gate is not None and run.dataset_version.dataset_id != gate.dataset_id:
+        return False, "eval_wrong_dataset", (f"The run is over dataset {run.dataset_version.dataset.name!r}; "
+                                             f"the gate needs {gate.dataset.name!r}."), {}
+    key = gate.evaluator if gate else run.evaluators[0]["key"]
+    margin = gate.margin if gate else 0.0
+    if key not in {spec["key"] for spec in run.evaluators}:
+        return False, "eval_wrong_evaluator", f"The run has no evaluator {key!r}.", {}
+    candidate = _column_mean(run, candidate_id, key)
+    if candidate is None:
+        return (False, "eval_candidate_missing",
+                "The run has no column with the version the label would move to.", {})
+    figures = {"evaluator": key, "margin": margin, "candidate": candidate[1],
+               "dataset_version": run.dataset_version.number}
+    if baseline_id is not None:
+        baseline = _column_mean(run, baseline_id, key)
+        if baseline is None:
+            return (False, "eval_baseline_missing",
+                    "The run has no column with the version the label holds now (the baseline).", figures)
+        figures["baseline"] = baseline[1]
+        if candidate[1]["mean"] + 1e-12 < baseline[1]["mean"] - margin:
+            return False, "eval_regression", (
+                f"The candidate scores {candidate[1]['mean']:.3f} on {key}; the version the label holds "
+                f"scores {baseline[1]['mean']:.3f} and the margin is {margin:g}."), figures
+    return True, "eval_passed", f"The candidate scores {candidate[1]['mean']:.3f} on {key}.", figures
+
+
 def gate_check(*, prompt, name: str, user, candidate_id, baseline_id, run_id) -> GateDecision | None:
     """Decide a move of `name` from `baseline_id` to `candidate_id`. Returns
     None when no gate applies and no run was named; raises 409 eval_* (after
@@ -87,39 +135,11 @@ def gate_check(*, prompt, name: str, user, candidate_id, baseline_id, run_id) ->
                        f"Label {name!r} moves only behind a passing run over dataset "
                        f"{gate.dataset.name!r}: add ?require_eval=<run id>.", {})
     run = access_run(user=user, run_id=run_id)
-    if run.status != RunStatus.DONE:
-        return _refuse(gate, run, user, candidate_id, baseline_id, "eval_not_finished",
-                       f"The run is {run.status}; it must be done.", {})
-    if gate is not None and run.dataset_version.dataset_id != gate.dataset_id:
-        return _refuse(gate, run, user, candidate_id, baseline_id, "eval_wrong_dataset",
-                       f"The run is over dataset {run.dataset_version.dataset.name!r}; the gate needs "
-                       f"{gate.dataset.name!r}.", {})
-    key = gate.evaluator if gate else run.evaluators[0]["key"]
-    margin = gate.margin if gate else 0.0
-    if key not in {spec["key"] for spec in run.evaluators}:
-        return _refuse(gate, run, user, candidate_id, baseline_id, "eval_wrong_evaluator",
-                       f"The run has no evaluator {key!r}.", {})
-    candidate = _column_mean(run, candidate_id, key)
-    if candidate is None:
-        return _refuse(gate, run, user, candidate_id, baseline_id, "eval_candidate_missing",
-                       "The run has no column with the version the label would move to.", {})
-    figures = {"evaluator": key, "margin": margin, "candidate": candidate[1],
-               "dataset_version": run.dataset_version.number}
-    if baseline_id is not None:
-        baseline = _column_mean(run, baseline_id, key)
-        if baseline is None:
-            return _refuse(gate, run, user, candidate_id, baseline_id, "eval_baseline_missing",
-                           "The run has no column with the version the label holds now (the baseline).",
-                           figures)
-        figures["baseline"] = baseline[1]
-        floor = baseline[1]["mean"] - margin
-        if candidate[1]["mean"] + 1e-12 < floor:
-            return _refuse(gate, run, user, candidate_id, baseline_id, "eval_regression",
-                           f"The candidate scores {candidate[1]['mean']:.3f} on {key}; the version the "
-                           f"label holds scores {baseline[1]['mean']:.3f} and the margin is {margin:g}.",
-                           figures)
-    return _record(gate, run, user, candidate_id, baseline_id, True, "eval_passed",
-                   f"The candidate scores {candidate[1]['mean']:.3f} on {key}.", figures)
+    passed, code, reason, figures = gate_verdict(gate=gate, run=run, candidate_id=candidate_id,
+                                                 baseline_id=baseline_id)
+    if not passed:
+        return _refuse(gate, run, user, candidate_id, baseline_id, code, reason, figures)
+    return _record(gate, run, user, candidate_id, baseline_id, True, code, reason, figures)
 
 
 def _record(gate, run, user, candidate_id, baseline_id, passed, code, reason, figures) -> GateDecision | None:

@@ -2,6 +2,7 @@
 
 from rest_framework import serializers
 
+from .gate import run_url
 from .models import Dataset, DatasetRow, DatasetVersion, EvalColumn, EvalRun, GateDecision, LabelGate
 from .visibility import redact_evaluators
 
@@ -203,3 +204,40 @@ class GateDecisionSerializer(serializers.ModelSerializer):
 
     def get_run_url(self, obj) -> str | None:
         return f"/evals/runs/{obj.run_id}/" if obj.run_id else None
+
+
+class GateRunSerializer(serializers.Serializer):
+    """A run that can decide a gated move, and what the gate says of it now."""
+
+    id = serializers.UUIDField(source="run.id")
+    name = serializers.CharField(source="run.name")
+    owner = serializers.CharField(source="run.owner.username")
+    status = serializers.CharField(source="run.status")
+    completed = serializers.IntegerField(source="run.completed")
+    total = serializers.IntegerField(source="run.total")
+    dataset_version_number = serializers.IntegerField(source="run.dataset_version.number")
+    created_at = serializers.DateTimeField(source="run.created_at")
+    url = serializers.SerializerMethodField()
+    passed = serializers.SerializerMethodField(help_text="Whether the gate would let the move through now")
+    code = serializers.SerializerMethodField(help_text="eval_passed, or the eval_* code it would refuse with")
+    reason = serializers.SerializerMethodField()
+    figures = serializers.SerializerMethodField()
+
+    def get_url(self, obj) -> str:
+        return run_url(obj["run"].pk)
+
+    def get_passed(self, obj) -> bool:
+        return obj["verdict"][0]
+
+    def get_code(self, obj) -> str:
+        return obj["verdict"][1]
+
+    def get_reason(self, obj) -> str:
+        return obj["verdict"][2]
+
+    def get_figures(self, obj) -> dict:
+        return obj["verdict"][3]
+
+
+class GateRunStartRequestSerializer(serializers.Serializer):
+    version = serializers.UUIDField(help_text="The version the label would move to")

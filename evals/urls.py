@@ -27,6 +27,7 @@ gate_urls = [
     path("<uuid:prompt_id>/gates", api_gate.PromptGateListApi.as_view(), name="api-prompt-gates"),
     path(f"{L}/gate", api_gate.LabelGateApi.as_view(), name="api-label-gate"),
     path(f"{L}/gate/decisions", api_gate.LabelGateDecisionsApi.as_view(), name="api-label-gate-decisions"),
+    path(f"{L}/gate/runs", api_gate.LabelGateRunsApi.as_view(), name="api-label-gate-runs"),
 ]
 
 eval_urls = [

@@ -15,12 +15,14 @@ from .api import PromptScopedApi
 from .move_checks import label_move_check
 from .permissions import request_access
 from .serializers import (
+    LabelListSerializer,
     LabelMoveRequestSerializer,
     LabelMoveSerializer,
     LabelProtectRequestSerializer,
     LabelSerializer,
     LabelSplitRequestSerializer,
     LabelStepRequestSerializer,
+    PendingCreateRequestSerializer,
     PendingDecideRequestSerializer,
     PendingMoveSerializer,
     VersionSerializer,
@@ -35,11 +37,11 @@ LabelWithVersion = inline_serializer("LabelWithVersion", {
 
 class LabelListApi(PromptScopedApi):
     pagination_class = Page  # the schema documents the cursor page paginated() answers
-    @extend_schema(responses=LabelSerializer(many=True))
+    @extend_schema(responses=LabelListSerializer(many=True))
     def get(self, request, prompt_id):
         prompt = request_access(request, prompt_id=prompt_id, need="view")
-        return paginated(request, self, selectors.label_list(prompt=prompt), ("name",),
-                         lambda items: LabelSerializer(items, many=True).data)
+        return paginated(request, self, selectors.label_list_with_last_move(prompt=prompt), ("name",),
+                         lambda items: LabelListSerializer(items, many=True).data)
 
 
 class LabelDetailApi(PromptScopedApi):
@@ -144,12 +146,41 @@ class LabelProtectApi(PromptScopedApi):
         return Response(LabelSerializer(label).data)
 
 
+_STATUS = OpenApiParameter("status", str, enum=["pending", "approved", "rejected"],
+                           description="Only requests in this state")
+
+
 class PendingListApi(PromptScopedApi):
     pagination_class = Page  # the schema documents the cursor page paginated() answers
-    @extend_schema(responses=PendingMoveSerializer(many=True), description="Requested moves, newest first.")
+    @extend_schema(parameters=[_STATUS], responses=PendingMoveSerializer(many=True),
+                   description="Requested moves, newest first.")
     def get(self, request, prompt_id, name):
         prompt = request_access(request, prompt_id=prompt_id, need="view")
-        return paginated(request, self, protection.pending_list(prompt=prompt, name=name), ("-id",),
+        rows = protection.pending_list(prompt=prompt, name=name, status=request.query_params.get("status"))
+        return paginated(request, self, rows, ("-id",),
+                         lambda items: PendingMoveSerializer(items, many=True).data)
+
+    @extend_schema(request=PendingCreateRequestSerializer, responses={202: PendingMoveSerializer},
+                   description="A review request (editors): propose moving the label, with a note; another "
+                               "editor approves (the gate checks a run then) or rejects it. The label must "
+                               "exist and hold `expected`.")
+    def post(self, request, prompt_id, name):
+        prompt = request_access(request, prompt_id=prompt_id, need="edit")
+        data = validated(PendingCreateRequestSerializer, request)
+        pending = protection.label_move_request(prompt=prompt, name=name, version_id=data["version"],
+                                                expected_version_id=data["expected"], actor=request.user,
+                                                note=data["note"])
+        return Response(PendingMoveSerializer(pending).data, status=202)
+
+
+class PromptPendingListApi(PromptScopedApi):
+    pagination_class = Page  # the schema documents the cursor page paginated() answers
+    @extend_schema(parameters=[_STATUS], responses=PendingMoveSerializer(many=True),
+                   description="Requested moves of every label of the prompt, newest first.")
+    def get(self, request, prompt_id):
+        prompt = request_access(request, prompt_id=prompt_id, need="view")
+        rows = protection.pending_list(prompt=prompt, status=request.query_params.get("status"))
+        return paginated(request, self, rows, ("-id",),
                          lambda items: PendingMoveSerializer(items, many=True).data)
 
 
@@ -166,13 +197,14 @@ class _PendingDecideApi(PromptScopedApi):
 
     @extend_schema(request=PendingDecideRequestSerializer, responses={200: PendingMoveSerializer},
                    description="Editors other than the requester. An approval moves the label "
-                               "(compare-and-set from where the request found it: 409 if it moved since).")
+                               "(compare-and-set from where the request found it: 409 if it moved since); "
+                               "on a gated label, only behind a passing `eval_run`.")
     def post(self, request, prompt_id, name, pending_id):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
         data = validated(PendingDecideRequestSerializer, request)
         pending = protection.pending_decide(
             prompt=prompt, name=name, pending_id=pending_id, actor=request.user, approve=self.approve,
-            reason=data["reason"], gate=approval_gate(request, prompt, name))
+            reason=data["reason"], gate=approval_gate(request, prompt, name), eval_run=data["eval_run"])
         return Response(PendingMoveSerializer(pending).data)
 
 

@@ -197,12 +197,15 @@ class PendingStatus(models.TextChoices):
 
 
 class PendingLabelMove(models.Model):
-    """A requested move of a label that needs a second editor's approval."""
+    """A requested move of a label (a review request): a second editor approves or
+    rejects it. Every move of a label that requires approval is one."""
 
     label = models.ForeignKey(Label, on_delete=models.CASCADE, related_name="pending_moves")
     from_version = models.ForeignKey(PromptVersion, null=True, on_delete=models.CASCADE, related_name="+")
     to_version = models.ForeignKey(PromptVersion, on_delete=models.CASCADE, related_name="+")
-    eval_run = models.CharField(max_length=64, blank=True, default="")  # require_eval of the request
+    # The run the gate checked: the request's require_eval, or the one its approver picked.
+    eval_run = models.CharField(max_length=64, blank=True, default="")
+    note = models.CharField(max_length=500, blank=True, default="")  # the requester's why
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
                                      related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

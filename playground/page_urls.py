@@ -9,6 +9,4 @@ urlpatterns = [
     path("shared/", views.shared_with_me_page, name="shared-with-me"),
     path("<uuid:prompt_id>/", views.playground, name="prompt-playground"),
     path("<uuid:prompt_id>/history/", views.history, name="prompt-history"),
-    path("<uuid:prompt_id>/history/pending/<int:pending_id>/<str:decision>", views.pending_decide,
-         name="prompt-pending-decide"),
 ]

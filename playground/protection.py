@@ -1,6 +1,7 @@
 """Protected labels: only editors move them, only the owner removes them or
 changes their protection, and (require_approval) a move is a request that a
-second editor approves or rejects. Every request and decision is audited; an
+second editor approves or rejects; any other label may get the same review request by choice.
+Every request and decision is audited; an
 approved move is an ordinary compare-and-set move from where the request found
 the label, so a label moved meanwhile makes the approval a 409. What a
 protected label refuses to a direct change is label_locks.py's (services checks it)."""
@@ -34,9 +35,12 @@ def label_protect(*, prompt: Prompt, name: str, protected: bool, require_approva
 
 
 def label_move_request(*, prompt: Prompt, name: str, version_id, expected_version_id, actor,
-                       eval_run: str = "") -> PendingLabelMove:
-    """A pending move of a label that requires approval (checked like a move now:
-    the version must be this prompt's and the label must hold `expected`)."""
+                       eval_run: str = "", note: str = "") -> PendingLabelMove:
+    """A pending move (a review request; every move of a label that requires
+    approval is one), checked like a move now: the version must be this
+    prompt's and the label must hold `expected`."""
+    if not isinstance(note, str) or len(note) > 500:
+        raise DomainError("note is a string of at most 500 characters.", code="invalid_request", field="note")
     target = PromptVersion.objects.filter(pk=version_id, prompt=prompt).first()
     if target is None:
         raise DomainError("The version is not a version of this prompt.", code="version_not_found",
@@ -49,24 +53,30 @@ def label_move_request(*, prompt: Prompt, name: str, version_id, expected_versio
                               extra={"current_version": str(label.version_id)})
         pending = PendingLabelMove.objects.create(label=label, from_version_id=label.version_id,
                                                   to_version=target, requested_by=actor,
-                                                  eval_run=eval_run or "")
+                                                  eval_run=eval_run or "", note=note)
         audit_record(prompt_id=prompt.pk, actor=actor, action="label.move_requested", target=f"label:{name}",
                      detail={"pending": pending.pk, "from_version": str(label.version_id),
-                             "to_version": str(target.pk)})
+                             "to_version": str(target.pk), "note": note})
     return pending
 
 
-def pending_list(*, prompt: Prompt, name: str | None = None):
+def pending_list(*, prompt: Prompt, name: str | None = None, status: str | None = None):
     rows = PendingLabelMove.objects.filter(label__prompt=prompt).select_related("label", "requested_by",
                                                                                  "decided_by")
+    if status is not None:
+        if status not in PendingStatus.values:
+            raise DomainError(f"status is one of {', '.join(PendingStatus.values)}.", code="invalid_request",
+                              field="status")
+        rows = rows.filter(status=status)
     return rows.filter(label__name=name) if name else rows
 
 
 def pending_decide(*, prompt: Prompt, name: str, pending_id, actor, approve: bool, reason: str = "",
-                   gate=None) -> PendingLabelMove:
+                   gate=None, eval_run: str | None = None) -> PendingLabelMove:
     """Approve (the move happens, compare-and-set from where the request found the
     label) or reject a pending move. The requester cannot decide their own request.
-    `gate(pending)` runs the evaluation gate before an approval."""
+    `gate(pending)` runs the evaluation gate before an approval, on `eval_run`
+    (the approver's pick) or else the run the request named."""
     if not isinstance(reason, str) or len(reason) > 500:
         raise DomainError("reason is a string of at most 500 characters.", code="invalid_request",
                           field="reason")
@@ -78,6 +88,8 @@ def pending_decide(*, prompt: Prompt, name: str, pending_id, actor, approve: boo
     if pending.requested_by_id == getattr(actor, "pk", None):
         raise DomainError("A second editor must decide: you requested this move.",
                           code="second_editor_required")
+    if approve and eval_run:
+        pending.eval_run = str(eval_run)
     if approve and gate is not None:
         gate(pending)
     conflict = None
@@ -96,14 +108,15 @@ def pending_decide(*, prompt: Prompt, name: str, pending_id, actor, approve: boo
                     raise
                 # Recorded as rejected (committed), then the 409 says why.
                 status, reason, conflict = PendingStatus.REJECTED, "the label moved since the request", exc
-        locked.status, locked.reason = status, reason
+        locked.status, locked.reason, locked.eval_run = status, reason, pending.eval_run
         locked.decided_by, locked.decided_at = actor, timezone.now()
-        locked.save(update_fields=["status", "decided_by", "decided_at", "reason"])
+        locked.save(update_fields=["status", "decided_by", "decided_at", "reason", "eval_run"])
         requester = pending.requested_by.username if pending.requested_by_id else None
         audit_record(prompt_id=prompt.pk, actor=actor, action=f"label.move_{status}", target=f"label:{name}",
                      detail={"pending": locked.pk, "requested_by": requester,
                              "from_version": str(locked.from_version_id),
-                             "to_version": str(locked.to_version_id), "reason": reason})
+                             "to_version": str(locked.to_version_id), "reason": reason,
+                             "eval_run": locked.eval_run or None})
     if conflict is not None:
         raise conflict
     return locked

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 
 from core.error_codes import DomainError
 from core.ids import is_uuid
@@ -60,6 +60,13 @@ def version_labels(*, prompt: Prompt) -> dict:
 
 def label_list(*, prompt: Prompt) -> QuerySet[Label]:
     return Label.objects.filter(prompt=prompt)
+
+
+def label_list_with_last_move(*, prompt: Prompt) -> QuerySet[Label]:
+    """The labels, each with who moved it last and when (moved_by, moved_at)."""
+    last = LabelMove.objects.filter(label=OuterRef("pk")).order_by("-id")
+    return label_list(prompt=prompt).annotate(moved_by=Subquery(last.values("actor__username")[:1]),
+                                              moved_at=Subquery(last.values("created_at")[:1]))
 
 
 def label_get(*, prompt: Prompt, name: str) -> Label:

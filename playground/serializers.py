@@ -101,6 +101,16 @@ class LabelSerializer(serializers.ModelSerializer):
         fields = ["name", "version", "split", "protected", "require_approval", "updated_at"]
 
 
+class LabelListSerializer(LabelSerializer):
+    """A label in the list: also who moved it last and when (null: its mover's account is gone)."""
+
+    moved_by = serializers.CharField(read_only=True, allow_null=True)
+    moved_at = serializers.DateTimeField(read_only=True, allow_null=True)
+
+    class Meta(LabelSerializer.Meta):
+        fields = [*LabelSerializer.Meta.fields, "moved_by", "moved_at"]
+
+
 class LabelProtectRequestSerializer(serializers.Serializer):
     protected = serializers.BooleanField()
     require_approval = serializers.BooleanField(required=False, default=False)
@@ -108,6 +118,15 @@ class LabelProtectRequestSerializer(serializers.Serializer):
 
 class PendingDecideRequestSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=500)
+    eval_run = serializers.UUIDField(required=False, allow_null=True, default=None, help_text=(
+        "Approvals of a gated label: the evaluation run the gate checks (default: the request's)"))
+
+
+class PendingCreateRequestSerializer(serializers.Serializer):
+    version = serializers.UUIDField(help_text="The version the label would move to")
+    expected = serializers.UUIDField(help_text="The version the label holds now (else 409 label_conflict)")
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=500,
+                                 help_text="Why: what the reviewers read")
 
 
 class PendingMoveSerializer(serializers.Serializer):
@@ -122,6 +141,7 @@ class PendingMoveSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     decided_at = serializers.DateTimeField(allow_null=True)
     reason = serializers.CharField()
+    note = serializers.CharField()
 
 
 class LabelSplitRequestSerializer(serializers.Serializer):

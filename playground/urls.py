@@ -31,6 +31,7 @@ urlpatterns = [
     ),
     *api_routes(
         (f"{P}/labels",                            api_labels.LabelListApi,      "api-labels"),
+        (f"{P}/pending-moves",                     api_labels.PromptPendingListApi, "api-pending-moves"),
         (L,                                        api_labels.LabelDetailApi,    "api-label"),
         (f"{L}/move",                              api_labels.LabelMoveApi,      "api-label-move"),
         (f"{L}/split",                             api_labels.LabelSplitApi,     "api-label-split"),

@@ -11,7 +11,6 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from core.error_codes import DomainError
 from core.errors import page_not_found
 from inference_protocol import features
 from inference_protocol.catalog import model_names, model_spec
@@ -103,45 +102,13 @@ def run_permalink(request, run_id):
 @login_required
 def history(request, prompt_id):
     prompt = _access_or_404(request, prompt_id, "view")
-    from .protection import pending_list
-
     return render(request, "playground/history.html", {
         "prompt": prompt,
         "is_owner": prompt.access_role == Role.OWNER,
-        "can_edit": prompt.access_role >= Role.EDITOR,
-        "pending_moves": list(pending_list(prompt=prompt).select_related("from_version", "to_version")[:20]),
-        "protected_labels": list(selectors.label_list(prompt=prompt).filter(protected=True)),
-        "config": _page_config(prompt, playgroundUrl=f"/prompts/{prompt.pk}/"),
+        # user: the page offers reviews to decide only on requests someone else made.
+        "config": _page_config(prompt, playgroundUrl=f"/prompts/{prompt.pk}/",
+                               user=request.user.get_username()),
     })
-
-
-@login_required
-@require_http_methods(["POST"])
-def pending_decide(request, prompt_id, pending_id, decision):
-    """The history page's approve / reject buttons (a form post, then back)."""
-    from django.contrib import messages
-
-    from .move_checks import label_move_check
-    from .protection import pending_decide as decide
-
-    prompt = _access_or_404(request, prompt_id, "view")
-    try:
-        if decision not in ("approve", "reject"):
-            raise DomainError("Unknown decision.", code="invalid_request")
-        if prompt.access_role < Role.EDITOR:
-            raise DomainError("Your access to this prompt is read-only.", code="forbidden")
-        name = request.POST.get("label", "")
-
-        def gate(p):
-            label_move_check(prompt=prompt, name=name, user=request.user, candidate_id=p.to_version_id,
-                             baseline_id=p.from_version_id, run_id=p.eval_run or None)
-
-        decide(prompt=prompt, name=name, pending_id=pending_id, actor=request.user,
-               approve=decision == "approve", reason=request.POST.get("reason", ""), gate=gate)
-        messages.success(request, f"Move {decision}d.")
-    except DomainError as exc:
-        messages.error(request, exc.message)
-    return redirect("prompt-history", prompt_id=prompt.pk)
 
 
 @login_required

@@ -1,17 +1,17 @@
-// The history page: version tree, read-only version view, labels with
-// compare-and-set moves and undo/redo, side-by-side diffs and output compare.
+// The history page: version tree, read-only version view, the Labels panel
+// (labels.js), side-by-side diffs and output compare.
 
 import { api, apiAll, el, errorFrom, pageConfig, showAlert } from "./api.js";
 import { loadBody } from "./bodies.js";
 import { renderDiff } from "./diffview.js";
 import { completionTokens, describeRunError, streamChat, tokensPerSecond } from "./stream.js";
+import { labelsPanel } from "./labels.js";
 import { drawTree } from "./tree.js";
 import { virtualText } from "./virtual.js";
 
 const cfg = pageConfig();
 const $ = (id) => document.getElementById(id);
 let nodes = [];
-let labels = new Map(); // name -> version id
 let selected = null, compare = null;
 
 const byId = (id) => nodes.find((n) => n.id === id);
@@ -21,8 +21,6 @@ function fail(err) { showAlert($("hist-error"), `${err.message} Reload the page 
 
 async function refresh() {
   nodes = await apiAll(`${cfg.apiBase}/tree?page_size=200`);
-  labels = new Map((await apiAll(`${cfg.apiBase}/labels`)).map((l) => [l.name, l.version]));
-  $("label-names").replaceChildren(...[...labels.keys()].map((n) => el("option", { value: n })));
   if (!nodes.length) {
     $("tree").replaceChildren(el("p", { class: "hint body" }, "No versions yet. ",
       el("a", { href: cfg.playgroundUrl, text: "Write and save the first one" }), "."));
@@ -36,7 +34,7 @@ async function refresh() {
 function draw() {
   drawTree($("tree"), nodes, { selected, compare, onSelect: (id, shift) => {
     if (shift) { compare = id; $("diff-from").value = selected; $("diff-to").value = id; }
-    else { selected = id; openVersion(id); }
+    else { selected = id; openVersion(id); labels.selectionChanged().catch(fail); }
     draw();
     document.querySelector(`[data-version="${id}"]`).focus();
   } });
@@ -79,39 +77,8 @@ async function openVersion(id) {
   }
 }
 
-// ---- Labels -----------------------------------------------------------
-async function labelAction(kind) {
-  const name = $("label-name").value.trim();
-  const status = $("label-status");
-  if (!name) { status.textContent = "Name the label first."; return; }
-  const current = labels.get(name) ?? null;
-  const run = $("label-eval").value.trim();
-  const query = kind === "move" && run ? `?require_eval=${encodeURIComponent(run)}` : "";
-  const url = `${cfg.apiBase}/labels/${encodeURIComponent(name)}/${kind}${query}`;
-  const body = kind === "move" ? { version: selected, expected: current } : { expected: current };
-  try {
-    const label = await api(url, { method: "POST", body });
-    if (label.pending) {  // a protected label: the move waits for a second editor (listed on reload)
-      status.textContent = `${name}: move to ${vname(label.pending.to_version)} requested; another editor approves it.`;
-      return;
-    }
-    await refresh();
-    status.textContent = `${name} → ${vname(label.version)} (${kind === "move" ? "moved" : kind + " done"})`;
-    loadGate();
-  } catch (err) {
-    if (err.code.startsWith("eval_")) {  // the gate refused: say why, link the run
-      status.replaceChildren(`Refused by the gate: ${err.message} `,
-        err.details.run_url ? el("a", { href: err.details.run_url, id: "gate-run-link", text: "Open the run" }) : "");
-      loadGate();
-      return;
-    }
-    // 409: someone else moved it; show where it is now and refresh the graph.
-    status.textContent = err.status === 409
-      ? `${err.message} The tree now shows where “${name}” points; try again.`
-      : `${err.message}`;
-    if (err.status === 409) await refresh();
-  }
-}
+// ---- Labels (labels.js); a move redraws the tree's label tags -----------
+const labels = labelsPanel({ cfg, selected: () => selected, vname, fail, changed: refresh });
 
 // ---- Diff and output compare -----------------------------------------
 async function showDiff() {
@@ -226,30 +193,7 @@ async function saveMerge() {
   }
 }
 
-// ---- The label's gate and its decisions ---------------------------------
-async function loadGate() {
-  const name = $("label-name").value.trim();
-  const view = $("gate-view");
-  if (!name) { view.replaceChildren(); return; }
-  const base = `${cfg.apiBase}/labels/${encodeURIComponent(name)}/gate`;
-  const gate = (await api(`${cfg.apiBase}/gates`)).find((g) => g.label === name);
-  if (!gate) {
-    view.replaceChildren(el("p", { class: "hint", text: `“${name}” moves without an evaluation gate.` }));
-    return;
-  }
-  const decisions = (await api(`${base}/decisions?page_size=10`)).results;
-  view.replaceChildren(
-    el("p", { text: `“${name}” moves only behind a passing run over ${gate.dataset_name} (${gate.evaluator}, margin ${gate.margin}).` }),
-    el("ul", { id: "gate-decisions" }, ...decisions.map((d) => el("li", { class: d.passed ? "ok" : "error" },
-      `${d.passed ? "✓" : "✗"} ${d.code}: ${d.reason} `,
-      d.run_url ? el("a", { href: d.run_url, text: "run" }) : ""))));
-}
-
-$("label-name").addEventListener("change", () => loadGate().catch(fail));
-$("label-form").addEventListener("submit", (e) => { e.preventDefault(); labelAction("move"); });
-$("label-undo").addEventListener("click", () => labelAction("undo"));
-$("label-redo").addEventListener("click", () => labelAction("redo"));
 $("diff-btn").addEventListener("click", showDiff);
 $("compare-run").addEventListener("click", runBoth);
 $("merge-btn").addEventListener("click", previewMerge);
-refresh().then(() => selected && openVersion(selected)).then(loadGate).catch(fail);
+refresh().then(() => selected && openVersion(selected)).then(labels.refresh).catch(fail);
