@@ -14,6 +14,8 @@ figures and the run, and a refusal is a 409 whose body says why and links the ru
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from django.db import transaction
 
 from core.error_codes import DomainError
@@ -89,37 +91,50 @@ def _column_mean(run: EvalRun, version_id, key: str) -> tuple[int, dict] | None:
     return None
 
 
+class Verdict(NamedTuple):
+    """What the gate says of a move behind a run: `code` is eval_passed or the
+    eval_* code it refuses with."""
+
+    passed: bool
+    code: str
+    reason: str
+    figures: dict
+
+
 def gate_verdict(*, gate: LabelGate | None, run: EvalRun, candidate_id,
-                 baseline_id) -> tuple[bool, str, str, dict]:
+                 baseline_id) -> Verdict:
     """What the gate says of moving from `baseline_id` to `candidate_id` behind
-    `run` (no gate: the run's first evaluator, margin 0): (passed, code, reason,
-    figures). Records nothing."""
+    `run` (no gate: the run's first evaluator, margin 0). Records nothing."""
     if run.status != RunStatus.DONE:
-        return False, "eval_not_finished", f"The run is {run.status}; it must be done.", {}
+        return Verdict(False, code="eval_not_finished", reason=f"The run is {run.status}; it must be done.",
+                       figures={})
     if gate is not None and run.dataset_version.dataset_id != gate.dataset_id:
-        return False, "eval_wrong_dataset", (f"The run is over dataset {run.dataset_version.dataset.name!r}; "
-                                             f"the gate needs {gate.dataset.name!r}."), {}
+        return Verdict(False, code="eval_wrong_dataset", reason=(
+            f"The run is over dataset {run.dataset_version.dataset.name!r}; the gate needs "
+            f"{gate.dataset.name!r}."), figures={})
     key = gate.evaluator if gate else run.evaluators[0]["key"]
     margin = gate.margin if gate else 0.0
     if key not in {spec["key"] for spec in run.evaluators}:
-        return False, "eval_wrong_evaluator", f"The run has no evaluator {key!r}.", {}
+        return Verdict(False, code="eval_wrong_evaluator", reason=f"The run has no evaluator {key!r}.",
+                       figures={})
     candidate = _column_mean(run, candidate_id, key)
     if candidate is None:
-        return (False, "eval_candidate_missing",
-                "The run has no column with the version the label would move to.", {})
+        return Verdict(False, code="eval_candidate_missing",
+                       reason="The run has no column with the version the label would move to.", figures={})
     figures = {"evaluator": key, "margin": margin, "candidate": candidate[1],
                "dataset_version": run.dataset_version.number}
     if baseline_id is not None:
         baseline = _column_mean(run, baseline_id, key)
         if baseline is None:
-            return (False, "eval_baseline_missing",
-                    "The run has no column with the version the label holds now (the baseline).", figures)
+            return Verdict(False, code="eval_baseline_missing", figures=figures, reason=(
+                "The run has no column with the version the label holds now (the baseline)."))
         figures["baseline"] = baseline[1]
         if candidate[1]["mean"] + 1e-12 < baseline[1]["mean"] - margin:
-            return False, "eval_regression", (
+            return Verdict(False, code="eval_regression", figures=figures, reason=(
                 f"The candidate scores {candidate[1]['mean']:.3f} on {key}; the version the label holds "
-                f"scores {baseline[1]['mean']:.3f} and the margin is {margin:g}."), figures
-    return True, "eval_passed", f"The candidate scores {candidate[1]['mean']:.3f} on {key}.", figures
+                f"scores {baseline[1]['mean']:.3f} and the margin is {margin:g}."))
+    return Verdict(True, code="eval_passed", figures=figures,
+                   reason=f"The candidate scores {candidate[1]['mean']:.3f} on {key}.")
 
 
 def gate_check(*, prompt, name: str, user, candidate_id, baseline_id, run_id) -> GateDecision | None:
@@ -135,11 +150,10 @@ def gate_check(*, prompt, name: str, user, candidate_id, baseline_id, run_id) ->
                        f"Label {name!r} moves only behind a passing run over dataset "
                        f"{gate.dataset.name!r}: add ?require_eval=<run id>.", {})
     run = access_run(user=user, run_id=run_id)
-    passed, code, reason, figures = gate_verdict(gate=gate, run=run, candidate_id=candidate_id,
-                                                 baseline_id=baseline_id)
-    if not passed:
-        return _refuse(gate, run, user, candidate_id, baseline_id, code, reason, figures)
-    return _record(gate, run, user, candidate_id, baseline_id, True, code, reason, figures)
+    verdict = gate_verdict(gate=gate, run=run, candidate_id=candidate_id, baseline_id=baseline_id)
+    if not verdict.passed:
+        return _refuse(gate, run, user, candidate_id, baseline_id, *verdict[1:])
+    return _record(gate, run, user, candidate_id, baseline_id, True, *verdict[1:])
 
 
 def _record(gate, run, user, candidate_id, baseline_id, passed, code, reason, figures) -> GateDecision | None:

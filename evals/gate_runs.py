@@ -9,7 +9,7 @@ from core.error_codes import DomainError
 from core.ids import is_uuid
 from playground.models import Label, PromptVersion
 
-from .gate import gate_get, gate_verdict
+from .gate import Verdict, gate_get, gate_verdict
 from .models import EvalRun, LabelGate
 from .permissions import runs_visible_to
 from .runs import evalrun_create
@@ -38,7 +38,7 @@ def _baseline_id(prompt, name: str):
     return Label.objects.filter(prompt=prompt, name=name).values_list("version_id", flat=True).first()
 
 
-def gate_runs(*, prompt, name: str, user, version_id) -> list[tuple[EvalRun, tuple[bool, str, str, dict]]]:
+def gate_runs(*, prompt, name: str, user, version_id) -> list[tuple[EvalRun, Verdict]]:
     """The newest runs over the gate's dataset with a column for the version, each
     with the gate's verdict on moving the label (from where it is now) to it."""
     gate = gate_or_404(prompt=prompt, name=name)
@@ -63,7 +63,7 @@ def _evaluator_spec(gate: LabelGate) -> dict:
     return {"name": gate.evaluator}
 
 
-def gate_run_start(*, prompt, name: str, user, version_id) -> tuple[EvalRun, tuple[bool, str, str, dict]]:
+def gate_run_start(*, prompt, name: str, user, version_id) -> tuple[EvalRun, Verdict]:
     """A run over the gate's dataset (newest version) of the candidate and of
     the version the label holds, scored by the gate's evaluator; and the gate's
     verdict on it so far."""

@@ -218,25 +218,15 @@ class GateRunSerializer(serializers.Serializer):
     dataset_version_number = serializers.IntegerField(source="run.dataset_version.number")
     created_at = serializers.DateTimeField(source="run.created_at")
     url = serializers.SerializerMethodField()
-    passed = serializers.SerializerMethodField(help_text="Whether the gate would let the move through now")
-    code = serializers.SerializerMethodField(help_text="eval_passed, or the eval_* code it would refuse with")
-    reason = serializers.SerializerMethodField()
-    figures = serializers.SerializerMethodField()
+    passed = serializers.BooleanField(source="verdict.passed",
+                                      help_text="Whether the gate would let the move through now")
+    code = serializers.CharField(source="verdict.code",
+                                 help_text="eval_passed, or the eval_* code it would refuse with")
+    reason = serializers.CharField(source="verdict.reason")
+    figures = serializers.JSONField(source="verdict.figures")
 
     def get_url(self, obj) -> str:
         return run_url(obj["run"].pk)
-
-    def get_passed(self, obj) -> bool:
-        return obj["verdict"][0]
-
-    def get_code(self, obj) -> str:
-        return obj["verdict"][1]
-
-    def get_reason(self, obj) -> str:
-        return obj["verdict"][2]
-
-    def get_figures(self, obj) -> dict:
-        return obj["verdict"][3]
 
 
 class GateRunStartRequestSerializer(serializers.Serializer):
