@@ -6,7 +6,7 @@
 import { api, apiAll, el, showAlert } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
-const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
+const when = (iso) => (iso ? new Date(iso).toLocaleString([], { dateStyle: "short", timeStyle: "short" }) : "—");
 const enc = encodeURIComponent;
 
 // ctx: { cfg, selected(): version id, vname(id): "v3", changed(): the tree reloads labels }
@@ -38,7 +38,7 @@ export function labelsPanel(ctx) {
 
   // ---- The labels table ---------------------------------------------------
   function protectionText(l) {
-    return !l.protected ? "—" : l.require_approval ? "protected, approval required" : "protected";
+    return !l.protected ? "open" : l.require_approval ? "needs approval" : "protected";
   }
 
   function gateText(g) {
@@ -47,8 +47,8 @@ export function labelsPanel(ctx) {
 
   function protectionPicker(l) {
     const pick = el("select", { class: "label-protect", "aria-label": `Protection of ${l.name}` },
-      new Option("Unprotected", "none"), new Option("Protected", "protected"),
-      new Option("Protected, approval required", "approval"));
+      new Option("Open", "none"), new Option("Protected", "protected"),
+      new Option("Needs approval", "approval"));
     pick.value = !l.protected ? "none" : l.require_approval ? "approval" : "protected";
     pick.addEventListener("change", () => act(l.name, `${l.name}: protection changed.`, () =>
       api(`${labelUrl(l.name)}/protect`, { method: "POST", body: {
@@ -83,7 +83,7 @@ export function labelsPanel(ctx) {
         list.replaceChildren(el("li", { class: "error", text: err.message }));
       }
     });
-    return el("tr", { class: "label-more-row" }, el("td", { colspan: 6 }, more));
+    return el("tr", { class: "label-more-row", "data-history": l.name }, el("td", { colspan: 6 }, more));
   }
 
   function renderLabels() {
@@ -136,7 +136,8 @@ export function labelsPanel(ctx) {
         : `${name} → ${ctx.vname(label.version)} (${kind === "move" ? "moved" : kind + " done"})`);
     } catch (err) {
       if (err.code.startsWith("eval_")) {  // the gate refused: say why, link the run
-        say(status, `Refused by the gate: ${refusal(err)} `,
+        const next = err.code === "eval_required" ? "Pick a passing run, or request a review (its reviewer picks or starts one). " : "";
+        say(status, `Refused by the gate: ${refusal(err)} ${next}`,
           err.details.run_url ? el("a", { href: err.details.run_url, id: "gate-run-link", text: "Open the run" }) : "");
         await loadGate();
         return;
@@ -166,7 +167,7 @@ export function labelsPanel(ctx) {
   // ---- Runs that can pass a gate -----------------------------------------
   async function runOptions(select, name, version) {
     const runs = await api(`${labelUrl(name)}/gate/runs?version=${version}`);
-    select.replaceChildren(new Option(runs.length ? "Pick a run…" : `No run of ${ctx.vname(version)} over the gate's dataset yet`, ""),
+    select.replaceChildren(new Option(runs.length ? "Pick a run…" : `No run of ${ctx.vname(version)} yet`, ""),
       ...runs.map((r) => {
         const option = new Option(`${r.passed ? "✓ passes" : "✗ " + r.code} · ${r.name || "run"} by ${r.owner}, ${when(r.created_at)}`, r.id);
         option.title = r.reason;
@@ -175,6 +176,15 @@ export function labelsPanel(ctx) {
     const passing = runs.find((r) => r.passed);
     if (passing) select.value = passing.id;
     return runs;
+  }
+
+  // Reload a review's runs until the one started from it has ended (or the row is gone).
+  async function followRun(select, p, id) {
+    for (let polls = 0; polls < 400 && select.isConnected; polls++) {
+      const mine = (await runOptions(select, p.label, p.to_version)).find((r) => r.id === id);
+      if (!mine || mine.status === "done" || mine.status === "cancelled") return;
+      await new Promise((resolve) => { setTimeout(resolve, 1500); });
+    }
   }
 
   // The form's label: its gate (decisions, and the runs of the selected version).
@@ -202,16 +212,13 @@ export function labelsPanel(ctx) {
   }
 
   // ---- Review requests -----------------------------------------------------
-  function decideCell(p) {
-    const cell = el("td", { class: "review-decide" });
-    if (p.status !== "pending" || !canEdit) return cell;
-    if (p.requested_by === cfg.user) {
-      cell.append(el("span", { class: "hint", text: "Awaiting another editor" }));
-      return cell;
-    }
+  // What a reviewer decides with, in a row under the request: on a gated label,
+  // a passing run of the target version (picked from its runs, or started here).
+  function decideRow(p) {
+    const box = el("div", { class: "review-decide" });
     const error = el("p", { class: "error review-error", role: "alert", hidden: true });
     const reason = el("input", { class: "review-reason", maxlength: 500, placeholder: "reason (optional)", "aria-label": "Reason" });
-    const run = el("select", { class: "review-run", "aria-label": "Passing run" });
+    const run = el("select", { class: "review-run", id: `review-run-${p.id}` });
     const decide = async (verdict) => {
       try {
         await api(`${labelUrl(p.label)}/pending/${p.id}/${verdict}`, { method: "POST", body: {
@@ -223,36 +230,46 @@ export function labelsPanel(ctx) {
         showAlert(error, `Not ${verdict === "approve" ? "approved" : "rejected"}: ${refusal(err)}`);
       }
     };
-    if (gates.has(p.label)) {
+    const gate = gates.get(p.label);
+    if (gate) {
+      const started = el("span", { class: "hint review-started" });
       const start = el("button", { type: "button", class: "btn small review-start", text: "Start a run", onclick: async () => {
         try {
           const made = await api(`${labelUrl(p.label)}/gate/runs`, { method: "POST", body: { version: p.to_version } });
           showAlert(error, "");
-          cell.prepend(el("a", { href: made.url, class: "hint", text: "Run started: open it " }));
+          started.replaceChildren("Run started (", el("a", { href: made.url, text: "open it" }), "); the list updates when it ends.");
+          await followRun(run, p, made.id);
         } catch (err) { showAlert(error, `Could not start a run: ${refusal(err)}`); }
       } });
       const reload = el("button", { type: "button", class: "btn small", text: "↻", title: "Reload the runs", "aria-label": "Reload the runs",
         onclick: () => runOptions(run, p.label, p.to_version).catch((err) => showAlert(error, err.message)) });
-      cell.append(el("div", { class: "review-runs" }, run, reload, start));
+      box.append(el("div", { class: "review-runs" },
+        el("label", { for: run.id, text: `Passing run of ${ctx.vname(p.to_version)} over ${gate.dataset_name}` }),
+        el("div", { class: "review-line" }, run, reload, start), started));
       runOptions(run, p.label, p.to_version).catch((err) => showAlert(error, err.message));
     }
-    cell.append(reason,
+    box.append(el("div", { class: "review-line" }, reason,
       el("button", { type: "button", class: "btn small primary review-approve", text: "Approve", onclick: () => decide("approve") }),
-      el("button", { type: "button", class: "btn small review-reject", text: "Reject", onclick: () => decide("reject") }),
-      error);
-    return cell;
+      el("button", { type: "button", class: "btn small review-reject", text: "Reject", onclick: () => decide("reject") })),
+    error);
+    return el("tr", { class: "review-decide-row", "data-decide": p.id }, el("td", { colspan: 5 }, box));
+  }
+
+  function reviewStatus(p) {
+    if (p.status === "pending") return p.requested_by === cfg.user ? "pending · awaiting another editor" : "pending";
+    return p.status + (p.decided_by ? ` by ${p.decided_by}` : "") + (p.reason ? `: ${p.reason}` : "");
   }
 
   function renderReviews(reviews) {
-    const rows = reviews.map((p) => el("tr", { "data-pending": p.id, "data-status": p.status },
+    const rows = reviews.flatMap((p) => [el("tr", { "data-pending": p.id, "data-status": p.status },
       el("td", {}, el("code", { text: p.label })),
       el("td", { text: `${p.from_version ? ctx.vname(p.from_version) : "—"} → ${ctx.vname(p.to_version)}` }),
       el("td", { class: "review-note", text: p.note || "—" }),
       el("td", { class: "hint", text: `${p.requested_by || "—"}, ${when(p.created_at)}` }),
-      el("td", { class: "review-status", text: p.status + (p.decided_by ? ` by ${p.decided_by}` : "") + (p.reason ? `: ${p.reason}` : "") }),
-      decideCell(p)));
+      el("td", { class: "review-status", text: reviewStatus(p) })),
+    ...(p.status === "pending" && canEdit && p.requested_by !== cfg.user ? [decideRow(p)] : [])]);
     $("reviews-table").tBodies[0].replaceChildren(...(rows.length ? rows
-      : [el("tr", {}, el("td", { colspan: 6, class: "hint", text: "No review requests." }))]));
+      : [el("tr", {}, el("td", { colspan: 5, class: "hint", text: "No review requests." }))]));
   }
 
   // ---- The gate dialog -------------------------------------------------------
