@@ -132,7 +132,7 @@ def test_should_import_run_two_versions_compare_and_gate_a_label(live_url, new_p
     assert gate["status"] == 200
     page.goto(f"{live_url}/prompts/{prompt['id']}/history/")
     open_node(page, 2)
-    page.fill("#label-eval", run_id)
+    page.select_option("#label-eval", run_id)  # the runs of v2 over the gate's dataset
     page.click("#label-move")
     expect(page.locator("#label-status")).to_contain_text("Refused by the gate")
     expect(page.locator("#gate-run-link")).to_have_attribute("href", f"/evals/runs/{run_id}/")

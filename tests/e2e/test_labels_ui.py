@@ -1,7 +1,7 @@
 """The history page's Labels panel in a real browser: the owner protects a label
 and gates it, a move the gate refuses says why, a review request goes to another
 editor who starts a run, picks it and approves (the label moves, all audited),
-an editor's refused delete and the owner's delete."""
+an editor's refused delete and a delete; a viewer reads it all read-only."""
 
 import pytest
 from playwright.sync_api import expect
@@ -98,6 +98,16 @@ def test_should_protect_gate_refuse_review_approve_and_delete_labels(live_url, n
     expect(editor.locator("#label-status")).to_have_text("staging deleted.")
     expect(_label_row(editor, "staging")).to_have_count(0)
     screenshot(editor, "labels-after")
+
+    # A viewer reads the labels, their history and the requests, and has nothing to act with.
+    viewer = new_page()
+    viewer_name = sign_up(viewer, live_url)
+    assert call(owner, "POST", f"{base}/grants", {"username": viewer_name, "role": "viewer"})["status"] == 201
+    viewer.goto(f"{live_url}/prompts/{prompt['id']}/history/")
+    expect(_label_row(viewer, "production").locator(".label-version")).to_have_text("v2")
+    expect(viewer.locator("#labels-role")).to_have_text("read-only (viewer)")
+    expect(viewer.locator("#label-form")).to_be_hidden()
+    expect(viewer.locator("#labels-table button, #labels-table select, #reviews-table button")).to_have_count(0)
 
     audit = [e["action"] for e in call(owner, "GET", f"{base}/audit")["body"]["results"]]
     for action in ("label.protect", "label.gate_set", "label.move_requested", "label.move",

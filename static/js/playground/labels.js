@@ -303,7 +303,7 @@ export function labelsPanel(ctx) {
 
   // ---- Wiring ----------------------------------------------------------------
   $("label-form").hidden = !canEdit;
-  $("labels-role").textContent = canEdit ? "" : "read-only: your access is view";
+  $("labels-role").textContent = canEdit ? "" : `read-only (${cfg.role})`;
   $("label-form").addEventListener("submit", (e) => { e.preventDefault(); move(); });
   $("label-undo").addEventListener("click", () => move("undo"));
   $("label-redo").addEventListener("click", () => move("redo"));
