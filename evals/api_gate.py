@@ -1,5 +1,6 @@
 """A label's gate: which dataset and evaluator a move must pass, and the record of decisions."""
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
@@ -65,7 +66,7 @@ class LabelGateDecisionsApi(PromptScopedApi):
 
 
 class LabelGateRunsApi(PromptScopedApi):
-    @extend_schema(parameters=[OpenApiParameter("version", str, required=True, description=(
+    @extend_schema(parameters=[OpenApiParameter("version", OpenApiTypes.UUID, required=True, description=(
         "The version the label would move to"))], responses=GateRunSerializer(many=True),
         description="The newest runs over the gate's dataset with a column for `version`, each with what "
                     "the gate would say of moving the label (from where it is now) to it; nothing is "

@@ -26,8 +26,9 @@ def gate_or_404(*, prompt, name: str) -> LabelGate:
 
 
 def _candidate(prompt, version_id) -> PromptVersion:
-    version = (PromptVersion.objects.filter(pk=version_id, prompt=prompt).first()
-               if isinstance(version_id, str) and is_uuid(version_id) else None)
+    if not isinstance(version_id, str) or not is_uuid(version_id):
+        raise DomainError("version must be a version id.", code="invalid_request", field="version")
+    version = PromptVersion.objects.filter(pk=version_id, prompt=prompt).first()
     if version is None:
         raise DomainError("The version is not a version of this prompt.", code="version_not_found",
                           field="version")

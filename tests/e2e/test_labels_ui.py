@@ -107,7 +107,8 @@ def test_should_protect_gate_refuse_review_approve_and_delete_labels(live_url, n
     expect(_label_row(viewer, "production").locator(".label-version")).to_have_text("v2")
     expect(viewer.locator("#labels-role")).to_have_text("read-only (viewer)")
     expect(viewer.locator("#label-form")).to_be_hidden()
-    expect(viewer.locator("#labels-table button, #labels-table select, #reviews-table button")).to_have_count(0)
+    controls = viewer.locator("#labels-table button, #labels-table select, #reviews-table button")
+    expect(controls).to_have_count(0)
 
     audit = [e["action"] for e in call(owner, "GET", f"{base}/audit")["body"]["results"]]
     for action in ("label.protect", "label.gate_set", "label.move_requested", "label.move",

@@ -36,7 +36,10 @@ def test_should_list_a_versions_runs_with_the_gates_verdict_and_start_one(gated,
         listed = client.get(f"{base}/gate/runs?version={version.pk}").json()
         assert [(r["id"], r["passed"], r["code"]) for r in listed] == [(run["id"], passed, code)]
         assert listed[0]["url"] == f"/evals/runs/{run['id']}/"
-    assert client.get(f"{base}/gate/runs?version=nope").json()["error"]["code"] == "version_not_found"
+    bad = client.get(f"{base}/gate/runs?version=nope").json()["error"]
+    assert (bad["code"], bad["field"]) == ("invalid_request", "version")
+    other = PromptVersionFactory(model_name=MODEL)
+    assert client.get(f"{base}/gate/runs?version={other.pk}").json()["error"]["code"] == "version_not_found"
     ungated = client.get(f"/api/prompts/{echo_version.prompt_id}/labels/staging/gate/runs?version={same.pk}")
     assert (ungated.status_code, ungated.json()["error"]["code"]) == (404, "gate_not_found")
 
