@@ -1,10 +1,10 @@
 """Protected labels: only editors move them, only the owner removes them or
 changes their protection, and (require_approval) a move is a request that a
-second editor approves or rejects; any other label may get the same review request by choice.
-Every request and decision is audited; an
-approved move is an ordinary compare-and-set move from where the request found
-the label, so a label moved meanwhile makes the approval a 409. What a
-protected label refuses to a direct change is label_locks.py's (services checks it)."""
+second editor approves or rejects; any label's move may be such a review
+request by choice. Every request and decision is audited; an approved move is
+an ordinary compare-and-set move from where the request found the label, so a
+label moved meanwhile makes the approval a 409. What a protected label refuses
+to a direct change is label_locks.py's (services checks it)."""
 
 from __future__ import annotations
 
