@@ -29,7 +29,8 @@ def test_should_refuse_a_version_at_the_field_and_save_nothing(auth_client, prom
     assert not PromptVersion.objects.filter(prompt=prompt).exists()
 
 
-def test_should_refuse_a_run_the_model_cannot_serve_or_too_large_to_send(auth_client, prompt, settings):
+@pytest.mark.django_db(transaction=True)  # the run route is an async view: its own connection reads
+def test_should_refuse_a_run_the_model_cannot_serve_or_too_large_to_send(auth_client, prompt):
     run = f"/api/prompts/{prompt.pk}/run"
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
     unsupported = auth_client.post(run, {"body": "x", "model": "fixed-cost", "tools": tools}, format="json")
