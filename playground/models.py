@@ -92,6 +92,7 @@ class PromptVersion(models.Model):
     temperature = models.FloatField(null=True, blank=True)
     max_tokens = models.PositiveIntegerField(null=True, blank=True)
     top_p = models.FloatField(null=True, blank=True)
+    seed = models.BigIntegerField(null=True, blank=True)
     stop = models.JSONField(default=list, blank=True)
     system = models.TextField(blank=True, default="")
     # The turns between the system text and the body, in order: [{"role", "content", ...}]
@@ -101,6 +102,8 @@ class PromptVersion(models.Model):
     response_schema = models.JSONField(null=True, blank=True)
     # Function tools in OpenAI's shape ([{"type": "function", "function": {...}}]), as saved.
     tools = models.JSONField(default=list, blank=True)
+    # With tools: None (auto), "none", "required" or {"type": "function", "function": {"name"}}.
+    tool_choice = models.JSONField(null=True, blank=True)
 
     # The body (the message template), always described by its full size and hash.
     body_size = models.BigIntegerField()
