@@ -100,7 +100,7 @@ def test_should_protect_gate_refuse_review_approve_and_delete_labels(live_url, n
     screenshot(editor, "labels-after")
 
     # A viewer reads the labels, their history and the requests, and has nothing to act with.
-    viewer = new_page()
+    viewer = new_page(width=420)  # a phone: the panel scrolls its tables, not the page
     viewer_name = sign_up(viewer, live_url)
     assert call(owner, "POST", f"{base}/grants", {"username": viewer_name, "role": "viewer"})["status"] == 201
     viewer.goto(f"{live_url}/prompts/{prompt['id']}/history/")
@@ -109,6 +109,8 @@ def test_should_protect_gate_refuse_review_approve_and_delete_labels(live_url, n
     expect(viewer.locator("#label-form")).to_be_hidden()
     controls = viewer.locator("#labels-table button, #labels-table select, #reviews-table button")
     expect(controls).to_have_count(0)
+    assert viewer.locator("#labels-panel").evaluate("(panel) => panel.scrollWidth <= panel.clientWidth")
+    screenshot(viewer, "labels-viewer-narrow")
 
     audit = [e["action"] for e in call(owner, "GET", f"{base}/audit")["body"]["results"]]
     for action in ("label.protect", "label.gate_set", "label.move_requested", "label.move",
