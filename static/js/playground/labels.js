@@ -57,8 +57,8 @@ export function labelsPanel(ctx) {
   }
 
   function actions(l) {
+    if (!canEdit) return null;  // viewers: no actions column
     const cell = el("td", { class: "label-actions" });
-    if (!canEdit) return cell;
     const button = (text, cls, onclick, title) => el("button", { type: "button", class: `btn small ${cls}`, text, title, onclick });
     cell.append(
       button(`Move to ${ctx.vname(ctx.selected())}`, "label-move-here", () => { $("label-name").value = l.name; move(); },
@@ -111,6 +111,7 @@ export function labelsPanel(ctx) {
     } catch (err) {
       say(status, `${name}: ${refusal(err)}`);
       if (err.status === 409) await refresh();
+      else renderLabels();  // a picker that changed shows the label as it is again
     }
   }
 
@@ -303,6 +304,7 @@ export function labelsPanel(ctx) {
 
   // ---- Wiring ----------------------------------------------------------------
   $("label-form").hidden = !canEdit;
+  $("labels-table").tHead.rows[0].lastElementChild.hidden = !canEdit;
   $("labels-role").textContent = canEdit ? "" : `read-only (${cfg.role})`;
   $("label-form").addEventListener("submit", (e) => { e.preventDefault(); move(); });
   $("label-undo").addEventListener("click", () => move("undo"));
