@@ -137,11 +137,9 @@ async function runOne(id, outId, statsId) {
   const text = document.createTextNode("");
   out.replaceChildren(text);
   $(statsId).textContent = "running…";
-  const v = await api(`${cfg.apiBase}/versions/${id}`);
-  const rendered = await api(`${cfg.apiBase}/versions/${id}/render`, { method: "POST", body: { variables: {} } });
-  const request = { model: v.model, messages: rendered.messages, temperature: v.temperature ?? 1,
-                    top_p: v.top_p ?? 1, max_tokens: v.max_tokens ?? 256, ...(v.stop.length ? { stop: v.stop } : {}) };
-  const stats = await streamChat({ request, onToken: (t) => text.appendData(t) });
+  // The version's own run route: the server builds the request from the saved version (its defaults).
+  const stats = await streamChat({ request: { variables: {} }, url: `${cfg.apiBase}/versions/${id}/run`,
+                                   onToken: (t) => text.appendData(t) });
   const tps = tokensPerSecond(stats);
   $(statsId).textContent = `TTFT ${Math.round(stats.ttftMs ?? 0)} ms · ${completionTokens(stats)} tokens${tps ? ` · ${tps.toFixed(1)} tok/s` : ""}`;
 }
