@@ -27,6 +27,8 @@ prompt_run_urls = [
     path(f"{L}/run", prompt_runs.label_run, name="api-label-run"),
     path("<uuid:prompt_id>/run", playground_runs.playground_run, name="api-prompt-run"),
 ]
+# The scratch playground's runs (no prompt yet), mounted at /api/playground/.
+scratch_run_urls = [path("run", playground_runs.playground_run, name="api-scratch-run")]
 
 pages_urls = [
     path("settings/api-keys/", pages.api_keys, name="api-keys"),

@@ -87,8 +87,9 @@ class VersionListApi(PromptScopedApi):
         version = services.version_create(
             prompt=prompt, author=request.user, parent_id=v.get("parent"), body=v.get("body"),
             body_upload=v.get("body_upload"), model_name=v.get("model"), temperature=v["temperature"],
-            max_tokens=v["max_tokens"], top_p=v["top_p"], stop=v["stop"], system=v["system"],
-            variables=v["variables"], response_schema=v["response_schema"], tools=v["tools"],
+            max_tokens=v["max_tokens"], top_p=v["top_p"], seed=v["seed"], stop=v["stop"], system=v["system"],
+            messages=v["messages"], variables=v["variables"], response_schema=v["response_schema"],
+            tools=v["tools"],
             message=v["message"],
             version_id=v.get("id"), merge_parent_id=v.get("merge_parent"),
         )

@@ -92,6 +92,7 @@ class PromptVersion(models.Model):
     temperature = models.FloatField(null=True, blank=True)
     max_tokens = models.PositiveIntegerField(null=True, blank=True)
     top_p = models.FloatField(null=True, blank=True)
+    seed = models.BigIntegerField(null=True, blank=True)
     stop = models.JSONField(default=list, blank=True)
     system = models.TextField(blank=True, default="")
     # The turns between the system text and the body, in order: [{"role", "content", ...}]

@@ -81,3 +81,6 @@ PROMPT_IMPORT_MAX_LABELS = env_int("PROMPT_IMPORT_MAX_LABELS", 1000)
 # Run history (playground/runs.py): the most characters of a run's output stored
 # with it; a longer output is kept cut to this many, flagged `output_truncated`.
 PLAYGROUND_RUN_OUTPUT_MAX_CHARS = env_int("PLAYGROUND_RUN_OUTPUT_MAX_CHARS", 100_000)
+
+# The scratch playground (/playground/): the most bytes of editor state kept per user.
+PLAYGROUND_SCRATCH_MAX_BYTES = env_int("PLAYGROUND_SCRATCH_MAX_BYTES", 2 * 1024 * 1024)

@@ -23,6 +23,11 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name='promptversion',
+            name='seed',
+            field=models.BigIntegerField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name='promptversion',
             name='messages',
             field=models.JSONField(blank=True, default=list),
         ),

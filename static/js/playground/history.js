@@ -194,7 +194,8 @@ function renderMerge() {
   out.replaceChildren(
     el("p", { class: "hint", id: "merge-summary", text: `Merging ${vname(merging.theirs)} into ${vname(merging.ours)} (common ancestor ${vname(merging.base)}): ` +
       (merging.conflicts ? `${merging.conflicts} conflict(s), ${left} left to resolve.` : "no conflicts.") +
-      (merging.tools_differing ? ` Both changed the tools: the merge keeps ours (${vname(merging.ours)}).` : "") }),
+      (merging.tools_differing ? ` Both changed the tools: the merge keeps ours (${vname(merging.ours)}).` : "") +
+      (merging.messages_differing ? ` Both changed the messages: the merge keeps ours (${vname(merging.ours)}).` : "") }),
     hunkView("system", merging.system.hunks), hunkView("body", merging.body.hunks), save);
 }
 
@@ -213,8 +214,9 @@ async function saveMerge() {
   try {
     const made = await api(`${cfg.apiBase}/versions`, { method: "POST", body: {
       parent: merging.ours, merge_parent: merging.theirs, message: merging.message, model: ours.model,
-      temperature: ours.temperature, max_tokens: ours.max_tokens, top_p: ours.top_p, stop: ours.stop,
-      response_schema: ours.response_schema, tools: merging.tools, variables: merging.variables,
+      temperature: ours.temperature, max_tokens: ours.max_tokens, top_p: ours.top_p, seed: ours.seed, stop: ours.stop,
+      response_schema: ours.response_schema, tools: merging.tools, messages: merging.messages,
+      variables: merging.variables,
       system: resolved(merging.system.hunks), body: resolved(merging.body.hunks) } });
     merging = null;
     selected = made.id;
