@@ -31,12 +31,7 @@ from .models import PromptVersion
 
 # (name in the API, attribute of the version)
 PARAMETERS = (("model", "model_name"), ("temperature", "temperature"), ("max_tokens", "max_tokens"),
-              ("top_p", "top_p"), ("stop", "stop"))
-
-
-def version_turns(version: PromptVersion) -> list[dict]:
-    """The turns between the system text and the body."""
-    return list(version.messages or [])
+              ("top_p", "top_p"), ("seed", "seed"), ("stop", "stop"))
 
 
 def _fields(old: PromptVersion, new: PromptVersion) -> list[dict]:
@@ -55,10 +50,7 @@ def _fields(old: PromptVersion, new: PromptVersion) -> list[dict]:
 
 
 def _text(message: dict) -> str:
-    content = message.get("content")
-    if content is None or isinstance(content, str):
-        return content or ""
-    return json.dumps(content, indent=2, ensure_ascii=False) + "\n"  # content parts: as JSON
+    return message.get("content") or ""  # an assistant turn may hold only tool calls
 
 
 def _name(kind: str, index: int | None, message: dict | None) -> str:
@@ -113,14 +105,16 @@ class _Differ:
         return entry
 
     def messages(self, bodies: tuple[str, str]) -> list[dict]:
+        # As a run sends them (playground.calls.builder): a blank system text is no message.
+        has_system = bool(self.old.system.strip()), bool(self.new.system.strip())
         lists = []
-        for version, body in ((self.old, bodies[0]), (self.new, bodies[1])):
-            system = [{"role": "system", "content": version.system}] if version.system else []
-            lists.append([*system, *version_turns(version), {"role": "user", "content": body}])
+        for version, body, system in zip((self.old, self.new), bodies, has_system, strict=True):
+            head = [{"role": "system", "content": version.system}] if system else []
+            lists.append([*head, *version.messages, {"role": "user", "content": body}])
         old_list, new_list = lists
         out = []
-        system_a = (0, old_list[0]) if self.old.system else None
-        system_b = (0, new_list[0]) if self.new.system else None
+        system_a = (0, old_list[0]) if has_system[0] else None
+        system_b = (0, new_list[0]) if has_system[1] else None
         if system_a or system_b:
             out.append(self.message("system", system_a, system_b))
         out.extend(self.turns(old_list[bool(system_a):-1], new_list[bool(system_b):-1],

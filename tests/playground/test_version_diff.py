@@ -46,11 +46,10 @@ def _apply(doc, ops):
     return doc
 
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([1.0, 0.5]) | st.sampled_from(["a", "b", "~/"]),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["x", "y", "a/b", "~"]), inner,
-                                                                 max_size=3),
-    max_leaves=12)
+SCALARS = st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([1.0, 0.5, "a", "b", "~/"])
+KEYS = st.sampled_from(["x", "y", "a/b", "~"])
+JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(KEYS, inner, max_size=3), max_leaves=12)
 
 
 @given(JSON, JSON)
@@ -94,12 +93,14 @@ def test_should_bound_huge_and_deep_json_diffs():
 
 def test_should_table_the_parameters_and_each_variable_default():
     old = _version(1, temperature=0.2, stop=["END"], variables={"city": "Oslo", "name": None})
-    new = _version(2, model_name="other", temperature=0.2, max_tokens=64, variables={"city": "Bergen", "day": "1"})
+    new = _version(2, model_name="other", temperature=0.2, max_tokens=64,
+                   variables={"city": "Bergen", "day": "1"})
     rows = {row["field"]: row for row in version_diff(old, new, bodies=("b\n", "b\n"))["fields"]}
     assert rows["model"] == {"field": "model", "from": "fixed-cost", "to": "other", "changed": True}
     assert rows["temperature"]["changed"] is False and rows["max_tokens"]["to"] == 64
     assert rows["stop"] == {"field": "stop", "from": ["END"], "to": [], "changed": True}
-    assert rows["variables.city"] == {"field": "variables.city", "from": "Oslo", "to": "Bergen", "changed": True}
+    assert rows["variables.city"] == {"field": "variables.city", "from": "Oslo", "to": "Bergen",
+                                      "changed": True}
     assert rows["variables.name"] == {"field": "variables.name", "from": None, "changed": True}  # dropped
     assert rows["variables.day"] == {"field": "variables.day", "to": "1", "changed": True}  # declared
 
@@ -111,9 +112,8 @@ TURNS = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "He
 def test_should_align_messages_by_role_and_diff_each_text():
     old = _version(1, system="Be terse.", messages=TURNS)
     call = [{"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]
-    new = _version(2, messages=[TURNS[0], {"role": "user", "content": "More"},
-                                {"role": "assistant", "content": "Hello!\nHow may I help?\n", "tool_calls": call},
-                                TURNS[2]])
+    answer = {"role": "assistant", "content": "Hello!\nHow may I help?\n", "tool_calls": call}
+    new = _version(2, messages=[TURNS[0], {"role": "user", "content": "More"}, answer, TURNS[2]])
     messages = version_diff(old, new, bodies=("same\n", "same\nmore\n"))["messages"]
     summary = [(m["kind"], m["role"], m["status"], m["from_index"], m["to_index"]) for m in messages]
     assert summary == [("system", "system", "removed", 0, None), ("turn", "user", "same", 1, 0),
@@ -177,18 +177,21 @@ def test_the_api_answers_the_field_diff_and_names_bad_parameters(auth_client, pr
     from tests.factories import PromptFactory, PromptVersionFactory
 
     tool = {"type": "function", "function": {"name": "weather", "description": "Weather now"}}
-    old = PromptVersionFactory(prompt=prompt, body="Hi {{city}}\n", system="Be terse.", tools=[tool],
-                               variables={"city": "Oslo"})
-    new = PromptVersionFactory(prompt=prompt, parent=old, body="Hi {{city}}!\n", system="Be terse.",
-                               temperature=0.3, tools=[{**tool, "function": {**tool["function"], "strict": True}}],
-                               variables={"city": "Oslo"})
+    strict = {**tool, "function": {**tool["function"], "strict": True}}
+    same = {"system": "Be terse.", "variables": {"city": "Oslo"}}
+    old = PromptVersionFactory(prompt=prompt, body="Hi {{city}}\n", tools=[tool], messages=TURNS, **same)
+    new = PromptVersionFactory(prompt=prompt, parent=old, body="Hi {{city}}!\n", temperature=0.3,
+                               tools=[strict], messages=[*TURNS[:2], {"role": "user", "content": "Rain?"}],
+                               **same)
     url = f"/api/prompts/{prompt.pk}/diff/fields?from={old.pk}&to={new.pk}"
     out = auth_client.get(url + "&mode=word").json()
     assert (out["from"]["number"], out["to"]["number"], out["mode"], out["coarse"]) == (1, 2, "word", False)
     changed = [row["field"] for row in out["fields"] if row["changed"]]
     assert changed == ["temperature"]
-    assert [(m["kind"], m["status"]) for m in out["messages"]] == [("system", "same"), ("body", "changed")]
-    assert out["messages"][1]["diff"].endswith("@@ -1,1 +1,1 @@\nHi {{city}}{+!+}\n")
+    assert [(m["kind"], m["status"]) for m in out["messages"]] == [
+        ("system", "same"), ("turn", "same"), ("turn", "same"), ("turn", "changed"), ("body", "changed")]
+    assert out["messages"][3]["diff"].endswith("\n[-Weather-]{+Rain+}?")
+    assert out["messages"][-1]["diff"].endswith("@@ -1,1 +1,1 @@\nHi {{city}}{+!+}\n")
     assert out["tools"]["ops"] == [{"op": "add", "path": "/0/function/strict", "value": True}]
     assert out["response_schema"] == {"changed": False, "ops": [], "truncated": False}
     bad = auth_client.get(url + "&mode=chars")
