@@ -26,6 +26,7 @@ api_patterns = [
     path("runs/", include(playground_urls.run_urls)),
     path("playground/", include(playground_urls.scratch_urls)),
     path("playground/", include(inference_urls.scratch_run_urls)),
+    path("", include(inference_urls.estimate_urls)),
     path("runs/", include(eval_urls.run_case_urls)),
     path("datasets/", include(eval_urls.dataset_urls)),
     path("evals/", include(eval_urls.eval_urls)),

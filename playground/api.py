@@ -89,7 +89,7 @@ class VersionListApi(PromptScopedApi):
             body_upload=v.get("body_upload"), model_name=v.get("model"), temperature=v["temperature"],
             max_tokens=v["max_tokens"], top_p=v["top_p"], seed=v["seed"], stop=v["stop"], system=v["system"],
             messages=v["messages"], variables=v["variables"], response_schema=v["response_schema"],
-            tools=v["tools"],
+            tools=v["tools"], tool_choice=v["tool_choice"],
             message=v["message"],
             version_id=v.get("id"), merge_parent_id=v.get("merge_parent"),
         )

@@ -76,7 +76,8 @@ class ScratchSaveApi(APIView):
             version={"body": v.get("body", ""), "model_name": v.get("model"), "temperature": v["temperature"],
                      "max_tokens": v["max_tokens"], "top_p": v["top_p"], "seed": v["seed"], "stop": v["stop"],
                      "system": v["system"], "messages": v["messages"], "variables": v["variables"],
-                     "response_schema": v["response_schema"], "tools": v["tools"], "message": v["message"]})
+                     "response_schema": v["response_schema"], "tools": v["tools"],
+                     "tool_choice": v["tool_choice"], "message": v["message"]})
         return Response({"prompt": PromptSerializer(prompt).data,
                          "version": VersionSerializer(made, context={"with_body": True}).data},
                         status=status.HTTP_201_CREATED)

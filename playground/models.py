@@ -102,6 +102,8 @@ class PromptVersion(models.Model):
     response_schema = models.JSONField(null=True, blank=True)
     # Function tools in OpenAI's shape ([{"type": "function", "function": {...}}]), as saved.
     tools = models.JSONField(default=list, blank=True)
+    # With tools: None (auto), "none", "required" or {"type": "function", "function": {"name"}}.
+    tool_choice = models.JSONField(null=True, blank=True)
 
     # The body (the message template), always described by its full size and hash.
     body_size = models.BigIntegerField()

@@ -39,7 +39,8 @@ VERSION_TYPES: dict[str, tuple[type, ...]] = {
     "max_tokens": (int, type(None)), "top_p": (int, float, type(None)), "seed": (int, type(None)),
     "stop": (list,), "system": (str,),
     "messages": (list,), "variables": (dict,),
-    "response_schema": (dict, type(None)), "tools": (list,), "body": (str,),
+    "response_schema": (dict, type(None)), "tools": (list,),
+    "tool_choice": (str, dict, type(None)), "body": (str,),
     "body_sha256": (str,),
 }
 # Written for people and other tools; an import reads and ignores them.
@@ -70,7 +71,7 @@ def history_export(prompt: Prompt) -> dict[str, Any]:
             "message": v.message, "model_name": v.model_name, "temperature": v.temperature,
             "max_tokens": v.max_tokens, "top_p": v.top_p, "seed": v.seed, "stop": v.stop, "system": v.system,
             "messages": v.messages, "variables": v.variables,
-            "response_schema": v.response_schema, "tools": v.tools,
+            "response_schema": v.response_schema, "tools": v.tools, "tool_choice": v.tool_choice,
             "body": body_text(v), "body_sha256": v.body_sha256,
         } for v in versions],
         "labels": [{
@@ -142,8 +143,9 @@ def _check_versions(versions: list) -> list[dict]:
     out = []
     for i, raw in enumerate(versions):
         field = f"versions[{i}]"
-        # messages: absent from files written before versions had turns.
-        v = _typed(raw, VERSION_TYPES, field=field, optional=("messages", "seed"), ignored=VERSION_INFO)
+        # Fields absent from files written before versions had them.
+        v = _typed(raw, VERSION_TYPES, field=field, optional=("messages", "seed", "tool_choice"),
+                   ignored=VERSION_INFO)
         if v["number"] != i + 1:
             raise _bad(f"{field}.number is {v['number']}: versions are numbered 1, 2, ... in file order.",
                        code="invalid_value", field=f"{field}.number")
@@ -216,7 +218,7 @@ def _create_versions(prompt: Prompt, owner, versions: list[dict]) -> dict[int, P
                 seed=v.get("seed"), stop=v["stop"],
                 system=v["system"], messages=v.get("messages", []), variables=v["variables"],
                 response_schema=v["response_schema"],
-                tools=v["tools"], message=v["message"])
+                tools=v["tools"], tool_choice=v.get("tool_choice"), message=v["message"])
         except DomainError as exc:  # the same rules as any new version, named in the file's terms
             raise DomainError(f"Version {v['number']}: {exc.message}", code=exc.code,
                               field=f"versions[{i}].{FIELD_NAMES.get(exc.field, exc.field)}",

@@ -46,6 +46,9 @@ class VersionCreateSerializer(serializers.Serializer):
                                       required=False, default=dict,
                                       help_text="Declared variables: name -> default (null: required).")
     response_schema = serializers.JSONField(required=False, allow_null=True, default=None)
+    tool_choice = serializers.JSONField(required=False, allow_null=True, default=None, help_text=(
+        "With tools: null (auto), \"none\", \"required\" or {\"type\": \"function\", \"function\": "
+        "{\"name\"}}, as /v1 takes it."))
     tools = serializers.JSONField(required=False, default=list, help_text=(
         "Function tools in OpenAI's shape: [{\"type\": \"function\", \"function\": {\"name\", "
         "\"description\", \"parameters\"}}], checked as /v1 checks `tools`."))
@@ -62,7 +65,7 @@ class VersionSerializer(serializers.ModelSerializer):
         model = PromptVersion
         fields = ["id", "prompt", "parent", "merge_parent", "number", "depth", "author", "created_at",
                   "message", "model", "temperature", "max_tokens", "top_p", "seed", "stop", "system",
-                  "messages", "variables", "response_schema", "tools",
+                  "messages", "variables", "response_schema", "tools", "tool_choice",
                   "body_size", "body_sha256", "storage", "chain_length", "body", "body_url"]
 
     def get_body(self, obj) -> str | None:

@@ -48,7 +48,7 @@ def _check_parent(*, prompt: Prompt, parent_id, version_id) -> PromptVersion | N
 
 
 VERSION_FIELDS = ("body_sha256", "model_name", "temperature", "max_tokens", "top_p", "seed", "stop", "system",
-                  "messages", "variables", "response_schema", "tools")
+                  "messages", "variables", "response_schema", "tools", "tool_choice")
 
 
 def _check_changed(parent: PromptVersion, **fields) -> None:
@@ -66,7 +66,8 @@ def version_create(
     top_p: float | None = None, seed: int | None = None, stop: list | None = None, system: str = "",
     messages: list | None = None,
     variables: dict | None = None,
-    response_schema: dict | None = None, tools: list | None = None, message: str = "", version_id=None,
+    response_schema: dict | None = None, tools: list | None = None, tool_choice=None, message: str = "",
+    version_id=None,
     merge_parent_id=None,
 ) -> PromptVersion:
     """Create a child of `parent_id` (or the root). Two edits of one parent make
@@ -77,7 +78,8 @@ def version_create(
     tools = [] if tools is None else tools
     messages = check_messages([] if messages is None else messages)
     check_params(model_name=model_name, temperature=temperature, max_tokens=max_tokens, top_p=top_p,
-                 seed=seed, stop=stop, variables=variables, response_schema=response_schema, tools=tools)
+                 seed=seed, stop=stop, variables=variables, response_schema=response_schema, tools=tools,
+                 tool_choice=tool_choice)
     check_utf8(system, field="system", max_bytes=settings.PROMPT_SYSTEM_MAX_BYTES)
     check_utf8(message, field="message", max_bytes=settings.PROMPT_SYSTEM_MAX_BYTES)
     if (body is None) == (body_upload is None):
@@ -104,7 +106,8 @@ def version_create(
     if parent is not None and merge_parent is None:
         _check_changed(parent, body_sha256=sha, model_name=model_name, temperature=temperature,
                        max_tokens=max_tokens, top_p=top_p, seed=seed, stop=stop, system=system,
-                       messages=messages, variables=variables, response_schema=response_schema, tools=tools)
+                       messages=messages, variables=variables, response_schema=response_schema, tools=tools,
+                       tool_choice=tool_choice)
     # Payloads go to the store before the transaction: an object without a
     # row is harmless (content-addressed), a row without an object is not.
     fields = storage_fields(data=data, text=text, parent=parent, blob=blob)
@@ -118,7 +121,7 @@ def version_create(
             depth=max(parent.depth, merge_parent.depth if merge_parent else 0) + 1 if parent else 0,
             author=author, message=message, model_name=model_name, temperature=temperature,
             max_tokens=max_tokens, top_p=top_p, seed=seed, stop=stop, system=system, messages=messages,
-            variables=variables, response_schema=response_schema, tools=tools,
+            variables=variables, response_schema=response_schema, tools=tools, tool_choice=tool_choice,
             body_size=blob.size if blob else len(data),
             body_sha256=sha, **fields, **extra,
         )

@@ -31,7 +31,7 @@ def check_utf8(text: str, *, field: str, max_bytes: int) -> bytes:
 
 
 def check_params(*, model_name, temperature, max_tokens, top_p, stop, variables, response_schema,
-                 tools=(), seed=None) -> None:
+                 tools=(), seed=None, tool_choice=None) -> None:
     if model_name not in model_names():
         known = ", ".join(sorted(model_names()))
         raise _bad("model", f"Unknown model {model_name!r}; known models: {known}.", "model_not_found")
@@ -63,10 +63,10 @@ def check_params(*, model_name, temperature, max_tokens, top_p, stop, variables,
             raise _bad("response_schema", str(exc), exc.kind) from None
         # A judge's reply is validated against it by the server: its patterns must run on RE2.
         patterns.check_schema(response_schema, field="response_schema", invalid_code="invalid_request")
-    check_tools(tools, response_schema=response_schema)
+    check_tools(tools, response_schema=response_schema, tool_choice=tool_choice)
 
 
-def check_tools(tools, *, response_schema=None) -> None:
+def check_tools(tools, *, response_schema=None, tool_choice=None) -> None:
     """Function tools in OpenAI's shape, by the checker /v1 applies to `tools`
     (inference_protocol.tools), so a saved version's tools run as they were saved."""
     try:
@@ -76,6 +76,13 @@ def check_tools(tools, *, response_schema=None) -> None:
     if defined and response_schema is not None:  # /v1 refuses the two together on every run
         raise _bad("tools", "A version holds tools or a response schema, not both: a run constrains the "
                    "reply to one of them.", "unsupported_parameter")
+    if tool_choice is not None:  # None: auto with tools, as /v1 reads a missing tool_choice
+        if not defined:
+            raise _bad("tool_choice", "tool_choice needs tools.", "invalid_value")
+        try:
+            protocol_tools.check_tool_choice(tool_choice, defined)
+        except protocol.InvalidInput as exc:
+            raise _bad(exc.field, str(exc), exc.kind) from None
 
 
 # The roles a saved turn may have, and the fields each may hold besides role and content.

@@ -13,8 +13,7 @@ from django.views.decorators.http import require_http_methods
 
 from core.error_codes import DomainError
 from core.errors import page_not_found
-from inference_protocol import features
-from inference_protocol.catalog import model_names, model_spec
+from inference_protocol.cards import generating_cards
 from sharing.kinds import Role
 
 from . import selectors, services
@@ -40,8 +39,8 @@ def _page_config(prompt, **extra) -> dict:
         "apiBase": f"/api/prompts/{prompt.pk}" if prompt else None,
         "runUrl": f"/api/prompts/{prompt.pk}/run" if prompt else "/api/playground/run",
         "runsUrl": f"/api/prompts/{prompt.pk}/runs" if prompt else "/api/playground/runs",
-        # A prompt runs on a model that generates text, not an embedding model.
-        "models": sorted(name for name in model_names() if features.generates(model_spec(name))),
+        # The models a prompt may run on (they generate text), with their parameters and prices.
+        "catalog": generating_cards(),
         "defaultModel": settings.DEFAULT_MODEL,
         "uploadThreshold": settings.PROMPT_INLINE_MAX_BYTES,
         "lazyBodyBytes": LAZY_BODY_BYTES,

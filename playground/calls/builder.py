@@ -43,6 +43,8 @@ def version_params(version: PromptVersion) -> dict:
             "name": "response", "schema": version.response_schema, "strict": True}}
     if version.tools:  # offered on every run; the model may answer with calls (tool_choice auto)
         params["tools"] = version.tools
+    if version.tool_choice is not None:
+        params["tool_choice"] = version.tool_choice
     return params
 
 

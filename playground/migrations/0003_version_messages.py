@@ -23,6 +23,11 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name='promptversion',
+            name='tool_choice',
+            field=models.JSONField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name='promptversion',
             name='seed',
             field=models.BigIntegerField(blank=True, null=True),
         ),

@@ -42,6 +42,7 @@ class PromptVersion:
     source: Source = "server"
     # The turns between the system text and the template ({"role", "content", ...} templates).
     messages: tuple[dict, ...] = ()
+    tool_choice: Any = None  # with tools: None (auto), "none", "required" or one function
     # A split label: this variant's weight, and every variant's (version id, weight).
     weight: int | None = None
     split: tuple[tuple[str, int], ...] | None = None
@@ -80,6 +81,8 @@ class PromptVersion:
                 "name": "response", "schema": self.response_schema, "strict": True}}
         if self.tools:
             body["tools"] = list(self.tools)
+        if self.tool_choice is not None:
+            body["tool_choice"] = self.tool_choice
         if stream:
             body["stream"] = True
         return body
@@ -111,7 +114,7 @@ def fallback_version(fallback, *, prompt: str, label: str, error: Exception, cli
     if not isinstance(fallback, Mapping) or "template" not in fallback:
         raise TypeError("fallback must be a PromptVersion, a template string, or a mapping with 'template'")
     unknown = set(fallback) - {"template", "system", "messages", "model", "variables", "parameters",
-                               "response_schema", "tools"}
+                               "response_schema", "tools", "tool_choice"}
     if unknown:
         raise TypeError(f"unknown fallback fields: {', '.join(sorted(unknown))}")
     return PromptVersion(
@@ -119,7 +122,8 @@ def fallback_version(fallback, *, prompt: str, label: str, error: Exception, cli
         system=fallback.get("system", ""), template=fallback["template"],
         variables=dict(fallback.get("variables") or {}), parameters=dict(fallback.get("parameters") or {}),
         response_schema=fallback.get("response_schema"), tools=list(fallback.get("tools") or []),
-        messages=tuple(fallback.get("messages") or ()), source="fallback", error=str(error), _client=client)
+        messages=tuple(fallback.get("messages") or ()), tool_choice=fallback.get("tool_choice"),
+        source="fallback", error=str(error), _client=client)
 
 
 def version_from(v: dict, body: str, *, prompt: str, label: str, client) -> PromptVersion:
@@ -128,7 +132,8 @@ def version_from(v: dict, body: str, *, prompt: str, label: str, client) -> Prom
         system=v.get("system") or "", template=body, variables=dict(v.get("variables") or {}),
         parameters={k: v[k] for k in PARAMETER_FIELDS if v.get(k) not in (None, [])},
         response_schema=v.get("response_schema"), tools=list(v.get("tools") or []),
-        messages=tuple(v.get("messages") or ()), source="server", fetched_at=time.time(), _client=client)
+        messages=tuple(v.get("messages") or ()), tool_choice=v.get("tool_choice"),
+        source="server", fetched_at=time.time(), _client=client)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -208,7 +208,8 @@ async function saveMerge() {
     const made = await api(`${cfg.apiBase}/versions`, { method: "POST", body: {
       parent: merging.ours, merge_parent: merging.theirs, message: merging.message, model: ours.model,
       temperature: ours.temperature, max_tokens: ours.max_tokens, top_p: ours.top_p, seed: ours.seed, stop: ours.stop,
-      response_schema: ours.response_schema, tools: merging.tools, messages: merging.messages,
+      response_schema: ours.response_schema, tools: merging.tools, tool_choice: ours.tool_choice,
+      messages: merging.messages,
       variables: merging.variables,
       system: resolved(merging.system.hunks), body: resolved(merging.body.hunks) } });
     merging = null;

@@ -1,0 +1,76 @@
+"""POST /api/estimate: the cost bound of a set of generations (their models'
+prices at max_tokens) and the time the live pool needs for them; and the model
+cards the playground draws its controls from."""
+
+import math
+
+import pytest
+
+from inference_protocol.cards import generating_cards, model_card
+from inference_protocol.pricing import token_cost
+
+URL = "/api/estimate"
+MESSAGES = [{"role": "system", "content": "x" * 30}, {"role": "user", "content": "y" * 60}]
+
+
+def _item(**fields):
+    return {"model": "fixed-cost", "messages": MESSAGES, "max_tokens": 100, "count": 1, **fields}
+
+
+@pytest.fixture
+def priced(settings):
+    settings.INFERENCE_PRICES = {"fixed-cost": {"input": 2.0, "output": 8.0}}
+    settings.RATE_LIMIT_CHARS_PER_TOKEN = 3.0
+    settings.RATE_LIMIT_TOKENS_PER_MESSAGE = 4
+    return settings
+
+
+def test_should_bound_the_cost_at_max_tokens_for_every_run(auth_client, priced):
+    answer = auth_client.post(URL, {"items": [_item(count=10), _item(max_tokens=50, count=2)]}, format="json")
+    assert answer.status_code == 200, answer.content
+    data = answer.json()
+    prompt_tokens = math.ceil(90 / 3.0) + 4 * 2  # the admission stage's own estimate
+    assert [i["prompt_tokens"] for i in data["items"]] == [prompt_tokens, prompt_tokens]
+    expected = (10 * (prompt_tokens * 2.0 + 100 * 8.0) + 2 * (prompt_tokens * 2.0 + 50 * 8.0)) / 1e6
+    assert data["cost_usd"] == pytest.approx(expected)
+    assert token_cost("fixed-cost", prompt_tokens, 100) == pytest.approx((prompt_tokens * 2.0 + 800) / 1e6)
+
+
+def test_should_leave_the_cost_of_an_unpriced_model_null(auth_client, priced):
+    priced.INFERENCE_PRICES = {}
+    data = auth_client.post(URL, {"items": [_item()]}, format="json").json()
+    assert data["cost_usd"] is None and data["items"][0]["cost_usd"] is None
+
+
+def test_should_not_time_a_model_without_a_live_worker(auth_client, priced):
+    data = auth_client.post(URL, {"items": [_item()]}, format="json").json()
+    assert data["seconds"] is None and data["basis"]["fixed-cost"]["workers"] == 0
+
+
+@pytest.mark.parametrize(("body", "status", "field", "code"), [
+    ({"items": [_item(model="nope")]}, 404, "model", "model_not_found"),
+    ({"items": [_item(max_tokens=0)]}, 400, "max_tokens", "out_of_range"),
+    ({"items": [_item(messages=[])]}, 400, "messages", "invalid_value"),
+    ({"items": []}, 400, "items", None),
+    ({"items": [_item(count=0)]}, 400, "items", None),
+])
+def test_should_refuse_bad_input_at_its_field(auth_client, priced, body, status, field, code):
+    answer = auth_client.post(URL, body, format="json")
+    assert answer.status_code == status, answer.content
+    error = answer.json()["error"]
+    assert error["field"].startswith(field) and (code is None or error["code"] == code)
+
+
+def test_should_need_a_signed_in_caller(api_client):
+    assert api_client.post(URL, {"items": [_item()]}, format="json").status_code in (401, 403)
+
+
+def test_should_describe_each_generating_model_from_its_engine_and_the_settings(settings, priced):
+    settings.INFERENCE_MAX_TOKENS_LIMIT = 4096
+    settings.INFERENCE_DEFAULT_MAX_TOKENS = 128
+    cards = {c["id"]: c for c in generating_cards()}
+    assert "all-minilm-l6-v2" not in cards  # an embedding model runs no prompt
+    card = model_card("fixed-cost")
+    assert card["features"] == ["completions"] and card["price"] == {"input": 2.0, "output": 8.0}
+    tokens = next(p for p in card["parameters"] if p["name"] == "max_tokens")
+    assert (tokens["max"], tokens["default"]) == (4096, 128)
