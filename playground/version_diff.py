@@ -28,10 +28,12 @@ from .diffing import COARSE_NOTE, line_diff, word_diff
 from .jsondiff import json_diff
 from .matching import Budget
 from .models import PromptVersion
+from .services import VERSION_FIELDS
 
-# (name in the API, attribute of the version)
-PARAMETERS = (("model", "model_name"), ("temperature", "temperature"), ("max_tokens", "max_tokens"),
-              ("top_p", "top_p"), ("seed", "seed"), ("stop", "stop"))
+# The table's rows: each field a run uses that has no section of its own, as
+# (name in the API, attribute of the version).
+_SECTIONS = {"body_sha256", "system", "messages", "variables", "response_schema", "tools"}
+PARAMETERS = [("model" if f == "model_name" else f, f) for f in VERSION_FIELDS if f not in _SECTIONS]
 
 
 def _fields(old: PromptVersion, new: PromptVersion) -> list[dict]:

@@ -93,12 +93,13 @@ def test_should_bound_huge_and_deep_json_diffs():
 
 def test_should_table_the_parameters_and_each_variable_default():
     old = _version(1, temperature=0.2, stop=["END"], variables={"city": "Oslo", "name": None})
-    new = _version(2, model_name="other", temperature=0.2, max_tokens=64,
+    new = _version(2, model_name="other", temperature=0.2, max_tokens=64, tool_choice="required",
                    variables={"city": "Bergen", "day": "1"})
     rows = {row["field"]: row for row in version_diff(old, new, bodies=("b\n", "b\n"))["fields"]}
     assert rows["model"] == {"field": "model", "from": "fixed-cost", "to": "other", "changed": True}
     assert rows["temperature"]["changed"] is False and rows["max_tokens"]["to"] == 64
     assert rows["stop"] == {"field": "stop", "from": ["END"], "to": [], "changed": True}
+    assert rows["tool_choice"] == {"field": "tool_choice", "from": None, "to": "required", "changed": True}
     assert rows["variables.city"] == {"field": "variables.city", "from": "Oslo", "to": "Bergen",
                                       "changed": True}
     assert rows["variables.name"] == {"field": "variables.name", "from": None, "changed": True}  # dropped
