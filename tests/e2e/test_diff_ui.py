@@ -76,5 +76,4 @@ def test_should_show_parameters_messages_and_tools_changes_collapsing_the_rest(l
     expect(page.locator("#diff-summary")).to_contain_text("v3 → v4 changes 1 message.")
     last = page.locator("#diff-body .cell.add").last
     expect(last).to_contain_text("LINE 11999 OF A LONG BODY", timeout=30_000)
-    screenshot(page, "diff-long-body")
     assert console_errors == []
