@@ -138,8 +138,8 @@ function opsTable(result, titles, label) {
     el("tbody", {}, ...result.ops.map((op) => el("tr", { class: `op-${op.op}` },
       el("td", { text: verb[op.op] }), el("td", {}, el("code", { text: op.path || "(all of it)" })),
       el("td", {}, value(op, "old")), el("td", {}, value(op, "value"))))));
-  const cut = result.truncated ? el("p", { class: "hint", text: "Only part of the changes is shown: they exceed the diff's limits." }) : null;
-  return [table, cut];
+  const cut = el("p", { class: "hint", text: "Only part of the changes is shown: they exceed the diff's limits." });
+  return result.truncated ? [table, cut] : [table];
 }
 
 function jsonSection(id, title, result, titles) {
