@@ -1,7 +1,9 @@
 """Cost and time before a run: what N generations would cost and how long
 they would take on the pool as it is now.
 
-    POST /api/estimate  {"items": [{"model", "messages", "max_tokens", "count"}, ...]}
+    POST /api/estimate        {"items": [{"model", "messages", "max_tokens", "count"}, ...]}
+    POST /api/evals/estimate  {"dataset", "dataset_version", "columns"}: an evaluation run's,
+                              checked as the run would be (evals.runs.evalrun_plan)
 
 Cost is an upper bound: every generation priced at its max_tokens
 (inference_protocol.pricing; null for an unpriced model). Time comes from the
@@ -26,6 +28,7 @@ from rest_framework.views import APIView
 
 from core.error_codes import DomainError
 from core.jsonbody import validated
+from evals.runs import evalrun_plan
 from inference_client.capacity import worker_request_rate
 from inference_client.stages.admit import estimate_prompt_tokens
 from inference_client.validation import check_messages
@@ -99,3 +102,21 @@ class EstimateApi(APIView):
                    "take on the pool as it is now.")
     def post(self, request):
         return Response(estimate(validated(EstimateRequestSerializer, request)["items"]))
+
+
+class EvalEstimateRequestSerializer(serializers.Serializer):
+    dataset = serializers.CharField()
+    dataset_version = serializers.CharField(required=False, allow_null=True, default=None)
+    columns = serializers.JSONField(help_text="The columns of the run, as POST /api/evals/runs takes them.")
+
+
+class EvalEstimateApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=EvalEstimateRequestSerializer, responses=OpenApiTypes.OBJECT,
+                   description="What an evaluation run would cost (rows x columns, each at its max_tokens) "
+                   "and how long the pool needs for it now.")
+    def post(self, request):
+        v = validated(EvalEstimateRequestSerializer, request)
+        return Response(estimate(evalrun_plan(user=request.user, dataset_id=v["dataset"],
+                                              version_id=v["dataset_version"], columns=v["columns"])))

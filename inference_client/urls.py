@@ -29,7 +29,8 @@ prompt_run_urls = [
 ]
 # The scratch playground's runs (no prompt yet), mounted at /api/playground/.
 scratch_run_urls = [path("run", playground_runs.playground_run, name="api-scratch-run")]
-estimate_urls = [path("estimate", estimates.EstimateApi.as_view(), name="api-estimate")]
+estimate_urls = [path("estimate", estimates.EstimateApi.as_view(), name="api-estimate"),
+                 path("evals/estimate", estimates.EvalEstimateApi.as_view(), name="api-eval-estimate")]
 
 pages_urls = [
     path("settings/api-keys/", pages.api_keys, name="api-keys"),

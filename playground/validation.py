@@ -54,6 +54,7 @@ def check_params(*, model_name, temperature, max_tokens, top_p, stop, variables,
                 protocol.check_text(default, field=f"variables.{name}")
             except protocol.InvalidInput as exc:
                 raise _bad(exc.field, str(exc), "invalid_unicode") from None
+            check_utf8(default, field=f"variables.{name}", max_bytes=settings.PROMPT_SYSTEM_MAX_BYTES)
     if response_schema is not None and not isinstance(response_schema, dict):
         raise _bad("response_schema", "response_schema must be a JSON object.")
     if response_schema is not None:  # a run enforces it: it must compile to a grammar

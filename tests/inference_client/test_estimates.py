@@ -74,3 +74,25 @@ def test_should_describe_each_generating_model_from_its_engine_and_the_settings(
     assert card["features"] == ["completions"] and card["price"] == {"input": 2.0, "output": 8.0}
     tokens = next(p for p in card["parameters"] if p["name"] == "max_tokens")
     assert (tokens["max"], tokens["default"]) == (4096, 128)
+
+
+def test_should_estimate_an_evaluation_run_as_rows_times_columns(auth_client, user, priced):
+    from evals.datasets import dataset_create, dataset_version_create
+    from tests.factories import PromptFactory, PromptVersionFactory
+
+    dataset = dataset_create(owner=user, name="cases")
+    dataset_version_create(dataset=dataset, author=user,
+                           add=[{"variables": {"name": "Ada" * i}} for i in range(1, 8)])
+    version = PromptVersionFactory(prompt=PromptFactory(owner=user), body="Hi {{name}}", max_tokens=20)
+    columns = [{"prompt": str(version.prompt_id), "version": str(version.pk)}] * 2
+    answer = auth_client.post("/api/evals/estimate", {"dataset": str(dataset.pk), "columns": columns},
+                              format="json")
+    assert answer.status_code == 200, answer.content
+    data = answer.json()
+    assert [i["count"] for i in data["items"]] == [7, 7] and data["items"][0]["max_tokens"] == 20
+    longest = math.ceil(len("Hi " + "Ada" * 7) / 3.0) + 4  # the longest row stands for all
+    assert data["items"][0]["prompt_tokens"] == longest
+    assert data["cost_usd"] == pytest.approx(2 * 7 * (longest * 2.0 + 20 * 8.0) / 1e6)
+    other = auth_client.post("/api/evals/estimate", {"dataset": str(dataset.pk), "columns": []},
+                             format="json")
+    assert other.status_code == 400 and other.json()["error"]["code"] == "columns_required"

@@ -6,6 +6,7 @@
 // how long the pool needs for it now.
 
 import { api, el, showAlert } from "./api.js";
+import { describeEstimate } from "./estimate.js";
 import { completionTokens, describeRunError, streamChat, tokensPerSecond } from "./stream.js";
 
 const $ = (id) => document.getElementById(id);
@@ -166,12 +167,4 @@ export class ComparePanel {
 
 function pick(s, keys) {
   return Object.fromEntries(keys.filter((k) => s[k] !== null && s[k] !== undefined).map((k) => [k, s[k]]));
-}
-
-export function describeEstimate(e) {
-  const n = e.items.reduce((a, i) => a + i.count, 0);
-  const cost = e.cost_usd === null ? "cost not priced" : `at most $${e.cost_usd.toFixed(4)}`;
-  const time = e.seconds === null ? "no live worker to time it on"
-    : `about ${e.seconds < 1 ? "<1" : Math.round(e.seconds)} s at the pool's current rate`;
-  return `${n} run${n === 1 ? "" : "s"}: ${cost}, ${time}.`;
 }
