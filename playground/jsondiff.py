@@ -9,11 +9,12 @@ replace of every item), under the diff's deadline (playground.matching). Every
 subtree is fingerprinted once (a BLAKE2 digest of its children's), so equal
 subtrees are skipped without comparing them again: linear time.
 
-Bounded: at most `max_ops` operations (then `truncated`), their values at most
-`max_chars` characters of JSON in all (a larger value is left out: the
-operation says `"elided": <its size>` and the diff is `truncated`), and below
-`max_depth` a changed subtree is replaced whole. A truncated diff is not a
-patch to apply, only a description.
+Bounded by `JsonLimits`, which the diffs of one answer share: at most
+`max_ops` operations (then `truncated`), their values at most `max_chars`
+characters of JSON in all (a larger value is left out: the operation says
+`"<name>_elided": <its size>` and the diff is `truncated`); below `max_depth`
+a changed subtree is replaced whole. A truncated diff is not a patch to
+apply, only a description.
 """
 
 from __future__ import annotations
@@ -28,13 +29,20 @@ class _Full(Exception):
     """The operation limit is reached."""
 
 
+class JsonLimits:
+    """What the JSON diffs of one answer may still hold."""
+
+    def __init__(self, max_ops: int, max_chars: int):
+        self.ops_left, self.chars_left = max_ops, max_chars
+
+
 def _pointer(path: str, key) -> str:
     return f"{path}/{str(key).replace('~', '~0').replace('/', '~1')}"
 
 
 class _Differ:
-    def __init__(self, budget: Budget, max_ops: int, max_chars: int, max_depth: int):
-        self.budget, self.max_ops, self.chars_left, self.max_depth = budget, max_ops, max_chars, max_depth
+    def __init__(self, budget: Budget, limits: JsonLimits, max_depth: int):
+        self.budget, self.limits, self.max_depth = budget, limits, max_depth
         self.ops: list[dict] = []
         self.truncated = False
         self.digests: dict[int, bytes] = {}  # id(container) -> digest; the values outlive the diff
@@ -59,16 +67,17 @@ class _Differ:
         return known
 
     def emit(self, op: str, path: str, **values) -> None:
-        if len(self.ops) >= self.max_ops:
+        if self.limits.ops_left <= 0:
             raise _Full
+        self.limits.ops_left -= 1
         entry: dict = {"op": op, "path": path}
         for name, value in values.items():
             size = len(json.dumps(value, ensure_ascii=False))
-            if size > self.chars_left:
+            if size > self.limits.chars_left:
                 entry[f"{name}_elided"] = size
                 self.truncated = True
             else:
-                self.chars_left -= size
+                self.limits.chars_left -= size
                 entry[name] = value
         self.ops.append(entry)
 
@@ -103,9 +112,9 @@ class _Differ:
                     self.emit("add", _pointer(path, j), value=new[j])
 
 
-def json_diff(old, new, *, budget: Budget, max_ops: int, max_chars: int, max_depth: int = 16) -> dict:
+def json_diff(old, new, *, budget: Budget, limits: JsonLimits, max_depth: int = 16) -> dict:
     """{"changed", "ops", "truncated"} from `old` to `new` (JSON values)."""
-    differ = _Differ(budget, max_ops, max_chars, max_depth)
+    differ = _Differ(budget, limits, max_depth)
     try:
         differ.walk(old, new, "", 0)
     except _Full:

@@ -14,8 +14,9 @@ One deadline (PROMPT_DIFF_TIMEOUT_S) bounds all matching; past it the answer
 is correct but coarser ("coarse": true). Text diffs share an allowance of
 PROMPT_DIFF_INLINE_MAX_CHARS characters: past it a message's diff stops at a
 hunk boundary, flagged `truncated` (the body's whole diff streams from
-GET .../diff). JSON diffs are bounded by PROMPT_DIFF_JSON_MAX_OPS operations
-and PROMPT_DIFF_JSON_MAX_CHARS characters each.
+GET .../diff). The JSON diffs (tools and schema first, then the messages'
+other keys) share PROMPT_DIFF_JSON_MAX_OPS operations and
+PROMPT_DIFF_JSON_MAX_CHARS characters of values.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import json
 from django.conf import settings
 
 from .diffing import COARSE_NOTE, line_diff, word_diff
-from .jsondiff import json_diff
+from .jsondiff import JsonLimits, json_diff
 from .matching import Budget
 from .models import PromptVersion
 from .services import VERSION_FIELDS
@@ -71,6 +72,7 @@ class _Differ:
         self.old, self.new, self.budget = old, new, budget
         self.diff = line_diff if mode == "line" else word_diff
         self.chars_left = settings.PROMPT_DIFF_INLINE_MAX_CHARS
+        self.limits = JsonLimits(settings.PROMPT_DIFF_JSON_MAX_OPS, settings.PROMPT_DIFF_JSON_MAX_CHARS)
 
     def text(self, a: str, b: str, names: tuple[str, str]) -> tuple[str, bool]:
         """The diff of two texts, cut at a hunk boundary where the allowance runs out."""
@@ -86,8 +88,7 @@ class _Differ:
         return "".join(out), truncated
 
     def json(self, a, b) -> dict:
-        return json_diff(a, b, budget=self.budget, max_ops=settings.PROMPT_DIFF_JSON_MAX_OPS,
-                         max_chars=settings.PROMPT_DIFF_JSON_MAX_CHARS)
+        return json_diff(a, b, budget=self.budget, limits=self.limits)
 
     def message(self, kind: str, a: tuple[int, dict] | None, b: tuple[int, dict] | None) -> dict:
         """One aligned pair: `a` from the old version, `b` from the new, (index, message) or None."""
@@ -158,11 +159,13 @@ def version_diff(old: PromptVersion, new: PromptVersion, *, bodies: tuple[str, s
     """The field-aware diff from `old` to `new`; `bodies`: their body texts."""
     budget = budget or Budget(settings.PROMPT_DIFF_TIMEOUT_S)
     differ = _Differ(old, new, mode, budget)
+    tools = differ.json(old.tools, new.tools)
+    schema = differ.json(old.response_schema, new.response_schema)
     return {
         "from": _end(old), "to": _end(new), "mode": mode,
         "fields": _fields(old, new),
         "messages": differ.messages(bodies),
-        "tools": differ.json(old.tools, new.tools),
-        "response_schema": differ.json(old.response_schema, new.response_schema),
-        "coarse": budget.coarse,
+        "tools": tools,
+        "response_schema": schema,
+        "coarse": budget.coarse,  # read last: after all the matching
     }

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from playground.jsondiff import json_diff
+from playground.jsondiff import JsonLimits, json_diff
 from playground.matching import Budget
 from playground.models import PromptVersion
 from playground.version_diff import version_diff
@@ -22,7 +22,7 @@ def _version(number, **fields):
 
 
 def _diff(old, new, budget=None):
-    return json_diff(old, new, budget=budget or Budget(60.0), max_ops=500, max_chars=100_000)
+    return json_diff(old, new, budget=budget or Budget(60.0), limits=JsonLimits(500, 100_000))
 
 
 def _apply(doc, ops):
@@ -73,21 +73,21 @@ def test_should_insert_one_tool_at_the_front_as_one_add_and_tell_true_from_one()
 def test_should_bound_huge_and_deep_json_diffs():
     many = [{"name": f"tool{i}", "description": "x" * 200} for i in range(20_000)]  # ~4.5 MB of JSON
     renamed = [{**t, "name": t["name"] + "!"} for t in many]
-    out = json_diff(many, renamed, budget=Budget(60.0), max_ops=50, max_chars=100_000)
+    out = json_diff(many, renamed, budget=Budget(60.0), limits=JsonLimits(50, 100_000))
     assert len(out["ops"]) == 50 and out["truncated"] and out["changed"]
     # One small change in a huge document is one operation.
     edited = [*many[:10_000], {**many[10_000], "description": "y"}, *many[10_001:]]
     assert _diff(many, edited)["ops"] == [
         {"op": "replace", "path": "/10000/description", "old": "x" * 200, "value": "y"}]
     # A value larger than what is left is elided (its size said), never carried.
-    out = json_diff(None, many, budget=Budget(60.0), max_ops=50, max_chars=1000)
+    out = json_diff(None, many, budget=Budget(60.0), limits=JsonLimits(50, 1000))
     assert out["ops"] == [{"op": "replace", "path": "", "old": None, "value_elided": len(json.dumps(many))}]
     assert out["truncated"]
     # Below max_depth a changed subtree is replaced whole.
     deep_a, deep_b = 1, 2
     for _ in range(40):
         deep_a, deep_b = {"k": deep_a}, {"k": deep_b}
-    (op,) = json_diff(deep_a, deep_b, budget=Budget(60.0), max_ops=50, max_chars=100_000, max_depth=8)["ops"]
+    (op,) = json_diff(deep_a, deep_b, budget=Budget(60.0), limits=JsonLimits(50, 100_000), max_depth=8)["ops"]
     assert op["op"] == "replace" and op["path"] == "/k" * 8
 
 
@@ -202,3 +202,20 @@ def test_the_api_answers_the_field_diff_and_names_bad_parameters(auth_client, pr
     elsewhere = PromptVersionFactory(prompt=PromptFactory(owner=prompt.owner))
     other = auth_client.get(f"/api/prompts/{prompt.pk}/diff/fields?from={old.pk}&to={elsewhere.pk}")
     assert other.status_code == 404 and other.json()["error"]["code"] == "version_not_found"
+
+
+def test_the_json_diffs_of_one_answer_share_their_limits(settings):
+    settings.PROMPT_DIFF_JSON_MAX_OPS = 3
+
+    def turns(first):
+        return [{"role": "assistant", "content": "", "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+            for i in range(first, first + 5)]
+
+    old = _version(1, tools=[{"a": 1}, {"b": 1}], messages=turns(0))
+    new = _version(2, tools=[{"a": 2}, {"b": 2}], messages=turns(10))
+    out = version_diff(old, new, bodies=("b", "b"))
+    assert [op["path"] for op in out["tools"]["ops"]] == ["/0/a", "/1/b"] and not out["tools"]["truncated"]
+    others = [m["other"] for m in out["messages"] if m["kind"] == "turn"]
+    assert [op["path"] for op in others[0]["ops"]] == ["/tool_calls/0/id"]
+    assert all(o["changed"] and o["truncated"] and not o["ops"] for o in others[1:])
