@@ -53,6 +53,8 @@ def test_should_show_parameters_messages_and_tools_changes_collapsing_the_rest(l
     expect(page.locator("#diff-system")).to_have_attribute("data-status", "same")
     expect(page.locator("#diff-system")).not_to_have_attribute("open", "")
     expect(page.locator("#diff-system .diff-badge")).to_have_text("unchanged")
+    page.click("#diff-system summary")  # opened: what both hold
+    expect(page.locator("#diff-system pre")).to_have_text("You are terse.")
     added = page.locator("#diff-turn-2")
     expect(added).to_have_attribute("data-status", "added")
     expect(added.locator("summary")).to_contain_text("Message 2 · user")
@@ -63,6 +65,8 @@ def test_should_show_parameters_messages_and_tools_changes_collapsing_the_rest(l
     expect(tools.locator("tbody td")).to_have_text(
         ["changed", "/0/function/description", '"Weather now"', '"Weather tomorrow"'])
     expect(page.locator("#diff-schema")).not_to_have_attribute("open", "")
+    page.click("#diff-schema summary")
+    expect(page.locator("#diff-schema pre")).to_have_text("(none)")
     screenshot(page, "diff-fields")
 
     # A body rewritten line by line: its diff is longer than the inline allowance, so it streams.

@@ -142,10 +142,31 @@ function opsTable(result, titles, label) {
   return result.truncated ? [table, cut] : [table];
 }
 
-function jsonSection(id, title, result, titles) {
+// An unchanged section shows, once opened, what both versions hold (read from the newer one).
+function showUnchanged(box, ctx, read) {
+  const body = el("div", {}, el("p", { class: "hint", text: "Loading…" }));
+  box.append(body);
+  box.addEventListener("toggle", async () => {
+    if (!box.open || body.dataset.loaded) return;
+    body.dataset.loaded = "true";
+    try {
+      const value = read(await ctx.version());
+      body.replaceChildren(el("p", { class: "hint", text: `The same in ${ctx.titles[0]} and ${ctx.titles[1]}:` }),
+        value === null ? el("p", { class: "hint", text: "(too long to show here: open the version)" }) : el("pre", { class: "ro-text", text: value }));
+    } catch (err) {
+      body.replaceChildren(el("p", { class: "error", text: `Could not load it: ${err.message}` }));
+    }
+  });
+  return box;
+}
+
+function jsonSection(id, title, result, ctx, read) {
   const note = result.changed ? `${result.ops.length}${result.truncated ? "+" : ""} change(s)` : "unchanged";
-  return section({ id, title, changed: result.changed, note },
-    ...(result.changed ? opsTable(result, titles, title) : [el("p", { class: "hint", text: "The same in both versions." })]));
+  const box = section({ id, title, changed: result.changed, note });
+  const none = (x) => x === null || (Array.isArray(x) && !x.length);
+  if (!result.changed) return showUnchanged(box, ctx, (v) => (none(read(v)) ? "(none)" : json(read(v))));
+  box.append(...opsTable(result, ctx.titles, title));
+  return box;
 }
 
 const STATUS = { same: "unchanged", changed: "changed", added: "added", removed: "removed" };
@@ -163,8 +184,8 @@ async function messageSection(m, offsets, ctx) {
   const box = section({ id, title: messageTitle(m, offsets), changed, note: STATUS[m.status], status: m.status });
   box.classList.add("diff-message");
   if (!changed) {
-    box.append(el("p", { class: "hint", text: `The same in ${ctx.titles[0]} and ${ctx.titles[1]}.` }));
-    return box;
+    return showUnchanged(box, ctx, (v) => m.kind === "system" ? v.system : m.kind === "body" ? v.body
+      : v.messages[m.to_index - offsets[1]].content || json(v.messages[m.to_index - offsets[1]]));
   }
   if (m.diff) {
     const grid = el("div", { class: "diff", role: "table", "aria-label": `${messageTitle(m, offsets)}: differences ${ctx.titles.join(" to ")}` });
@@ -202,14 +223,15 @@ export async function showVersionDiff(root, { apiBase, from, to, mode, titles })
   const ms = diff.messages;
   const hasSystem = (end) => ms.some((m) => m.kind === "system" && m[end] !== null) ? 1 : 0;
   const offsets = [hasSystem("from_index"), hasSystem("to_index")];
-  const ctx = { apiBase, from, to, mode, titles };
+  let newer = null;  // the newer version, read once an unchanged section is opened
+  const ctx = { apiBase, from, to, mode, titles, version: () => (newer ??= api(`${apiBase}/versions/${to}`)) };
   const changed = ms.filter((m) => m.status !== "same").length;
   const messages = section({ id: "diff-messages", title: "Messages", changed: changed > 0,
                              note: changed ? `${changed} of ${ms.length} changed` : "unchanged" });
   root.replaceChildren(summary(diff, titles),
     diff.coarse ? el("p", { class: "hint", text: "Matching ran out of its time budget: changes span more lines than they need to." }) : "",
     fieldTable(diff, titles), messages,
-    jsonSection("diff-tools", "Tools", diff.tools, titles),
-    jsonSection("diff-schema", "Response schema", diff.response_schema, titles));
+    jsonSection("diff-tools", "Tools", diff.tools, ctx, (v) => v.tools),
+    jsonSection("diff-schema", "Response schema", diff.response_schema, ctx, (v) => v.response_schema));
   for (const m of ms) messages.append(await messageSection(m, offsets, ctx));
 }
