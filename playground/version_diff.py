@@ -3,7 +3,7 @@
 - `fields`: the model and parameters, and each declared variable's default,
   as rows {field, from, to, changed} (a variable row leaves `from` or `to`
   out where that version does not declare it; null is "no default");
-- `messages`: what a run sends, as a list (the system text when not empty,
+- `messages`: what a run sends, as a list (the system text unless blank,
   the turns, the body as the last user message), aligned between the two
   versions (system with system, body with body, turns by sequence matching on
   role and content), each with the line or word diff of its text and the JSON
@@ -47,7 +47,8 @@ def _fields(old: PromptVersion, new: PromptVersion) -> list[dict]:
         for end, version in (("from", old), ("to", new)):
             if name in version.variables:
                 row[end] = version.variables[name]
-        row["changed"] = row.get("from", row) != row.get("to", row)  # declared on one side only: changed
+        both = "from" in row and "to" in row
+        row["changed"] = not both or row["from"] != row["to"]
         rows.append(row)
     return rows
 
