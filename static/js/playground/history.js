@@ -1,9 +1,9 @@
 // The history page: version tree, read-only version view, labels with
 // compare-and-set moves and undo/redo, side-by-side diffs and output compare.
 
-import { api, apiAll, el, errorFrom, pageConfig, showAlert } from "./api.js";
+import { api, apiAll, el, pageConfig, showAlert } from "./api.js";
 import { loadBody } from "./bodies.js";
-import { renderDiff } from "./diffview.js";
+import { showVersionDiff } from "./diffview.js";
 import { completionTokens, describeRunError, streamChat, tokensPerSecond } from "./stream.js";
 import { drawTree } from "./tree.js";
 import { virtualText } from "./virtual.js";
@@ -118,15 +118,8 @@ async function showDiff() {
   const from = $("diff-from").value, to = $("diff-to").value, mode = $("diff-mode").value;
   const out = $("diff-out");
   out.replaceChildren(el("p", { class: "hint", text: "Computing the diff…" }));
-  const part = async (name) => {
-    const res = await fetch(`${cfg.apiBase}/diff?from=${from}&to=${to}&mode=${mode}&part=${name}`, { credentials: "same-origin" });
-    if (!res.ok) throw await errorFrom(res);
-    return res.text();
-  };
   try {
-    const [body, system, tools] = await Promise.all(["body", "system", "tools"].map(part));
-    await renderDiff(out, body, mode, [vname(from), vname(to)],
-                     [{ name: "System", id: "diff-system", text: system }, { name: "Tools", id: "diff-tools", text: tools }]);
+    await showVersionDiff(out, { apiBase: cfg.apiBase, from, to, mode, titles: [vname(from), vname(to)] });
   } catch (err) {
     out.replaceChildren(el("p", { class: "error", text: `Could not compute the diff: ${err.message}` }));
   }
