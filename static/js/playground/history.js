@@ -57,7 +57,7 @@ async function openVersion(id) {
   view.replaceChildren(el("p", { class: "hint", text: "Loading…" }));
   try {
     const v = await api(`${cfg.apiBase}/versions/${id}`);
-    const params = [["temperature", v.temperature], ["top_p", v.top_p], ["max_tokens", v.max_tokens]]
+    const params = [["temperature", v.temperature], ["top_p", v.top_p], ["max_tokens", v.max_tokens], ["seed", v.seed]]
       .filter(([, x]) => x !== null).map(([k, x]) => `${k} ${x}`).join(" · ") || "defaults";
     const meta = el("dl", { class: "version-meta" });
     const origin = v.merge_parent ? ` (merge of ${vname(v.merge_parent)} into ${vname(v.parent)})`
@@ -70,7 +70,10 @@ async function openVersion(id) {
     const progress = el("progress", { max: 1, value: 0, "aria-label": "Loading the body" });
     view.replaceChildren(el("h3", { text: `Version ${v.number}`, class: "version-title" }), meta,
       el("strong", { text: "System" }), el("pre", { class: "ro-text", text: v.system || "(none)" }),
-      el("strong", { text: "User message template" }), progress);
+      ...v.messages.flatMap((m, i) => [
+        el("strong", { text: `Message ${i + 1}: ${m.role}${m.tool_call_id ? ` (answers ${m.tool_call_id})` : ""}` }),
+        el("pre", { class: "ro-text", text: m.content + (m.tool_calls ? `\ntool calls: ${JSON.stringify(m.tool_calls)}` : "") })]),
+      el("strong", { text: "Last user message (template)" }), progress);
     const text = await loadBody(v, { lazyBytes: cfg.lazyBodyBytes, onProgress: (f) => { progress.value = f; } });
     // Big bodies get the virtualised viewer; small ones a plain block.
     progress.replaceWith(text.length > 100_000 ? virtualText(text) : el("pre", { class: "ro-text", text, tabindex: 0 }));
