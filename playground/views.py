@@ -18,6 +18,7 @@ from inference_protocol.catalog import model_names, model_spec
 from sharing.kinds import Role
 
 from . import selectors, services
+from .actions import prompt_actions
 from .permissions import access_prompt, prompts_shared_with
 from .runs import run_get
 
@@ -28,6 +29,13 @@ LAZY_BODY_BYTES = 1024 * 1024
 def _access_or_404(request, prompt_id, need):
     with page_not_found("Prompt"):
         return access_prompt(user=request.user, prompt_id=prompt_id, need=need)
+
+
+def _role_context(request, prompt) -> dict:
+    """What the role may do (playground.actions) and, for a prompt shared with the caller, by whom."""
+    role = Role(prompt.access_role)
+    return {"actions": prompt_actions(prompt, user=request.user), "role": role.name.lower(),
+            "shared_by": None if role == Role.OWNER else prompt.owner.get_username()}
 
 
 def _page_config(prompt, **extra) -> dict:
@@ -59,7 +67,12 @@ def prompt_list(request):
                                             description=request.POST.get("description", "").strip())
             return redirect("prompt-playground", prompt_id=prompt.pk)
     query = request.GET.get("q", "").strip()
-    prompts = selectors.prompt_list(user=request.user, search=query).select_related("owner")[:200]
+    prompts = list(selectors.prompt_list(user=request.user, search=query).select_related("owner")[:200])
+    # Each prompt shared with the caller is badged with who shared it and the caller's role.
+    editor_of = dict(prompts_shared_with(user=request.user).filter(pk__in=[p.pk for p in prompts])
+                     .values_list("pk", "is_editor"))
+    for p in prompts:
+        p.shared_role = None if p.pk not in editor_of else ("editor" if editor_of[p.pk] else "viewer")
     return render(request, "playground/prompt_list.html",
                   {"prompts": prompts, "q": query, "error": error, "title": title},
                   status=400 if error else 200)
@@ -85,10 +98,12 @@ def playground(request, prompt_id):
     else:
         with page_not_found("Version"):
             version_id = str(selectors.version_get(prompt=prompt, version_id=version_id).pk)
+    context = _role_context(request, prompt)
     return render(request, "playground/playground.html", {
         "prompt": prompt,
         "is_owner": prompt.access_role == Role.OWNER,
-        "config": _page_config(prompt, versionId=version_id, runId=run_id),
+        **context,
+        "config": _page_config(prompt, versionId=version_id, runId=run_id, actions=context["actions"]),
     })
 
 
@@ -109,6 +124,7 @@ def history(request, prompt_id):
         "prompt": prompt,
         "is_owner": prompt.access_role == Role.OWNER,
         "can_edit": prompt.access_role >= Role.EDITOR,
+        **_role_context(request, prompt),
         "pending_moves": list(pending_list(prompt=prompt).select_related("from_version", "to_version")[:20]),
         "protected_labels": list(selectors.label_list(prompt=prompt).filter(protected=True)),
         "config": _page_config(prompt, playgroundUrl=f"/prompts/{prompt.pk}/"),

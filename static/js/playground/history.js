@@ -246,10 +246,10 @@ async function loadGate() {
 }
 
 $("label-name").addEventListener("change", () => loadGate().catch(fail));
-$("label-form").addEventListener("submit", (e) => { e.preventDefault(); labelAction("move"); });
-$("label-undo").addEventListener("click", () => labelAction("undo"));
-$("label-redo").addEventListener("click", () => labelAction("redo"));
+$("label-form")?.addEventListener("submit", (e) => { e.preventDefault(); labelAction("move"); });
+$("label-undo")?.addEventListener("click", () => labelAction("undo"));
+$("label-redo")?.addEventListener("click", () => labelAction("redo"));
 $("diff-btn").addEventListener("click", showDiff);
 $("compare-run").addEventListener("click", runBoth);
-$("merge-btn").addEventListener("click", previewMerge);
+$("merge-btn")?.addEventListener("click", previewMerge);
 refresh().then(() => selected && openVersion(selected)).then(loadGate).catch(fail);

@@ -26,7 +26,7 @@ const params = new Params(cfg, scheduleDraft);
 
 function state() {
   return { base: base && base.id, system: system.value, body: body.value, ...params.get(),
-           variables: vars.values(), message: $("commit-message").value, ...format() };
+           variables: vars.values(), message: $("commit-message")?.value || "", ...format() };
 }
 
 // Response format and tools as typed (text: a draft keeps what does not parse yet).
@@ -112,7 +112,7 @@ function apply(s) {
   params.set(s);
   showFormat(s);
   vars.sync(variablesIn(system.value, body.value), s.variables || {});
-  $("commit-message").value = s.message || "";
+  if ($("commit-message")) $("commit-message").value = s.message || "";
 }
 
 function showBase() {
@@ -210,6 +210,7 @@ const runs = new RunsPanel(cfg, { onRestore: restoreRun });
 
 // ---- Save -------------------------------------------------------------
 async function save() {
+  if (!$("save-form")) return; // read-only: no Save panel
   const s = state();
   const btn = $("save-btn");
   showAlert($("save-error"), "");
@@ -364,8 +365,8 @@ function rateLimited(err) {
 
 // ---- Wiring -----------------------------------------------------------
 $("run-btn").addEventListener("click", run);
-$("save-form").addEventListener("submit", (e) => { e.preventDefault(); save(); });
-$("commit-message").addEventListener("input", scheduleDraft);
+$("save-form")?.addEventListener("submit", (e) => { e.preventDefault(); save(); });
+$("commit-message")?.addEventListener("input", scheduleDraft);
 for (const id of ["response-format", "response-schema", "tools-input", "tool-choice"]) {
   $(id).addEventListener("input", () => { $("schema-row").hidden = $("response-format").value !== "json_schema";
                                           scheduleDraft(); });
