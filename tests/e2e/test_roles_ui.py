@@ -58,6 +58,17 @@ def world(django_db_setup, django_db_blocker):
         get_user_model().objects.filter(pk__in=[u.pk for u in users.values()]).delete()
 
 
+@pytest.fixture(autouse=True)
+def _connection_closed(request):
+    """Each cell's connection goes back to the pool (a checked-out one would keep the
+    test database from being dropped at the end)."""
+    request.getfixturevalue("db")  # set up first, so its rollback comes before the close
+    yield
+    from django.db import connection
+
+    connection.close()
+
+
 @pytest.fixture(scope="module")
 def seat_pages(world, live_url, browser):
     """One page per seat, signed in as the seat's user (the link holder signed out: a bare context)."""
