@@ -12,11 +12,23 @@ document.addEventListener("playground:version", (e) => { versionId = e.detail ? 
 
 function status(text) { $("action-status").textContent = text; }
 
-// The prompt as shown: the editors' texts (unsaved edits included), or the share page's version.
+// The turns as shown: the playground's turn editors (messages.js), or a share page's version.
+function turnsShown() {
+  return [...document.querySelectorAll("#turns .turn-row, #turns-shown .turn-shown")].map((row) => ({
+    role: row.querySelector(".role-select")?.value ?? row.dataset.role,
+    content: row.querySelector("textarea.turn")?.value ?? row.textContent,
+  }));
+}
+
+// The prompt as shown (unsaved edits included): each part under its role, or the body alone.
 function promptText() {
   const system = ($("system-input") ? $("system-input").value : $("system-text")?.textContent) || "";
   const body = ($("body-input") ? $("body-input").value : $("body-text")?.textContent) || "";
-  return system.trim() ? `System:\n${system}\n\nUser:\n${body}` : body;
+  const turns = turnsShown();
+  if (!system.trim() && !turns.length) return body;
+  const parts = [...(system.trim() ? [{ role: "system", content: system }] : []), ...turns,
+                 { role: "user", content: body }];
+  return parts.map((p) => `${p.role[0].toUpperCase()}${p.role.slice(1)}:\n${p.content}`).join("\n\n");
 }
 
 async function copy() {

@@ -1,6 +1,6 @@
 // The keyboard shortcuts list (templates/playground/_shortcuts.html), a popover opened
-// by its button or "?". Ctrl+Enter (run) and Ctrl+S (save) are playground.js's keys;
-// Alt+Enter presses "Add message" (#add-message) where the page has one.
+// by its button or "?". The shortcuts themselves (Ctrl+Enter run, Ctrl+S save, Ctrl+M
+// add a message) are playground.js's keys.
 
 const $ = (id) => document.getElementById(id);
 const pop = $("shortcuts-pop");
@@ -19,8 +19,5 @@ document.addEventListener("keydown", (e) => {
   if (e.key === "?" && !e.ctrlKey && !e.metaKey && !e.altKey && !typing(e.target)) {
     e.preventDefault();
     pop.togglePopover();
-  } else if (e.key === "Enter" && e.altKey && !e.ctrlKey && !e.metaKey && $("add-message")) {
-    e.preventDefault();
-    $("add-message").click();
   }
 });
