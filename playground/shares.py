@@ -36,15 +36,13 @@ def prompt_link_page(request, link, token: str, client_addr: str):
     body = None
     if version is not None and version.body_size <= settings.PROMPT_INLINE_MAX_BYTES:
         body = body_text(version)
-    from .calls.builder import template_texts  # builder checks access through this module: import when used
-
     actions = prompt_actions(prompt, user=request.user) if version is not None else []
     signed_out = not request.user.is_authenticated
     return render(request, "playground/share_link.html", {
         "prompt": prompt, "version": version, "body": body, "link": link, "token": token,
         "pinned": link.version_id is not None, "actions": actions,
-        "variables": template_variables(*template_texts(system=version.system, messages=version.messages,
-                                                        body=body).values()) if body is not None else [],
+        "variables": template_variables(version.system, *(m.get("content") or "" for m in version.messages),
+                                        body) if body is not None else [],
         "sign_in_url": redirect_to_login(request.get_full_path())["Location"] if signed_out else None,
         "config": {"prompt": {"id": str(prompt.pk), "title": prompt.title},
                    "apiBase": f"/api/prompts/{prompt.pk}", "versionId": str(version.pk) if version else None,
