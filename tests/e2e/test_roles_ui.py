@@ -189,8 +189,8 @@ def test_shared_prompts_are_badged_with_who_shared_them(seat_pages, world, live_
 
 
 def test_the_shortcuts_popover_lists_the_seats_shortcuts(seat_pages, world, live_url):
-    for seat, rows in ((Seat.OWNER, ["Run", "Save a version", "Show or hide this list"]),
-                       (Seat.VIEWER, ["Run", "Show or hide this list"])):
+    for seat, rows in ((Seat.OWNER, ["Run", "Save a version", "Add a message", "Show or hide this list"]),
+                       (Seat.VIEWER, ["Run", "Add a message", "Show or hide this list"])):
         page = seat_pages[seat]
         page.goto(f"{live_url}/prompts/{world.prompt_id}/")
         pop = page.locator("#shortcuts-pop")
@@ -204,3 +204,7 @@ def test_the_shortcuts_popover_lists_the_seats_shortcuts(seat_pages, world, live
         expect(pop).to_be_hidden()
         page.click("#shortcuts-open")
         expect(pop).to_be_visible()
+        page.keyboard.press("Escape")
+        page.locator("#body-input").focus()
+        page.keyboard.press("?")  # typed into the editor, not a shortcut there
+        expect(pop).to_be_hidden()
