@@ -16,6 +16,7 @@ from inference_protocol.cards import generating_cards
 from sharing.kinds import Role
 
 from . import selectors, services
+from .actions import prompt_actions
 from .permissions import access_prompt, prompts_shared_with
 from .runs import run_get
 
@@ -26,6 +27,13 @@ LAZY_BODY_BYTES = 1024 * 1024
 def _access_or_404(request, prompt_id, need):
     with page_not_found("Prompt"):
         return access_prompt(user=request.user, prompt_id=prompt_id, need=need)
+
+
+def _role_context(request, prompt) -> dict:
+    """What the role may do (playground.actions) and, for a prompt shared with the caller, by whom."""
+    role = Role(prompt.access_role)
+    return {"actions": prompt_actions(prompt, user=request.user), "role": role.name.lower(),
+            "shared_by": None if role == Role.OWNER else prompt.owner.get_username()}
 
 
 def _page_config(prompt, **extra) -> dict:
@@ -60,7 +68,12 @@ def prompt_list(request):
                                             description=request.POST.get("description", "").strip())
             return redirect("prompt-playground", prompt_id=prompt.pk)
     query = request.GET.get("q", "").strip()
-    prompts = selectors.prompt_list(user=request.user, search=query).select_related("owner")[:200]
+    prompts = list(selectors.prompt_list(user=request.user, search=query).select_related("owner")[:200])
+    # Each prompt shared with the caller is badged with who shared it and the caller's role.
+    editor_of = dict(prompts_shared_with(user=request.user).filter(pk__in=[p.pk for p in prompts])
+                     .values_list("pk", "is_editor"))
+    for p in prompts:
+        p.shared_role = None if p.pk not in editor_of else ("editor" if editor_of[p.pk] else "viewer")
     return render(request, "playground/prompt_list.html",
                   {"prompts": prompts, "q": query, "error": error, "title": title},
                   status=400 if error else 200)
@@ -86,10 +99,12 @@ def playground(request, prompt_id):
     else:
         with page_not_found("Version"):
             version_id = str(selectors.version_get(prompt=prompt, version_id=version_id).pk)
+    context = _role_context(request, prompt)
     return render(request, "playground/playground.html", {
         "prompt": prompt,
         "is_owner": prompt.access_role == Role.OWNER,
-        "config": _page_config(prompt, versionId=version_id, runId=run_id),
+        **context,
+        "config": _page_config(prompt, versionId=version_id, runId=run_id, actions=context["actions"]),
     })
 
 
@@ -124,6 +139,7 @@ def history(request, prompt_id):
     return render(request, "playground/history.html", {
         "prompt": prompt,
         "is_owner": prompt.access_role == Role.OWNER,
+        **_role_context(request, prompt),
         # user: the page offers reviews to decide only on requests someone else made.
         "config": _page_config(prompt, playgroundUrl=f"/prompts/{prompt.pk}/",
                                user=request.user.get_username()),

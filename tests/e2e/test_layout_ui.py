@@ -1,6 +1,7 @@
 """Layout rules every page keeps, checked in Chromium: an element with the
 `hidden` attribute is never shown (a CSS `display` of its own must not override
-it), and checkboxes keep their own size instead of stretching like text inputs."""
+it), checkboxes keep their own size instead of stretching like text inputs, and
+no button stretches across a form's grid column."""
 
 import pytest
 
@@ -19,6 +20,12 @@ WIDE_CHECKBOXES = """() => [...document.querySelectorAll('input[type=checkbox], 
     .map((e) => e.name + ':' + e.value + ' ' + Math.round(e.getBoundingClientRect().width) + 'px')"""
 
 
+# At 1280 px the longest button label ("Save version Ctrl S", "Move to selected") is under 250 px.
+WIDE_BUTTONS = """() => [...document.querySelectorAll('main button, main .btn')]
+    .filter((e) => e.getBoundingClientRect().width > 320)
+    .map((e) => (e.id || e.textContent.trim()) + ' ' + Math.round(e.getBoundingClientRect().width) + 'px')"""
+
+
 def test_hidden_elements_stay_hidden_and_checkboxes_keep_their_size(live_url, new_page, console_errors):
     page = new_page()
     sign_up(page, live_url)
@@ -30,8 +37,9 @@ def test_hidden_elements_stay_hidden_and_checkboxes_keep_their_size(live_url, ne
         page.goto(live_url + path)
         page.wait_for_load_state("networkidle")
         shown, wide = page.evaluate(SHOWN_THOUGH_HIDDEN), page.evaluate(WIDE_CHECKBOXES)
-        if shown or wide:
-            problems[path] = {"shown though hidden": shown, "stretched": wide}
+        buttons = page.evaluate(WIDE_BUTTONS)
+        if shown or wide or buttons:
+            problems[path] = {"shown though hidden": shown, "stretched": wide, "stretched buttons": buttons}
             screenshot(page, "layout" + path.replace("/", "_"))
     assert problems == {}
     assert console_errors == []

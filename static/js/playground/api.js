@@ -21,8 +21,16 @@ export function pageConfig() {
   return JSON.parse(document.getElementById("page-config").textContent);
 }
 
+// A share-link page's calls carry its token (sharing.access reads X-Share-Token).
+function shareToken() {
+  const node = document.getElementById("page-config");
+  return node ? JSON.parse(node.textContent).shareToken : undefined;
+}
+
 export function headers(extra = {}) {
-  return { "X-CSRFToken": csrfToken(), "Accept": "application/json", ...extra };
+  const token = shareToken();
+  return { "X-CSRFToken": csrfToken(), "Accept": "application/json",
+           ...(token ? { "X-Share-Token": token } : {}), ...extra };
 }
 
 // Turns any failed response into an ApiError carrying the server's message.

@@ -192,5 +192,5 @@ async function saveMerge() {
 
 $("diff-btn").addEventListener("click", showDiff);
 $("compare-run").addEventListener("click", runBoth);
-$("merge-btn").addEventListener("click", previewMerge);
+$("merge-btn")?.addEventListener("click", previewMerge);
 refresh().then(() => selected && openVersion(selected)).then(labels.refresh).catch(fail);

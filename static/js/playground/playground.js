@@ -43,7 +43,7 @@ function syncVariables(defaults = null) {
 
 function state() {
   return { base: base && base.id, system: system.value, turns: turns.raw(), body: body.value, ...params.get(),
-           variables: vars.values(), message: $("commit-message").value, ...readFormat() };
+           variables: vars.values(), message: $("commit-message")?.value || "", ...readFormat() };
 }
 
 const CONTENT = ["system", "turns", "body", "model", "temperature", "max_tokens", "top_p", "seed", "stop",
@@ -81,7 +81,7 @@ function apply(s) {
   params.set(s);
   showFormat(s);
   syncVariables(s.variables || {});
-  $("commit-message").value = s.message || "";
+  if ($("commit-message")) $("commit-message").value = s.message || "";
 }
 
 function showBase() {
@@ -189,6 +189,7 @@ function versionPayload(s, messages) {
 }
 
 async function save() {
+  if (!$("save-form")) return; // read-only: no Save panel
   const s = state();
   const btn = $("save-btn");
   showAlert($("save-error"), "");
@@ -398,8 +399,8 @@ const compare = new ComparePanel({
 function addMessage() { turns.add({ role: "user", content: "" }, { focus: true }); }
 $("run-btn").addEventListener("click", run);
 $("add-message").addEventListener("click", addMessage);
-$("save-form").addEventListener("submit", (e) => { e.preventDefault(); save(); });
-$("commit-message").addEventListener("input", scheduleDraft);
+$("save-form")?.addEventListener("submit", (e) => { e.preventDefault(); save(); });
+$("commit-message")?.addEventListener("input", scheduleDraft);
 for (const id of ["response-format", "response-schema", "tools-input", "tool-choice"]) {
   $(id).addEventListener("input", () => { $("schema-row").hidden = $("response-format").value !== "json_schema";
                                           scheduleDraft(); });
