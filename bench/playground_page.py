@@ -2,6 +2,7 @@
 ratios, asserts nothing): issue #33's goals for the prompt engineer's workbench.
 
     .venv/bin/python bench/playground_page.py [--loads 10] [--ttft-runs 20] [--reseed] [--profile]
+        [--checkout PATH]
 
 Needs PostgreSQL (DATABASE_URL's server; the bench uses its own database,
 promptyard_h5bench by default, migrated here) and Debian's /usr/bin/chromium.
@@ -27,6 +28,10 @@ versions (a chain of edits through playground.services.version_create) and
    main thread's busy share (CDP Performance.getMetrics TaskDuration) while
    they stream.
 
+--checkout: a second server runs another git worktree's code (a change to the
+page against this checkout, say); its loads alternate with this one's, and the
+report gives both and their ratio (compare only within a run: this VM drifts).
+
 --profile writes a Chrome trace of one big-prompt load and of the six columns
 (/tmp/playground-*.json) and prints the main thread's top events.
 """
@@ -34,6 +39,7 @@ versions (a chain of edits through playground.services.version_create) and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -79,12 +85,15 @@ from django.db import connection  # noqa: E402
 
 from playground import services  # noqa: E402
 from playground.models import PlaygroundRun, Prompt, PromptVersion  # noqa: E402
+
 USER, PASSWORD = "pagebench", "a-long-bench-password-42"
 BIG, SMALL = "Page bench: 1,000 versions", "Page bench: baseline"
 VERSIONS, RUNS = 1000, 10_000
 BODY = "Summarise {{text}} for a busy reader.\n" + "".join(f"Rule {i}: keep it short.\n" for i in range(40))
 LONG = "".join(f"word{i} " for i in range(60))[:300]  # ~300 characters: a 300-token answer per column
 # Wait conditions are functions: the page's CSP refuses eval, which a string condition uses.
+FINISHED = "() => [...document.querySelectorAll('.col-stats')].every((s) => s.textContent.includes('speed'))"
+COLUMN_CHARS = "() => [...document.querySelectorAll('.compare-col pre')].map((p) => p.textContent.length)"
 READY = "() => performance.getEntriesByName('playground:ready').length && __b.runsPaint"
 TUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -96,8 +105,7 @@ def pct(values: list[float], q: float) -> float:
 
 # ---- seed ---------------------------------------------------------------------
 
-def output(i: int) -> str:
-    """A run's answer: about 1.6 KB, every tenth a long one of about 22 KB."""
+def output(i: int) -> str:  # a run's answer: about 1.6 KB, every tenth about 22 KB
     return f"Answer {i}:\n" + "lorem ipsum dolor sit amet " * (800 if i % 10 == 0 else 60)
 
 
@@ -106,9 +114,9 @@ def seed_prompt(user, title: str, versions: int, runs: int) -> Prompt:
     parent = None
     for n in range(versions):  # a chain of edits: each version one line more than its parent
         body = BODY + "".join(f"Edit {i}.\n" for i in range(n))
-        parent = services.version_create(prompt=prompt, author=user, parent_id=parent and parent.pk, body=body,
-                                         system="You are terse.", variables={"text": None},
-                                         max_tokens=len(LONG), message=f"edit {n}")
+        parent = services.version_create(
+            prompt=prompt, author=user, parent_id=parent and parent.pk, body=body, system="You are terse.",
+            variables={"text": None}, max_tokens=len(LONG), message=f"edit {n}")
     ids = list(PromptVersion.objects.filter(prompt=prompt).values_list("pk", flat=True))
     PlaygroundRun.objects.bulk_create([PlaygroundRun(
         prompt=prompt, user=user, version_id=ids[i % len(ids)], draft=None if i % 5 else {"body": "draft"},
@@ -141,37 +149,7 @@ def seed(reseed: bool) -> tuple[str, str]:
 
 # ---- the browser's side -------------------------------------------------------
 
-# Before the page's own scripts: the runs table's first paint; the first chunk of a
-# run's response at fetch level (a tee: the page reads the other branch); frames.
-INIT = r"""
-window.__b = { runsPaint: null, chunks: [], frames: [], loaf: [] };
-const afterPaint = (f) => requestAnimationFrame(() => { const c = new MessageChannel();
-  c.port1.onmessage = () => f(performance.now()); c.port2.postMessage(0); });
-new MutationObserver((_, obs) => {
-  if (document.querySelector('#runs-body tr')) { obs.disconnect(); afterPaint((t) => { __b.runsPaint = t; }); }
-}).observe(document, { childList: true, subtree: true });
-const realFetch = window.fetch;
-window.fetch = async (...args) => {
-  if (!String(args[0]).endsWith('/run')) return realFetch(...args);
-  const entry = { start: performance.now(), firstChunk: null, shown: null, painted: null };
-  __b.chunks.push(entry);
-  const out = document.getElementById('output');  // the run pane's output (its text node is new per run)
-  new MutationObserver((_, obs) => { if (out.textContent) { obs.disconnect(); entry.shown = performance.now();
-    afterPaint((t) => { entry.painted = t; }); } }).observe(out, { characterData: true, childList: true, subtree: true });
-  const res = await realFetch(...args);
-  const [mine, page] = res.body.tee();
-  (async () => { const r = mine.getReader(), d = new TextDecoder(); let text = '';
-    for (;;) { const { value, done } = await r.read(); if (done) break;
-      if (entry.firstChunk === null) { text += d.decode(value);
-        if (/"content":\s*"[^"]/.test(text)) entry.firstChunk = performance.now(); } } })();
-  return new Response(page, { status: res.status, statusText: res.statusText, headers: res.headers });
-};
-window.__frames = () => { __b.frames = []; let last = performance.now(); __b.stop = false;
-  const tick = (t) => { __b.frames.push(t - last); last = t; if (!__b.stop) requestAnimationFrame(tick); };
-  requestAnimationFrame(tick);
-  new PerformanceObserver((l) => { for (const e of l.getEntries()) __b.loaf.push(e.duration); })
-    .observe({ type: 'long-animation-frame' }); };
-"""
+INIT = (Path(__file__).parent / "playground_page.js").read_text()  # before the page's scripts
 
 
 def until(page, condition: str, every_s: float = 0.02, timeout_s: float = 60) -> None:
@@ -198,52 +176,69 @@ def sign_in(browser, base):
 
 
 def load_once(context, url: str) -> dict:
+    """One load's milestones (ms from navigation start) and each request's server time."""
     page = context.new_page()
     page.goto(url)
     until(page, READY)
-    timing = page.evaluate("""() => ({
-        ready: performance.getEntriesByName('playground:ready')[0].startTime, runs: __b.runsPaint,
-        nav: performance.getEntriesByType('navigation')[0],
-        res: performance.getEntriesByType('resource').filter((r) => r.initiatorType === 'fetch')
-          .map((r) => ({ name: r.name, server: r.responseStart - r.requestStart, total: r.duration }))})""")
+    timing = page.evaluate("""() => {
+        const nav = performance.getEntriesByType('navigation')[0];
+        const api = performance.getEntriesByType('resource').filter((r) => r.initiatorType === 'fetch');
+        const at = (part) => api.find((r) => r.name.includes(part)) || {};
+        return { ready: performance.getEntriesByName('playground:ready')[0].startTime, runs: __b.runsPaint,
+          html: nav.responseEnd, dcl: nav.domContentLoadedEventEnd,
+          version_sent: at('/versions/').requestStart, version_back: at('/versions/').responseEnd,
+          runs_sent: at('/runs?').requestStart, runs_back: at('/runs?').responseEnd,
+          server: [['page ' + nav.name, nav.responseStart - nav.requestStart],
+                   ...api.map((r) => [r.name, r.responseStart - r.requestStart])] }; }""")
     page.close()
-    nav = timing["nav"]
-    timing["res"].append({"name": "page " + nav["name"], "server": nav["responseStart"] - nav["requestStart"],
-                          "total": nav["responseEnd"] - nav["startTime"]})
     timing["tti"] = max(timing["ready"], timing["runs"])
     return timing
 
 
-def page_loads(context, base: str, prompts: dict, n: int) -> dict:
-    results = {name: [] for name in prompts}
-    for name, pid in prompts.items():
-        load_once(context, f"{base}/prompts/{pid}/")  # warm-up: the static files into the cache
+def page_loads(targets: dict[str, tuple], n: int) -> dict:
+    """N loads of each target (name: (context, page URL)), alternating: drift hits all alike."""
+    for context, url in targets.values():
+        load_once(context, url)  # warm-up: the static files into the cache
+    results: dict[str, list] = {name: [] for name in targets}
     for _ in range(n):
-        for name, pid in prompts.items():  # alternating: drift hits both alike
-            results[name].append(load_once(context, f"{base}/prompts/{pid}/"))
+        for name, (context, url) in targets.items():
+            results[name].append(load_once(context, url))
     return results
 
 
+MILESTONES = [("html", "page's HTML in"), ("dcl", "modules run (DOMContentLoaded)"),
+              ("version_sent", "version asked"), ("version_back", "version in"), ("ready", "ready mark"),
+              ("runs_sent", "runs asked"), ("runs_back", "runs in"), ("runs", "runs table painted")]
+
+
 def report_loads(results: dict) -> None:
+    names = list(results)
     print("\n== 1. time to interactive (navigation start -> editors writable and runs table painted), "
           f"{len(results['big'])} warm-cache loads each")
     tti = {k: [r["tti"] for r in v] for k, v in results.items()}
     for name, values in tti.items():
-        ready = statistics.median(r["ready"] for r in results[name])
-        runs = statistics.median(r["runs"] for r in results[name])
-        print(f"   {name:>5}: p50 {pct(values, .5):6.0f} ms  p95 {pct(values, .95):6.0f} ms  "
-              f"(ready mark p50 {ready:.0f} ms, runs painted p50 {runs:.0f} ms)")
-    print(f"   big / baseline: p50 {pct(tti['big'], .5) / pct(tti['small'], .5):.2f}x, "
-          f"p95 {pct(tti['big'], .95) / pct(tti['small'], .95):.2f}x; goal: big < 300 ms")
-    print("   server time per request (responseStart - requestStart), p50 ms, big vs baseline:")
-    for name in ("big", "small"):
-        per: dict[str, list[float]] = {}
+        print(f"   {name:>13}: p50 {pct(values, .5):6.0f} ms  p95 {pct(values, .95):6.0f} ms  "
+              f"min {min(values):6.0f} ms")
+    ratios = [("big", "small", "big / baseline")]
+    if "big, variant" in tti:
+        ratios += [("big, variant", "big", "variant / this checkout, big"),
+                   ("small, variant", "small", "variant / this checkout, baseline")]
+    for a, b, label in ratios:
+        print(f"   {label}: p50 {pct(tti[a], .5) / pct(tti[b], .5):.2f}x, "
+              f"p95 {pct(tti[a], .95) / pct(tti[b], .95):.2f}x")
+    print(f"   goal: big < 300 ms. The path, p50 ms from navigation start ({' / '.join(names)}):")
+    for key, label in MILESTONES:
+        print("     " + " ".join(f"{statistics.median(r[key] for r in results[n]):6.0f}" for n in names)
+              + f"  {label}")
+    print(f"   server time per request (responseStart - requestStart), p50 ms ({' / '.join(names)}):")
+    per: dict[str, dict[str, list[float]]] = {}
+    for name in names:
         for r in results[name]:
-            for res in r["res"]:
-                path = TUID.sub("<id>", re.sub(r"^(page )?https?://[^/]+", r"\1", res["name"]))
-                per.setdefault(path, []).append(res["server"])
-        for path, values in sorted(per.items()):
-            print(f"   {name:>5}  {statistics.median(values):6.1f}  {path}")
+            for url, ms in r["server"]:
+                path = TUID.sub("<id>", re.sub(r"^(page )?https?://[^/]+", r"\1", url))
+                per.setdefault(path, {n: [] for n in names})[name].append(ms)
+    for path, each in sorted(per.items()):
+        print("     " + " ".join(f"{statistics.median(each[n]):6.1f}" for n in names) + f"  {path}")
 
 
 def first_tokens(context, base: str, pid: str, n: int) -> None:
@@ -251,7 +246,7 @@ def first_tokens(context, base: str, pid: str, n: int) -> None:
     page.goto(f"{base}/prompts/{pid}/")
     until(page, READY)
     page.fill("[data-var=text]", "x")
-    gaps_fetch, gaps_backend, ttfts = [], [], []
+    gaps_fetch, gaps_backend, ttfts, headers = [], [], [], []
     for i in range(n):
         page.fill("#body-input", f"run {i} " + "abcdefghij" * 2)
         page.evaluate("() => { __b.chunks.length = 0; }")
@@ -263,12 +258,16 @@ def first_tokens(context, base: str, pid: str, n: int) -> None:
         gaps_fetch.append(e["painted"] - e["firstChunk"])
         gaps_backend.append(e["painted"] - e["start"] - row.ttft_ms)
         ttfts.append(row.ttft_ms)
+        headers.append(e["headers"] - e["start"])
     page.close()
     print(f"\n== 2. first token, {n} runs on the big prompt (backend TTFT p50 {pct(ttfts, .5):.0f} ms, "
           f"the engine's prefill {CALL_S * 1000:.0f} ms + one step {PER_TOKEN_S * 1000:.0f} ms)")
-    print(f"   first chunk at fetch level -> painted: p50 {pct(gaps_fetch, .5):.1f} ms  p95 {pct(gaps_fetch, .95):.1f}")
+    print(f"   first chunk at fetch level -> painted: p50 {pct(gaps_fetch, .5):.1f} ms  "
+          f"p95 {pct(gaps_fetch, .95):.1f} ms")
     print(f"   request start + backend TTFT -> painted: p50 {pct(gaps_backend, .5):.1f} ms  "
           f"p95 {pct(gaps_backend, .95):.1f} ms; goal: within 50 ms")
+    print(f"   of which the answer's headers (the server's work before the completion starts, and the "
+          f"connection): p50 {pct(headers, .5):.1f} ms  p95 {pct(headers, .95):.1f} ms")
 
 
 def six_columns(context, base: str, pid: str, trace: Path | None) -> None:
@@ -287,13 +286,13 @@ def six_columns(context, base: str, pid: str, trace: Path | None) -> None:
     page.evaluate("__frames()")
     before = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
     page.click("#compare-run")
-    until(page, "() => [...document.querySelectorAll('.col-stats')].every((s) => s.textContent.includes('speed'))",
+    until(page, FINISHED,
           every_s=0.25, timeout_s=120)
     after = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
     b = page.evaluate("() => { __b.stop = true; return __b; }")
     if trace:
         context.browser.stop_tracing()
-    chars = page.evaluate("[...document.querySelectorAll('.compare-col pre')].map((p) => p.textContent.length)")
+    chars = page.evaluate(COLUMN_CHARS)
     page.screenshot(path="/tmp/playground-bench-columns.png", full_page=True)
     page.close()
     wall = after["Timestamp"] - before["Timestamp"]
@@ -301,14 +300,15 @@ def six_columns(context, base: str, pid: str, trace: Path | None) -> None:
                                                 "RecalcStyleDuration")}
     frames = b["frames"][1:]
     dropped = sum(max(0, round(f / (1000 / 60)) - 1) for f in frames)
-    print(f"\n== 3. six columns streaming at once ({chars} characters, {PER_TOKEN_S * 1000:.0f} ms per token each: "
-          f"{6 / PER_TOKEN_S:.0f} tokens/s into the page), {wall:.1f} s")
-    print(f"   frames: {len(frames)}, p50 {pct(frames, .5):.1f} ms, p99 {pct(frames, .99):.1f}, max {max(frames):.1f}; "
-          f"longer than 50 ms: {sum(f > 50 for f in frames)}; dropped (60 Hz): {dropped} of "
-          f"{len(frames) + dropped} ({dropped / (len(frames) + dropped):.1%})")
+    print(f"\n== 3. six columns streaming at once ({chars} characters, {PER_TOKEN_S * 1000:.0f} ms per token "
+          f"each: {6 / PER_TOKEN_S:.0f} tokens/s into the page), {wall:.1f} s")
+    print(f"   frames: {len(frames)}, p50 {pct(frames, .5):.1f} ms, p99 {pct(frames, .99):.1f}, "
+          f"max {max(frames):.1f}; longer than 50 ms: {sum(f > 50 for f in frames)}; "
+          f"dropped (60 Hz): {dropped} of {len(frames) + dropped} ({dropped / (len(frames) + dropped):.1%})")
     print(f"   long animation frames: {len(b['loaf'])} (longest {max(b['loaf'], default=0):.0f} ms)")
-    print(f"   main thread busy {busy['TaskDuration'] / wall:.1%} of the time (script {busy['ScriptDuration'] / wall:.1%}, "
-          f"style {busy['RecalcStyleDuration'] / wall:.1%}, layout {busy['LayoutDuration'] / wall:.1%})")
+    print(f"   main thread busy {busy['TaskDuration'] / wall:.1%} of the time "
+          f"(script {busy['ScriptDuration'] / wall:.1%}, style {busy['RecalcStyleDuration'] / wall:.1%}, "
+          f"layout {busy['LayoutDuration'] / wall:.1%})")
     if trace:
         top_events(trace)
 
@@ -338,6 +338,20 @@ def top_events(path: Path) -> None:
         print(f"     {us / 1000:8.1f}  {name}")
 
 
+def traced_load(context, url: str, trace: Path) -> None:
+    page = context.new_page()
+    context.browser.start_tracing(page=page, path=str(trace))
+    page.goto(url)
+    until(page, READY)
+    context.browser.stop_tracing()
+    page.close()
+    top_events(trace)
+
+
+def uvicorn(app: str, port: int) -> list[str]:
+    return ["-m", "uvicorn", app, "--port", str(port), "--lifespan", "off", "--log-level", "warning"]
+
+
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
@@ -346,34 +360,35 @@ def main() -> None:
     parser.add_argument("--ttft-runs", type=int, default=20)
     parser.add_argument("--reseed", action="store_true")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--checkout", help="another git worktree whose page loads alternate with this one's")
     args = parser.parse_args()
     big, small = seed(args.reseed)
-    port = free_port()
-    server_args = ["-m", "uvicorn", "config.asgi:application", "--port", str(port), "--lifespan", "off",
-                   "--log-level", "warning"]
-    load = os.getloadavg()[0]
     print(f"Chromium (headless) and one uvicorn process on this machine ({os.cpu_count()} cores, "
-          f"load average {load:.1f} before)")
-    upstream_env = dict(os.environ, FAKE_UPSTREAM_CALL_S=str(CALL_S), FAKE_UPSTREAM_PER_TOKEN_S=str(PER_TOKEN_S))
-    upstream_args = ["-m", "uvicorn", "bench.fake_upstream:app", "--port", str(UPSTREAM_PORT), "--lifespan", "off",
-                     "--log-level", "warning"]
-    with running_server(upstream_args, upstream_env, UPSTREAM_PORT, ready_path="/v1/models") as _, \
-            running_server(server_args, dict(os.environ), port) as server, sync_playwright() as p:
+          f"load average {os.getloadavg()[0]:.1f} before)")
+    upstream_env = dict(os.environ, FAKE_UPSTREAM_CALL_S=str(CALL_S),
+                        FAKE_UPSTREAM_PER_TOKEN_S=str(PER_TOKEN_S))
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(running_server(uvicorn("bench.fake_upstream:app", UPSTREAM_PORT), upstream_env,
+                                           UPSTREAM_PORT, ready_path="/v1/models"))
+        bases = {}
+        for label, checkout in [("", None), (", variant", args.checkout)][:1 + bool(args.checkout)]:
+            port = free_port()
+            app_dir = ["--app-dir", str(Path(checkout).resolve())] if checkout else []
+            bases[label] = stack.enter_context(running_server(
+                uvicorn("config.asgi:application", port) + app_dir, dict(os.environ), port)).base
+        p = stack.enter_context(sync_playwright())
         os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # ORM reads beside Playwright's loop
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
             "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"])
-        context = sign_in(browser, server.base)
-        report_loads(page_loads(context, server.base, {"big": big, "small": small}, args.loads))
+        contexts = {label: sign_in(browser, base) for label, base in bases.items()}
+        report_loads(page_loads({f"{name}{label}": (contexts[label], f"{base}/prompts/{pid}/")
+                                 for label, base in bases.items()
+                                 for name, pid in (("big", big), ("small", small))}, args.loads))
+        context, base = contexts[""], bases[""]
         if args.profile:
-            page = context.new_page()
-            browser.start_tracing(page=page, path="/tmp/playground-load.json")
-            page.goto(f"{server.base}/prompts/{big}/")
-            until(page, READY)
-            browser.stop_tracing()
-            page.close()
-            top_events(Path("/tmp/playground-load.json"))
-        first_tokens(context, server.base, big, args.ttft_runs)
-        six_columns(context, server.base, big, Path("/tmp/playground-columns.json") if args.profile else None)
+            traced_load(context, f"{base}/prompts/{big}/", Path("/tmp/playground-load.json"))
+        first_tokens(context, base, big, args.ttft_runs)
+        six_columns(context, base, big, Path("/tmp/playground-columns.json") if args.profile else None)
         browser.close()
 
 

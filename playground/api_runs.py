@@ -25,8 +25,9 @@ SEARCH_MAX = 200
 # PLAYGROUND_RUN_OUTPUT_MAX_CHARS), nor the draft's or the version's texts.
 HEAD_CHARS = 1000
 FIRST_LINE_CHARS = 200
-LIST_FIELDS = ("id", "prompt", "created_at", "user__username", "version__number", "model", "status", "error_code",
-               "latency_ms", "ttft_ms", "prompt_tokens", "completion_tokens", "output_truncated")
+LIST_FIELDS = ("id", "prompt", "created_at", "user__username", "version__number", "model", "status",
+               "error_code", "latency_ms", "ttft_ms", "prompt_tokens", "completion_tokens",
+               "output_truncated")
 
 
 def first_line(text: str) -> str:

@@ -67,7 +67,8 @@ def test_should_list_runs_newest_first_in_pages(auth_client, prompt):
 
 @pytest.mark.parametrize("output", [
     "short", "  \n\nfirst\nsecond", "x" * 5000, "\n" * 1500 + "late line\nmore", " " * 990 + "y" * 300,
-    "z" * 999 + "\nnext", ""], ids=["short", "blank-lines", "long-line", "late-line", "spaces", "head-line", "empty"])
+    "z" * 999 + "\nnext", ""],
+    ids=["short", "blank-lines", "long-line", "late-line", "spaces", "head-line", "empty"])
 def test_should_list_the_same_first_line_and_draft_as_the_run_without_reading_whole_outputs(
         auth_client, prompt, output):
     run = _run(prompt, output=output, draft=None if output == "short" else {"system": "", "body": "x"},
