@@ -2,6 +2,8 @@
 (GET, DELETE /api/runs/<run_id>). The runs are stored by the playground's run
 route (inference_client/playground_runs.py); playground/runs.py decides who sees them."""
 
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.db.models.functions import Substr
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -19,18 +21,49 @@ LIST_PARAMS = {"q", "mine", "cursor", "page_size"}
 SEARCH_MAX = 200
 
 
-def run_summary(run: PlaygroundRun) -> dict:
+# A list row reads the first HEAD_CHARS of each output, not the whole of it (up to
+# PLAYGROUND_RUN_OUTPUT_MAX_CHARS), nor the draft's or the version's texts.
+HEAD_CHARS = 1000
+FIRST_LINE_CHARS = 200
+LIST_FIELDS = ("id", "prompt", "created_at", "user__username", "version__number", "model", "status",
+               "error_code", "latency_ms", "ttft_ms", "prompt_tokens", "completion_tokens",
+               "output_truncated")
+
+
+def first_line(text: str) -> str:
+    return text.lstrip().split("\n", 1)[0][:FIRST_LINE_CHARS]
+
+
+def _summary(run: PlaygroundRun, *, draft: bool, line: str) -> dict:
     return {
         "id": str(run.id), "prompt": str(run.prompt_id) if run.prompt_id else None,
         "created_at": run.created_at.isoformat(),
         "user": run.user.username, "version": str(run.version_id) if run.version_id else None,
-        "version_number": run.version.number if run.version_id else None, "draft": run.draft is not None,
+        "version_number": run.version.number if run.version_id else None, "draft": draft,
         "model": run.model, "status": run.status, "error_code": run.error_code or None,
         "latency_ms": run.latency_ms, "ttft_ms": run.ttft_ms, "prompt_tokens": run.prompt_tokens,
-        "completion_tokens": run.completion_tokens,
-        "first_line": run.output.lstrip().split("\n", 1)[0][:200],
+        "completion_tokens": run.completion_tokens, "first_line": line,
         "output_truncated": run.output_truncated,
     }
+
+
+def run_summary(run: PlaygroundRun) -> dict:
+    return _summary(run, draft=run.draft is not None, line=first_line(run.output))
+
+
+def list_rows(runs: QuerySet[PlaygroundRun]) -> QuerySet[PlaygroundRun]:
+    return runs.only(*LIST_FIELDS).annotate(
+        output_head=Substr("output", 1, HEAD_CHARS),
+        has_draft=ExpressionWrapper(Q(draft__isnull=False), output_field=BooleanField()))
+
+
+def list_summary(run: PlaygroundRun) -> dict:
+    """run_summary of a list_rows row."""
+    head, line = run.output_head, first_line(run.output_head)
+    # The first line may go on past the head (or start after it): read the whole output then.
+    if len(head) == HEAD_CHARS and len(line) < FIRST_LINE_CHARS and "\n" not in head.lstrip():
+        line = first_line(PlaygroundRun.objects.values_list("output", flat=True).get(pk=run.pk))
+    return _summary(run, draft=run.has_draft, line=line)
 
 
 def run_detail(run: PlaygroundRun) -> dict:
@@ -75,8 +108,8 @@ class RunListApi(APIView):
         if len(search) > SEARCH_MAX:
             raise DomainError(f"q is at most {SEARCH_MAX} characters.", code="invalid_value", field="q")
         runs = run_list(user=request.user, prompt_id=prompt_id, search=search, mine=mine == "1")
-        return paginated(request, self, runs, ("-created_at", "-id"),
-                         lambda items: [run_summary(r) for r in items])
+        return paginated(request, self, list_rows(runs), ("-created_at", "-id"),
+                         lambda items: [list_summary(r) for r in items])
 
 
 class RunDetailApi(APIView):

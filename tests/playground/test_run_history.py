@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from evals.datasets import dataset_create, dataset_version_create
 from evals.models import DatasetRow
+from playground.api_runs import list_rows
 from playground.models import PlaygroundRun
 from playground.runs import run_record
 from sharing.services import grant_revoke, grant_upsert
@@ -62,6 +63,24 @@ def test_should_list_runs_newest_first_in_pages(auth_client, prompt):
     assert body["results"][0]["first_line"] == "out 4" and body["results"][0]["draft"] is True
     second = auth_client.get(body["next"])
     assert [r["id"] for r in second.json()["results"]] == [str(made[2].pk), str(made[1].pk)]
+
+
+@pytest.mark.parametrize("output", [
+    "short", "  \n\nfirst\nsecond", "x" * 5000, "\n" * 1500 + "late line\nmore", " " * 990 + "y" * 300,
+    "z" * 999 + "\nnext", ""],
+    ids=["short", "blank-lines", "long-line", "late-line", "spaces", "head-line", "empty"])
+def test_should_list_the_same_first_line_and_draft_as_the_run_without_reading_whole_outputs(
+        auth_client, prompt, output):
+    run = _run(prompt, output=output, draft=None if output == "short" else {"system": "", "body": "x"},
+               version=PromptVersionFactory(prompt=prompt))
+    row = auth_client.get(f"/api/prompts/{prompt.pk}/runs").json()["results"][0]
+    detail = auth_client.get(f"/api/runs/{run.pk}").json()
+    same = [k for k in row if k != "draft"]  # the detail's draft is the draft itself
+    assert {k: row[k] for k in same} == {k: detail[k] for k in same}
+    assert row["draft"] is (detail["draft"] is not None) is (output != "short")
+    assert row["version_number"] == run.version.number
+    listed = list_rows(PlaygroundRun.objects.filter(pk=run.pk)).get()
+    assert {"output", "draft", "params", "variables", "search_text"} <= listed.get_deferred_fields()
 
 
 def test_should_search_variables_and_output_and_filter_mine(auth_client, prompt, user):
