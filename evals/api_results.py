@@ -41,7 +41,8 @@ def output_diff(base: str, other: str, budget: Budget) -> list[list[str]]:
 
 
 def _cell(result: EvalResult) -> dict:
-    return {"column": result.column.index, "output": result.output, "error": result.error_code or None,
+    return {"column": result.column.index, "output": result.output, "tool_calls": result.tool_calls,
+            "error": result.error_code or None,
             "error_message": result.error_message or None, "scores": result.scores, "passed": result.passed,
             "latency_ms": result.latency_ms, "prompt_tokens": result.prompt_tokens,
             "completion_tokens": result.completion_tokens, "served": result.served or None,

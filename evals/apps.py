@@ -7,7 +7,10 @@ class EvalsConfig(AppConfig):
     def ready(self):
         from playground import move_checks
 
-        from . import permissions  # noqa: F401 (registers datasets as a kind of shared object)
+        from . import (
+            evaluator_tools,  # noqa: F401 (registers the tool_calls evaluator)
+            permissions,  # noqa: F401 (registers datasets as a kind of shared object)
+        )
         from .gate import gate_check
 
         move_checks.register(gate_check)

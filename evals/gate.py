@@ -94,11 +94,11 @@ def gate_check(*, prompt, name: str, user, candidate_id, baseline_id, run_id) ->
         return _refuse(gate, run, user, candidate_id, baseline_id, "eval_wrong_dataset",
                        f"The run is over dataset {run.dataset_version.dataset.name!r}; the gate needs "
                        f"{gate.dataset.name!r}.", {})
-    key = gate.evaluator if gate else run.evaluators[0]["key"]
+    key = gate.evaluator if gate else (run.evaluators[0]["key"] if run.evaluators else "")
     margin = gate.margin if gate else 0.0
     if key not in {spec["key"] for spec in run.evaluators}:
         return _refuse(gate, run, user, candidate_id, baseline_id, "eval_wrong_evaluator",
-                       f"The run has no evaluator {key!r}.", {})
+                       f"The run has no evaluator {key!r}." if key else "The run scored nothing.", {})
     candidate = _column_mean(run, candidate_id, key)
     if candidate is None:
         return _refuse(gate, run, user, candidate_id, baseline_id, "eval_candidate_missing",

@@ -191,6 +191,8 @@ class EvalResult(models.Model):
     row = models.ForeignKey(DatasetRow, on_delete=models.RESTRICT, related_name="+")
     row_index = models.PositiveIntegerField()
     output = models.TextField(blank=True, default="")
+    # The calls the reply made, parsed ([{"name", "arguments"}]) when the version offers tools; else None.
+    tool_calls = models.JSONField(null=True, blank=True)
     error_code = models.CharField(max_length=64, blank=True, default="")
     error_message = models.TextField(blank=True, default="")
     # evaluator name -> {"score": 0..1, "passed": bool, "reason": str}

@@ -14,6 +14,7 @@ flight.
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 
 from django.conf import settings
@@ -23,6 +24,7 @@ from django.utils.module_loading import import_string
 from core.error_codes import DomainError
 from core.jobs import BUSY, CANCELLED, Job, JobKind, Slots, drive
 from core.leases import release_connection
+from inference_protocol.tools import parse_calls
 from playground.bodies import body_text
 from playground.calls.builder import template_texts, version_params, version_render
 from playground.models import PromptVersion
@@ -159,11 +161,18 @@ def _judge_all(job: Job, run: EvalRun, done: list, lane, judges: list) -> list[d
 def _scored(run: EvalRun, row: dict, col: _Column, event: dict, judged: dict) -> EvalResult:
     result = event["result"]
     output = result.get("text", "")
-    scores = score_output(run.evaluators, output=output, expected=row["expected"], variables=row["variables"])
+    # A version with tools: the reply's calls, as the gateway reads them ({name, arguments} each).
+    calls = None
+    if col.column.params.get("tools"):
+        calls = [{"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+                 for c in parse_calls(output) or []]
+    scores = score_output(run.evaluators, output=output, expected=row["expected"], variables=row["variables"],
+                          tool_calls=calls)
     scores = {spec["key"]: (judged.get(spec["key"]) or scores.get(spec["key"])) for spec in run.evaluators}
     latency = result.get("latency_s")
     return EvalResult(run=run, column=col.column, row_id=row["id"], row_index=row["index"], output=output,
-                      scores=scores, passed=all(s["passed"] for s in scores.values()),
+                      tool_calls=calls, scores=scores,
+                      passed=all(s["passed"] for s in scores.values()) if scores else None,
                       latency_ms=int(latency * 1000) if isinstance(latency, int | float) else None,
                       prompt_tokens=result.get("prompt_tokens") or 0,
                       completion_tokens=result.get("completion_tokens") or 0,

@@ -115,7 +115,7 @@ def _check_columns(user, columns) -> list[dict]:
 
 def _check_model(model, params: dict, field: str) -> None:
     """The model exists and its engine implements what the version asks (a
-    response schema needs structured output; tools are not run here): refused,
+    response schema needs structured output, tools need tool calls): refused,
     never ignored."""
     try:
         spec = model_spec(model) if isinstance(model, str) else None
@@ -124,13 +124,12 @@ def _check_model(model, params: dict, field: str) -> None:
     if spec is None:
         raise DomainError(f"Unknown model {model!r}; known models: {', '.join(sorted(model_names()))}.",
                           code="model_not_found", field=field)
-    if params.get("tools"):  # a cell scores text; calls would need answering: refused, not ignored
-        raise DomainError("Evaluation runs do not run tools: evaluate a version without tools.",
-                          code="unsupported_parameter", field=field)
-    missing = unsupported(spec, {"response_format"} if params.get("response_format") else set())
+    wanted = {name for name in ("response_format", "tools") if params.get(name)}
+    missing = unsupported(spec, wanted)
     if missing:
-        raise DomainError(f"The model {model!r} does not implement {missing[0]} (the version's response "
-                          "schema needs it).", code="unsupported_parameter", field=field)
+        uses = "a response schema" if missing[0] == "response_format" else "tools"
+        raise DomainError(f"The model {model!r} does not implement {missing[0]}, and the version uses "
+                          f"{uses}: run it on a model that does.", code="unsupported_parameter", field=field)
 
 
 def _check_judges(user, specs: list[dict]) -> None:
@@ -251,3 +250,16 @@ def evalrun_cancel(*, run: EvalRun) -> EvalRun:
             status=RunStatus.CANCELLED, finished_at=now, lease_until=None)
     run.refresh_from_db()
     return run
+
+
+def evalrun_delete(*, run: EvalRun) -> None:
+    """Delete a finished run with its columns and results (a gate decision that
+    cites it keeps its figures, without the link). A queued or running run is a
+    409 run_active: cancel it first."""
+    with transaction.atomic():
+        locked = EvalRun.objects.select_for_update().filter(pk=run.pk).first()
+        if locked is None:
+            return
+        if locked.status in RUN_JOB.active:
+            raise DomainError(f"The run is {locked.status}: cancel it, then delete it.", code="run_active")
+        locked.delete()

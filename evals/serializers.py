@@ -57,7 +57,7 @@ class ImportRequestSerializer(serializers.Serializer):
     file = serializers.FileField(required=False, help_text="A CSV or JSONL file (multipart).")
     text = serializers.CharField(required=False, trim_whitespace=False,
                                  help_text="Or the file's text (JSON).")
-    format = serializers.ChoiceField(choices=["csv", "jsonl"], required=False,
+    format = serializers.ChoiceField(choices=["csv", "tsv", "jsonl"], required=False,
                                      help_text="Default: from the file name.")
     base = serializers.UUIDField(required=False, allow_null=True, default=None)
     mode = serializers.ChoiceField(choices=["append", "replace"], default="append")
@@ -72,7 +72,7 @@ class ImportTextRequestSerializer(ImportRequestSerializer):
 
     file = None
     text = serializers.CharField(trim_whitespace=False, help_text="The file's text.")
-    format = serializers.ChoiceField(choices=["csv", "jsonl"])
+    format = serializers.ChoiceField(choices=["csv", "tsv", "jsonl"])
 
 
 class RowErrorSerializer(serializers.Serializer):
@@ -154,8 +154,9 @@ class EvalRunCreateSerializer(serializers.Serializer):
                                             help_text="Default: the dataset's newest version.")
     columns = serializers.ListField(child=serializers.JSONField(), help_text=(
         "[{prompt, version | label, model?, params?: {temperature, max_tokens, top_p, stop}}]"))
-    evaluators = serializers.ListField(child=serializers.JSONField(),
-                                       help_text='["exact", {"name": "regex", "args": {"pattern": "..."}}]')
+    evaluators = serializers.ListField(child=serializers.JSONField(), required=False, default=list,
+                                       help_text='["exact", {"name": "regex", "args": {"pattern": "..."}}]; '
+                                                 'none (the default): outputs only, nothing scored')
     name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
 
 
