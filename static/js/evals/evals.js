@@ -2,6 +2,8 @@
 // a run (progress, aggregates, chart, the lazy grid). Everything goes through the REST API.
 import { api, apiAll, el, errorFrom, headers, pageConfig, showAlert } from "../playground/api.js";
 import { describeEstimate } from "../playground/estimate.js";
+import { rowsGrid } from "./grid.js";
+import { evaluatorPicker } from "./picker.js";
 
 const $ = (id) => document.getElementById(id);
 const cfg = pageConfig();
@@ -55,16 +57,47 @@ function homePage() {
 // ---- A dataset -----------------------------------------------------------
 function datasetPage() {
   const base = `/api/datasets/${cfg.dataset.id}`;
-  let version = null;
+  let version = null, picker = null;
   const columns = [];
-  const rows = lazyPages({
-    sentinel: $("rows-more"), tbody: document.querySelector("#rows tbody"),
-    fetchPage: (start) => (version ? api(`${base}/versions/${version}/rows?start=${start}&limit=100`)
-      : Promise.resolve({ rows: [], next: null })),
-    renderRow: (r) => el("tr", {}, el("td", { text: String(r.index + 1) }),
-      el("td", { text: Object.entries(r.variables).map(([k, v]) => `${k}: ${v}`).join("\n") }),
-      el("td", { text: r.expected ?? "" })),
+  // The grid's message line: what a save or paste did, and the rows it could not take.
+  function gridMessage({ pending = 0, canUndo = false, message = "", kind = "hint", errors = [] }) {
+    if (!cfg.canEdit) return;
+    $("grid-pending").textContent = pending ? `${pending} unsaved ${pending === 1 ? "row" : "rows"}` : "";
+    $("grid-undo").disabled = !canUndo;
+    $("grid-save").disabled = !pending;
+    $("grid-discard").disabled = !canUndo;
+    const box = $("grid-report");
+    box.replaceChildren(...(message ? [el("p", { class: kind === "error" ? "error" : "ok", id: "grid-summary", text: message })] : []),
+      ...(errors.length ? [el("ul", {}, ...errors.map((e) => el("li", { class: "import-error", text: e })))] : []));
+  }
+  const grid = rowsGrid({
+    base, table: $("rows"), more: $("rows-more"), canEdit: cfg.canEdit, onStatus: gridMessage,
+    onSaved: async (made, message, errors = []) => {
+      await loadVersions(made.id);
+      gridMessage({ message, kind: "ok", errors });
+    },
   });
+  if (cfg.canEdit) {
+    $("grid-add-row").addEventListener("click", () => grid.addRow());
+    $("grid-undo").addEventListener("click", () => grid.undo());
+    $("grid-save").addEventListener("click", () => grid.save());
+    $("grid-discard").addEventListener("click", () => grid.discard());
+    $("grid-add-col").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const problem = grid.addColumn($("grid-col-name").value);
+      if (problem) gridMessage({ message: problem, kind: "error", canUndo: grid.changed() });
+      else $("grid-col-name").value = "";
+    });
+    $("paste-go").addEventListener("click", async () => {
+      if (await grid.paste($("paste-box").value)) $("paste-box").value = "";
+    });
+    // Ctrl+Z outside a cell undoes the last grid edit (inside one, the browser undoes typing).
+    document.addEventListener("keydown", (event) => {
+      if ((event.ctrlKey || event.metaKey) && event.key === "z" && !event.target.isContentEditable &&
+          !["INPUT", "TEXTAREA"].includes(event.target.tagName)) { grid.undo(); }
+    });
+    window.addEventListener("beforeunload", (event) => { if (grid.changed()) event.preventDefault(); });
+  }
 
   async function loadVersions(select = null) {
     const versions = await apiAll(`${base}/versions`);
@@ -77,14 +110,21 @@ function datasetPage() {
     for (const kind of ["csv", "jsonl"]) {
       $(`export-${kind}`).href = version ? `${base}/versions/${version}/export?as=${kind}` : "#";
     }
-    rows.reset();
+    grid.load(current || null);
   }
-  $("version-select").addEventListener("change", () => loadVersions($("version-select").value));
+  $("version-select").addEventListener("change", () => {
+    if (grid.changed() && !window.confirm("Discard the unsaved edits in the grid?")) {
+      $("version-select").value = version;
+      return;
+    }
+    loadVersions($("version-select").value);
+  });
 
   async function importFile(dryRun) {
     const report = $("import-report");
     const file = $("import-file").files[0];
-    if (!file) { report.replaceChildren(el("p", { class: "error", text: "Choose a CSV or JSONL file first." })); return; }
+    if (!file) { report.replaceChildren(el("p", { class: "error", text: "Choose a CSV, TSV or JSONL file first." })); return; }
+    if (!dryRun && grid.changed()) { report.replaceChildren(el("p", { class: "error", text: "Save or discard your edits in the grid first." })); return; }
     const form = new FormData();
     form.append("file", file);
     form.append("mode", $("import-mode").value);
@@ -172,15 +212,12 @@ function datasetPage() {
   });
 
   async function loadEvaluators() {
-    const list = await api("/api/evals/evaluators");
-    // Evaluators that need arguments (regex, json_schema) are set up through the API.
-    const simple = list.filter((e) => !["regex", "json_schema"].includes(e.name));
-    $("evaluator-boxes").replaceChildren(...simple.map((e) => el("label", { title: e.doc },
-      el("input", { type: "checkbox", value: e.name, checked: e.name === "exact" }), ` ${e.name}`)));
+    picker = evaluatorPicker({ container: $("evaluator-boxes"), note: $("evaluator-note"),
+                               evaluators: await api("/api/evals/evaluators") });
   }
   $("run-start").addEventListener("click", async () => {
-    const evaluators = [...document.querySelectorAll("#evaluator-boxes input:checked")].map((i) => i.value);
     try {
+      const evaluators = picker.specs();
       const run = await api("/api/evals/runs", { method: "POST", body: {
         dataset: cfg.dataset.id, dataset_version: version, evaluators,
         columns: columns.map((c) => ({ prompt: c.prompt, version: c.version })) } });
@@ -191,10 +228,20 @@ function datasetPage() {
   });
   async function loadRuns() {
     const page = await api(`/api/evals/runs?dataset=${cfg.dataset.id}`);
-    $("dataset-runs").replaceChildren(...(page.results.length ? page.results.map((r) => el("li", {},
+    $("dataset-runs").replaceChildren(...(page.results.length ? page.results.map((r) => el("li", { "data-run": r.id },
       el("a", { href: `/evals/runs/${r.id}/`, text: `${r.name || "Run"} · v${r.dataset_version_number} · ` +
         r.columns.map(promptName).join(" vs ") }),
-      " ", el("span", { class: "badge muted", text: r.status }))) : [el("li", { class: "hint", text: "No runs yet." })]));
+      " ", el("span", { class: "badge muted", text: r.status }), " ",
+      mayDelete(r) ? el("button", { type: "button", class: "btn small danger run-delete", text: "Delete",
+        "aria-label": `Delete run ${r.name || r.id}`, onclick: () => deleteRun(r) }) : null))
+      : [el("li", { class: "hint", text: "No runs yet." })]));
+  }
+  // The run's creator or the dataset's owner deletes a finished run (a running one is cancelled first).
+  const mayDelete = (r) => (r.owner === cfg.username || cfg.isOwner) && !["queued", "running"].includes(r.status);
+  async function deleteRun(r) {
+    if (!window.confirm("Delete this run and its results? This cannot be undone.")) return;
+    try { await api(`/api/evals/runs/${r.id}`, { method: "DELETE" }); await loadRuns(); }
+    catch (err) { showAlert($("page-error"), err.message); }
   }
   Promise.all([loadVersions(), loadPrompts(), loadEvaluators(), loadRuns()])
     .catch((err) => showAlert($("page-error"), err.message));
@@ -230,7 +277,9 @@ function runPage() {
     if (cell.error) return el("td", { class: "err" }, el("strong", { text: cell.error }), ` ${cell.error_message || ""}`);
     const td = el("td", { class: cell.passed ? "pass" : "fail" });
     if (cell.redacted) td.append(el("em", { class: "hint", text: HIDDEN }));
-    else td.append(cell.diff ? renderDiff(cell.diff) : document.createTextNode(cell.output));
+    else if (cell.tool_calls && cell.tool_calls.length) {
+      for (const call of cell.tool_calls) td.append(el("code", { class: "ev-call", text: `${call.name}(${JSON.stringify(call.arguments)})` }));
+    } else td.append(cell.diff ? renderDiff(cell.diff) : document.createTextNode(cell.output));
     for (const [name, s] of Object.entries(cell.scores)) {
       td.append(el("span", { class: "ev-score", title: s.reason || "", text: `${name}: ${fmt(s.score)}${s.reason ? " · " + s.reason : ""}` }));
     }
@@ -301,6 +350,7 @@ function runPage() {
     $("run-progress").value = run.completed;
     $("run-counts").textContent = `${run.completed} / ${run.total} cells${run.failed ? `, ${run.failed} failed` : ""}`;
     $("run-cancel").hidden = !["queued", "running"].includes(run.status);
+    $("run-delete").hidden = !cfg.mayDelete || ["queued", "running"].includes(run.status);
   }
   function setUpGrid() {
     document.querySelector("#grid thead").replaceChildren(el("tr", {}, el("th", { text: "#" }), el("th", { text: "Variables" }),
@@ -312,6 +362,11 @@ function runPage() {
     grid.reset();
   }
   $("grid-filter").addEventListener("change", () => grid && grid.reset());
+  $("run-delete").addEventListener("click", async () => {
+    if (!window.confirm("Delete this run and its results? This cannot be undone.")) return;
+    try { await api(base, { method: "DELETE" }); window.location.href = cfg.datasetUrl; }
+    catch (err) { showAlert($("page-error"), err.message); }
+  });
   $("run-cancel").addEventListener("click", async () => {
     try { run = await api(`${base}/cancel`, { method: "POST" }); renderStatus(); } catch (err) { showAlert($("page-error"), err.message); }
   });
