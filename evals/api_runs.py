@@ -62,7 +62,8 @@ class EvalRunListApi(APIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         run = evalrun_create(user=request.user, dataset_id=v["dataset"], version_id=v["dataset_version"],
-                             columns=v["columns"], evaluators=v["evaluators"], name=v["name"])
+                             columns=v["columns"], evaluators=v["evaluators"], name=v["name"],
+                             repeats=v["repeats"])
         return Response(_run_body(request, run), status=status.HTTP_201_CREATED)
 
 

@@ -139,7 +139,7 @@ class EvalRunSerializer(serializers.ModelSerializer):
         model = EvalRun
         fields = ["id", "name", "owner", "dataset", "dataset_name", "dataset_version",
                   "dataset_version_number",
-                  "columns", "evaluators", "status", "total", "completed", "failed", "cancel_requested",
+                  "columns", "evaluators", "repeats", "status", "total", "completed", "failed", "cancel_requested",
                   "summary", "created_at", "started_at", "finished_at"]
 
     def to_representation(self, instance):
@@ -158,6 +158,9 @@ class EvalRunCreateSerializer(serializers.Serializer):
                                        help_text='["exact", {"name": "regex", "args": {"pattern": "..."}}]; '
                                                  'none (the default): outputs only, nothing scored')
     name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    repeats = serializers.JSONField(required=False, default=1, help_text=(
+        "How many times each row runs through each column (1 to EVAL_RUN_MAX_REPEATS); the summary "
+        "has the spread of each row's score across them."))
 
 
 class ResultRowSerializer(serializers.Serializer):

@@ -2,6 +2,7 @@
 checks, then a small JSON config for the JS module; everything else goes
 through the REST API."""
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.urls import reverse
@@ -26,7 +27,8 @@ def dataset_page(request, dataset_id):
     with page_not_found("Dataset"):
         dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
     return render(request, "evals/dataset.html", {
-        "dataset": dataset, "is_owner": dataset.access_role == Role.OWNER, "config": {
+        "dataset": dataset, "is_owner": dataset.access_role == Role.OWNER,
+        "max_repeats": settings.EVAL_RUN_MAX_REPEATS, "config": {
             "page": "dataset", "dataset": {"id": str(dataset.pk), "name": dataset.name},
             "apiBase": f"/api/datasets/{dataset.pk}",  # the share dialog's
             "canEdit": dataset.access_role >= Role.EDITOR, "isOwner": dataset.access_role == Role.OWNER,

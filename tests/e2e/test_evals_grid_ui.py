@@ -1,7 +1,7 @@
 """The dataset page's grid in a real browser: rows typed in, edited, deleted and
 undone, saved as versions; spreadsheet cells pasted with a ragged row (listed,
 the rest saved); the format guide's sample; the evaluator picker with nothing
-picked; a finished run deleted from its page."""
+picked; a run with repeats, then deleted from its page."""
 
 import re
 
@@ -102,10 +102,16 @@ def test_should_type_edit_undo_paste_and_delete_in_the_dataset_grid(live_url, ne
     screenshot(page, "evals-grid-picker")
     page.select_option("#col-prompt", prompt["id"])
     page.click("#col-add")
+    page.fill("#run-repeats", "2")  # each row twice: the run shows how much a score moves
     page.click("#run-start")
     page.wait_for_url(re.compile(r"/evals/runs/[0-9a-f-]{36}/$"))
     expect(page.locator("#run-status")).to_have_text("done", timeout=20_000)
+    expect(page.locator("#run-counts")).to_have_text("6 / 6 cells")
     expect(page.locator("#agg-table tbody tr[data-column='0'] td.ev-mean")).to_have_text(re.compile(r"^0\.67 \["))
+    expect(page.locator("#agg-table td.ev-spread")).to_have_text("sd 0.00 (max 0.00) · 0 unstable rows")
+    expect(page.locator("#grid tbody tr").nth(1).locator(".ev-repeats")).to_have_text(
+        "2 repeats: 2 passed · exact 1.00 ± 0.00")
+    screenshot(page, "evals-grid-run")
     page.once("dialog", lambda dialog: dialog.accept())
     page.click("#run-delete")
     page.wait_for_url(f"{live_url}/evals/datasets/{dataset_id}/")

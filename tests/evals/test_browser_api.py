@@ -175,3 +175,31 @@ def test_should_evaluate_a_version_with_tools_on_a_model_that_runs_them(user, se
     cell = _scored(run, row, _Column(run.columns.get()), {"result": {"text": text}}, {})
     assert cell.tool_calls == [CALL]
     assert cell.scores["tool_calls"] == {"score": 1.0, "passed": True, "reason": ""} and cell.passed is True
+
+
+def test_should_run_each_row_several_times_and_sum_up_the_spread(user, echo_version, backend):
+    client = _client(user)
+    dataset = _dataset(client, rows=[{"variables": {"q": "abc"}, "expected": "cba"},
+                                     {"variables": {"q": "xy"}, "expected": "no"}])
+    body = {"dataset": dataset["id"], "evaluators": ["exact"], "repeats": 3,
+            "columns": [{"prompt": str(echo_version.prompt_id), "version": str(echo_version.pk)}]}
+    for bad in (0, 11, "3", True):
+        refused = client.post("/api/evals/runs", {**body, "repeats": bad}, format="json")
+        assert (refused.status_code, refused.json()["error"]["param"]) == (400, "repeats"), bad
+    response = client.post("/api/evals/runs", body, format="json")
+    assert response.status_code == 201 and (response.json()["repeats"], response.json()["total"]) == (3, 6)
+    evalrun_drive(response.json()["id"])
+    cells = EvalResult.objects.filter(run_id=response.json()["id"])
+    assert sorted(cells.values_list("row_index", "repeat")) == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    run = client.get(f"/api/evals/runs/{response.json()['id']}").json()
+    exact = run["summary"]["columns"][0]["scores"]["exact"]
+    assert (exact["mean"], exact["row_sd_mean"], exact["unstable_rows"]) == (0.5, 0.0, 0)  # a steady engine
+    grid = client.get(f"/api/evals/runs/{response.json()['id']}/results").json()["rows"]
+    assert [c["repeat"] for c in grid[0]["cells"]] == [0, 1, 2]
+
+
+def test_spread_across_repeats_is_each_rows_deviation():
+    from evals.summary import _spread
+
+    spread = _spread(["a", "a", "b", "b"], [1.0, 0.0, 1.0, 1.0], [True, False, True, True])
+    assert spread == {"row_sd_mean": 0.25, "row_sd_max": 0.5, "unstable_rows": 1}
