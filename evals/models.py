@@ -260,3 +260,16 @@ class GateDecision(models.Model):
     class Meta:
         db_table = "playground_gatedecision"
         ordering = ["-id"]
+
+
+class DatasetPin(models.Model):
+    """A prompt's pinned dataset: each version saved on the prompt then runs
+    over the dataset's newest version, beside its parent, with these
+    evaluators (evals.pins)."""
+
+    prompt = models.OneToOneField("playground.Prompt", on_delete=models.CASCADE, related_name="+")
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
+    evaluators = models.JSONField(default=list)  # as the run stores them (evaluators.check_evaluators)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)

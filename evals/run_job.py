@@ -158,7 +158,8 @@ def _judge_all(job: Job, run: EvalRun, done: list, lane, judges: list) -> list[d
     return scores
 
 
-def _scored(run: EvalRun, row: dict, col: _Column, event: dict, judged: dict, *, repeat: int = 0) -> EvalResult:
+def _scored(run: EvalRun, row: dict, col: _Column, event: dict, judged: dict, *,
+            repeat: int = 0) -> EvalResult:
     result = event["result"]
     output = result.get("text", "")
     # A version with tools: the reply's calls, as the gateway reads them ({name, arguments} each).

@@ -139,7 +139,8 @@ class EvalRunSerializer(serializers.ModelSerializer):
         model = EvalRun
         fields = ["id", "name", "owner", "dataset", "dataset_name", "dataset_version",
                   "dataset_version_number",
-                  "columns", "evaluators", "repeats", "status", "total", "completed", "failed", "cancel_requested",
+                  "columns", "evaluators", "repeats", "status", "total", "completed", "failed",
+                  "cancel_requested",
                   "summary", "created_at", "started_at", "finished_at"]
 
     def to_representation(self, instance):

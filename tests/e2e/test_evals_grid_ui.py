@@ -107,7 +107,8 @@ def test_should_type_edit_undo_paste_and_delete_in_the_dataset_grid(live_url, ne
     page.wait_for_url(re.compile(r"/evals/runs/[0-9a-f-]{36}/$"))
     expect(page.locator("#run-status")).to_have_text("done", timeout=20_000)
     expect(page.locator("#run-counts")).to_have_text("6 / 6 cells")
-    expect(page.locator("#agg-table tbody tr[data-column='0'] td.ev-mean")).to_have_text(re.compile(r"^0\.67 \["))
+    mean = page.locator("#agg-table tbody tr[data-column='0'] td.ev-mean")
+    expect(mean).to_have_text(re.compile(r"^0\.67 \["))
     expect(page.locator("#agg-table td.ev-spread")).to_have_text("sd 0.00 (max 0.00) · 0 unstable rows")
     expect(page.locator("#grid tbody tr").nth(1).locator(".ev-repeats")).to_have_text(
         "2 repeats: 2 passed · exact 1.00 ± 0.00")
