@@ -118,3 +118,29 @@ def test_should_type_edit_undo_paste_and_delete_in_the_dataset_grid(live_url, ne
     page.wait_for_url(f"{live_url}/evals/datasets/{dataset_id}/")
     expect(page.locator("#dataset-runs")).to_have_text("No runs yet.")
     assert not console_errors
+
+
+def test_a_pinned_dataset_runs_each_saved_version_and_history_shows_the_deltas(live_url, new_page,
+                                                                              console_errors):
+    page = new_page()
+    sign_up(page, live_url)
+    prompt = call(page, "POST", "/api/prompts/", {"title": "Pinned"})["body"]
+    base = f"/api/prompts/{prompt['id']}"
+    v1 = call(page, "POST", f"{base}/versions", {"body": "{{q}}", "model": "fixed-cost"})["body"]
+    dataset = call(page, "POST", "/api/datasets/", {"name": "Pins", "rows": [
+        {"variables": {"q": "abc"}, "expected": "cba"}, {"variables": {"q": "ab"}, "expected": "ba"}]})["body"]
+    page.goto(f"{live_url}/evals/datasets/{dataset['id']}/")
+    page.select_option("#col-prompt", prompt["id"])
+    page.check("#ev-exact")
+    page.click("#pin-go")
+    expect(page.locator("#pin-summary")).to_have_text(
+        "Pinned: each version saved on Pinned now runs over this dataset beside its parent, scored by exact. ")
+    # A save: the run starts on its own; the history page shows v2 against v1 beside the diff.
+    call(page, "POST", f"{base}/versions", {"body": "{{q}}!", "model": "fixed-cost", "parent": v1["id"]})
+    page.goto(f"{live_url}/prompts/{prompt['id']}/history/")
+    expect(page.locator("#eval-deltas li[data-evaluator='exact']")).to_have_text(
+        "exact: 1.00 → 0.00 (−1.00)", timeout=20_000)
+    expect(page.locator("#eval-deltas a")).to_have_text("Pins v1")
+    page.click("#diff-btn")
+    screenshot(page, "evals-pinned-deltas")
+    assert not console_errors

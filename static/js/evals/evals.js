@@ -195,6 +195,21 @@ function datasetPage() {
       showAlert($("run-error"), err.message);
     }
   });
+  $("pin-go").addEventListener("click", async () => {
+    const prompt = $("col-prompt");
+    if (!prompt.value) { showAlert($("run-error"), "Pick a prompt first."); return; }
+    try {
+      const pin = await api(`/api/prompts/${prompt.value}/eval-pin`, { method: "PUT",
+        body: { dataset: cfg.dataset.id, evaluators: picker.specs() } });
+      const scored = pin.evaluators.length ? `scored by ${pin.evaluators.map((e) => e.key).join(", ")}` : "unscored";
+      $("pin-report").replaceChildren(el("span", { class: "ok", id: "pin-summary",
+        text: `Pinned: each version saved on ${prompt.selectedOptions[0].textContent} now runs over this dataset ` +
+              `beside its parent, ${scored}. ` }),
+        el("a", { href: `/prompts/${prompt.value}/history/`, text: "Its history page" }), " shows the scores.");
+    } catch (err) {
+      showAlert($("run-error"), err.message);
+    }
+  });
   async function loadRuns() {
     const page = await api(`/api/evals/runs?dataset=${cfg.dataset.id}`);
     $("dataset-runs").replaceChildren(...(page.results.length ? page.results.map((r) => el("li", { "data-run": r.id },
