@@ -91,7 +91,12 @@ class EstimateItemSerializer(serializers.Serializer):
 
 
 class EstimateRequestSerializer(serializers.Serializer):
-    items = EstimateItemSerializer(many=True, allow_empty=False, max_length=MAX_ITEMS)
+    items = EstimateItemSerializer(many=True, allow_empty=False)
+
+    def validate_items(self, items: list) -> list:
+        if len(items) > MAX_ITEMS:
+            raise serializers.ValidationError(f"At most {MAX_ITEMS} items.", code="max_length")
+        return items
 
 
 class EstimateApi(APIView):

@@ -24,6 +24,7 @@ urlpatterns = [
         (f"{P}/tree",                api.TreeApi,                      "api-prompt-tree"),
         (f"{P}/heads",               api.HeadsApi,                     "api-prompt-heads"),
         (f"{P}/diff",                api.DiffApi,                      "api-prompt-diff"),
+        (f"{P}/diff/fields",         api.FieldDiffApi,                 "api-prompt-diff-fields"),
         (f"{P}/merge",               api.MergePreviewApi,              "api-prompt-merge"),
         (f"{P}/uploads",             api.UploadApi,                    "api-prompt-uploads"),
         (f"{P}/history-export",      api_portability.HistoryExportApi, "api-prompt-history-export"),

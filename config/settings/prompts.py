@@ -58,6 +58,13 @@ PROMPT_DIFF_CONTEXT_LINES = env_int("PROMPT_DIFF_CONTEXT_LINES", 3)
 # blocks), and says so (X-Diff-Coarse: true and a last line; a preview's
 # "coarse": true, its conflicts larger): no body pins a core for long.
 PROMPT_DIFF_TIMEOUT_S = env_float("PROMPT_DIFF_TIMEOUT_S", 0.5)
+# The field-aware diff (GET .../diff/fields, playground/version_diff.py): the most
+# characters of message text diffs it carries in all (past it a message's diff is
+# cut at a hunk and flagged `truncated`), and the most operations and characters of
+# their values its JSON diffs (tools, response schema, tool calls) hold together.
+PROMPT_DIFF_INLINE_MAX_CHARS = env_int("PROMPT_DIFF_INLINE_MAX_CHARS", 512 * 1024)
+PROMPT_DIFF_JSON_MAX_OPS = env_int("PROMPT_DIFF_JSON_MAX_OPS", 500)
+PROMPT_DIFF_JSON_MAX_CHARS = env_int("PROMPT_DIFF_JSON_MAX_CHARS", 128 * 1024)
 
 # The server's public base URL (e.g. https://promptyard.example.com) written into
 # exported code. Empty: taken from each export request (scheme + Host), which is
