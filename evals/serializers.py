@@ -159,7 +159,7 @@ class EvalRunCreateSerializer(serializers.Serializer):
                                        help_text='["exact", {"name": "regex", "args": {"pattern": "..."}}]; '
                                                  'none (the default): outputs only, nothing scored')
     name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
-    repeats = serializers.JSONField(required=False, default=1, help_text=(
+    repeats = serializers.IntegerField(required=False, default=1, help_text=(
         "How many times each row runs through each column (1 to EVAL_RUN_MAX_REPEATS); the summary "
         "has the spread of each row's score across them."))
 

@@ -127,14 +127,14 @@ def test_a_pinned_dataset_runs_each_saved_version_and_history_shows_the_deltas(l
     prompt = call(page, "POST", "/api/prompts/", {"title": "Pinned"})["body"]
     base = f"/api/prompts/{prompt['id']}"
     v1 = call(page, "POST", f"{base}/versions", {"body": "{{q}}", "model": "fixed-cost"})["body"]
-    dataset = call(page, "POST", "/api/datasets/", {"name": "Pins", "rows": [
-        {"variables": {"q": "abc"}, "expected": "cba"}, {"variables": {"q": "ab"}, "expected": "ba"}]})["body"]
+    rows = [{"variables": {"q": "abc"}, "expected": "cba"}, {"variables": {"q": "ab"}, "expected": "ba"}]
+    dataset = call(page, "POST", "/api/datasets/", {"name": "Pins", "rows": rows})["body"]
     page.goto(f"{live_url}/evals/datasets/{dataset['id']}/")
     page.select_option("#col-prompt", prompt["id"])
     page.check("#ev-exact")
     page.click("#pin-go")
-    expect(page.locator("#pin-summary")).to_have_text(
-        "Pinned: each version saved on Pinned now runs over this dataset beside its parent, scored by exact. ")
+    expect(page.locator("#pin-summary")).to_have_text("Pinned: each version saved on Pinned now runs over "
+                                                      "this dataset beside its parent, scored by exact. ")
     # A save: the run starts on its own; the history page shows v2 against v1 beside the diff.
     call(page, "POST", f"{base}/versions", {"body": "{{q}}!", "model": "fixed-cost", "parent": v1["id"]})
     page.goto(f"{live_url}/prompts/{prompt['id']}/history/")

@@ -183,7 +183,7 @@ def test_should_run_each_row_several_times_and_sum_up_the_spread(user, echo_vers
                                      {"variables": {"q": "xy"}, "expected": "no"}])
     body = {"dataset": dataset["id"], "evaluators": ["exact"], "repeats": 3,
             "columns": [{"prompt": str(echo_version.prompt_id), "version": str(echo_version.pk)}]}
-    for bad in (0, 11, "3", True):
+    for bad in (0, 11, "three", True):
         refused = client.post("/api/evals/runs", {**body, "repeats": bad}, format="json")
         assert (refused.status_code, refused.json()["error"]["param"]) == (400, "repeats"), bad
     response = client.post("/api/evals/runs", body, format="json")
