@@ -1,5 +1,6 @@
 """Evaluations API: request checks and response shapes (for the OpenAPI schema)."""
 
+from django.conf import settings
 from rest_framework import serializers
 
 from .models import Dataset, DatasetRow, DatasetVersion, EvalColumn, EvalRun, GateDecision, LabelGate
@@ -159,7 +160,8 @@ class EvalRunCreateSerializer(serializers.Serializer):
                                        help_text='["exact", {"name": "regex", "args": {"pattern": "..."}}]; '
                                                  'none (the default): outputs only, nothing scored')
     name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
-    repeats = serializers.IntegerField(required=False, default=1, help_text=(
+    repeats = serializers.IntegerField(required=False, default=1, min_value=1,
+                                       max_value=settings.EVAL_RUN_MAX_REPEATS, help_text=(
         "How many times each row runs through each column (1 to EVAL_RUN_MAX_REPEATS); the summary "
         "has the spread of each row's score across them."))
 

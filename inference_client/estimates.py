@@ -113,7 +113,9 @@ class EvalEstimateRequestSerializer(serializers.Serializer):
     dataset = serializers.CharField()
     dataset_version = serializers.CharField(required=False, allow_null=True, default=None)
     columns = serializers.JSONField(help_text="The columns of the run, as POST /api/evals/runs takes them.")
-    repeats = serializers.IntegerField(required=False, default=1, help_text="Runs of each row per column.")
+    repeats = serializers.IntegerField(required=False, default=1, min_value=1,
+                                       max_value=settings.EVAL_RUN_MAX_REPEATS,
+                                       help_text="Runs of each row per column.")
 
 
 class EvalEstimateApi(APIView):
