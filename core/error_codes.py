@@ -201,7 +201,6 @@ CODES: dict[str, ErrorCode] = {
     "judge_without_schema": E(400, "A judge prompt needs a response schema."),
     "judge_schema_invalid": E(400, "A judge's schema lacks score and reason."),
     "gate_not_found": E(404, "The label has no gate."),
-    "pin_not_found": E(404, "The prompt has no pinned dataset."),
     "eval_required": E(409, "The gate needs a finished run of the candidate first."),
     "eval_not_finished": E(409, "The gate's run has not finished."),
     "eval_wrong_dataset": E(409, "The run used another dataset than the gate's."),

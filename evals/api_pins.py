@@ -6,7 +6,6 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from core.error_codes import DomainError
 from core.jsonbody import validated
 from playground.api import PromptScopedApi
 from playground.permissions import request_access
@@ -26,11 +25,11 @@ def _pin_body(pin) -> dict:
 
 
 class PromptPinApi(PromptScopedApi):
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=OpenApiTypes.OBJECT, description="The pin; `dataset` null when there is none.")
     def get(self, request, prompt_id):
         pin = pin_get(prompt=request_access(request, prompt_id=prompt_id, need="view"))
         if pin is None:
-            raise DomainError("The prompt has no pinned dataset.", code="pin_not_found")
+            return Response({"dataset": None, "dataset_name": None, "evaluators": [], "created_at": None})
         return Response(_pin_body(pin))
 
     @extend_schema(request=PinRequestSerializer, responses=OpenApiTypes.OBJECT,

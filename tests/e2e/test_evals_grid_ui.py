@@ -136,6 +136,8 @@ def test_a_pinned_dataset_runs_each_saved_version_and_history_shows_the_deltas(l
     expect(page.locator("#pin-summary")).to_have_text("Pinned: each version saved on Pinned now runs over "
                                                       "this dataset beside its parent, scored by exact. ")
     screenshot(page, "evals-pinned-dataset")
+    page.reload()  # the page shows the pin it finds
+    expect(page.locator("#pin-summary")).to_contain_text("scored by exact")
     # A save: the run starts on its own; the history page shows v2 against v1 beside the diff.
     call(page, "POST", f"{base}/versions", {"body": "{{q}}!", "model": "fixed-cost", "parent": v1["id"]})
     page.goto(f"{live_url}/prompts/{prompt['id']}/history/")

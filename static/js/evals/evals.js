@@ -144,7 +144,7 @@ function datasetPage() {
   async function loadPrompts() {
     const prompts = await apiAll("/api/prompts/");
     $("col-prompt").replaceChildren(...prompts.map((p) => el("option", { value: p.id, text: p.title })));
-    await loadPromptVersions();
+    await Promise.all([loadPromptVersions(), showPin()]);
   }
   async function loadPromptVersions() {
     const prompt = $("col-prompt").value;
@@ -153,6 +153,26 @@ function datasetPage() {
       el("option", { value: v.id, text: `v${v.number}${v.message ? " · " + v.message : ""}` })));
   }
   $("col-prompt").addEventListener("change", loadPromptVersions);
+  // The picked prompt's pin: here, elsewhere, or none.
+  async function showPin() {
+    const prompt = $("col-prompt").value, report = $("pin-report");
+    const pin = prompt ? await api(`/api/prompts/${prompt}/eval-pin`) : { dataset: null };
+    if (!pin.dataset) { report.textContent = PIN_HINT; return; }
+    const title = $("col-prompt").selectedOptions[0].textContent;
+    if (pin.dataset !== cfg.dataset.id) {
+      report.textContent = `${title}'s saves run over the dataset ${pin.dataset_name}; pinning here replaces it.`;
+      return;
+    }
+    const scored = pin.evaluators.length ? `scored by ${pin.evaluators.map((e) => e.key).join(", ")}` : "unscored";
+    report.replaceChildren(el("span", { class: "ok", id: "pin-summary",
+      text: `Pinned: each version saved on ${title} now runs over this dataset beside its parent, ${scored}. ` }),
+      el("a", { href: `/prompts/${prompt}/history/`, text: "Its history page" }), " shows the scores. ",
+      el("button", { type: "button", class: "btn small", id: "pin-remove", text: "Unpin", onclick: async () => {
+        try { await api(`/api/prompts/${prompt}/eval-pin`, { method: "DELETE" }); await showPin(); }
+        catch (err) { showAlert($("run-error"), err.message); } } }));
+  }
+  const PIN_HINT = $("pin-report").textContent;
+  $("col-prompt").addEventListener("change", () => showPin().catch((err) => showAlert($("run-error"), err.message)));
   function renderColumns() {
     $("columns").replaceChildren(...columns.map((c, i) => el("li", {}, `${c.title} v${c.number} `,
       el("button", { type: "button", class: "btn small", text: "Remove",
@@ -199,13 +219,9 @@ function datasetPage() {
     const prompt = $("col-prompt");
     if (!prompt.value) { showAlert($("run-error"), "Pick a prompt first."); return; }
     try {
-      const pin = await api(`/api/prompts/${prompt.value}/eval-pin`, { method: "PUT",
+      await api(`/api/prompts/${prompt.value}/eval-pin`, { method: "PUT",
         body: { dataset: cfg.dataset.id, evaluators: picker.specs() } });
-      const scored = pin.evaluators.length ? `scored by ${pin.evaluators.map((e) => e.key).join(", ")}` : "unscored";
-      $("pin-report").replaceChildren(el("span", { class: "ok", id: "pin-summary",
-        text: `Pinned: each version saved on ${prompt.selectedOptions[0].textContent} now runs over this dataset ` +
-              `beside its parent, ${scored}. ` }),
-        el("a", { href: `/prompts/${prompt.value}/history/`, text: "Its history page" }), " shows the scores.");
+      await showPin();
     } catch (err) {
       showAlert($("run-error"), err.message);
     }
