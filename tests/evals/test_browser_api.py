@@ -203,3 +203,16 @@ def test_spread_across_repeats_is_each_rows_deviation():
 
     spread = _spread(["a", "a", "b", "b"], [1.0, 0.0, 1.0, 1.0], [True, False, True, True])
     assert spread == {"row_sd_mean": 0.25, "row_sd_max": 0.5, "unstable_rows": 1}
+
+
+def test_a_viewer_gets_the_grid_read_only(user):
+    client = _client(user)
+    dataset = _dataset(client)
+    viewer = UserFactory()
+    client.post(f"/api/datasets/{dataset['id']}/grants", {"username": viewer.username, "role": "viewer"},
+                format="json")
+    editor_page = client.get(f"/evals/datasets/{dataset['id']}/").content.decode()
+    viewer_page = _client(viewer).get(f"/evals/datasets/{dataset['id']}/").content.decode()
+    for control in ('id="grid-save"', 'id="paste-box"', 'id="import-file"', 'id="sample-csv"'):
+        assert control in editor_page and control not in viewer_page, control
+    assert '"canEdit": false' in viewer_page and 'id="rows"' in viewer_page
