@@ -40,6 +40,7 @@ from .serializers import (
 )
 
 PAGE_MAX = 500
+IMPORT_FORMATS = ("csv", "tsv", "jsonl")
 # The ranges int_param checks, in the schema.
 START = {"type": "integer", "minimum": 0}
 LIMIT = {"type": "integer", "minimum": 1, "maximum": PAGE_MAX}
@@ -202,9 +203,10 @@ class DatasetImportApi(APIView):
     @extend_schema(request={"multipart/form-data": ImportRequestSerializer,
                             "application/json": ImportTextRequestSerializer},
                    responses={200: ImportResultSerializer, 201: ImportResultSerializer},
-                   description="Import CSV or JSONL rows as a new version (appended to `base`, or replacing "
-                               "its rows). Every bad row is reported (line, code, message); with errors "
-                               "nothing is written unless `skip_invalid`. `dry_run` previews. A file over "
+                   description="Import CSV, TSV (a spreadsheet's copied cells) or JSONL rows as a new "
+                               "version (appended to `base`, or replacing its rows). Every bad row is "
+                               "reported (line, code, message); with errors nothing is written unless "
+                               "`skip_invalid`. `dry_run` previews. A file over "
                                "EVAL_IMPORT_BACKGROUND_BYTES imports in the background: 202 with the "
                                "import's status URL.")
     def post(self, request, dataset_id):
@@ -217,17 +219,17 @@ class DatasetImportApi(APIView):
             if upload.size > settings.EVAL_IMPORT_MAX_BYTES:
                 raise DomainError(f"The file is larger than {settings.EVAL_IMPORT_MAX_BYTES} bytes.",
                                   code="file_too_large", field="file")
-            fmt = fmt or {"csv": "csv", "jsonl": "jsonl", "ndjson": "jsonl"}.get(
+            fmt = fmt or {"csv": "csv", "tsv": "tsv", "jsonl": "jsonl", "ndjson": "jsonl"}.get(
                 upload.name.rpartition(".")[2].lower())
             try:
                 text = upload.read().decode("utf-8-sig")
             except UnicodeDecodeError:
                 raise DomainError("The file is not UTF-8 text.", code="file_not_utf8", field="file") from None
         if fmt is None:
-            raise DomainError("Say the format (csv or jsonl): the file name does not.", code="invalid_format",
-                              field="format")
-        if fmt not in ("csv", "jsonl"):
-            raise DomainError("format must be csv or jsonl.", code="invalid_format", field="format")
+            raise DomainError("Say the format (csv, tsv or jsonl): the file name does not.",
+                              code="invalid_format", field="format")
+        if fmt not in IMPORT_FORMATS:
+            raise DomainError("format must be csv, tsv or jsonl.", code="invalid_format", field="format")
         data_bytes = text.encode()
         if len(data_bytes) > settings.EVAL_IMPORT_BACKGROUND_BYTES and not v["dry_run"]:
             job = dataset_import_start(dataset=dataset, author=request.user, data=data_bytes, fmt=fmt,

@@ -41,7 +41,9 @@ def output_diff(base: str, other: str, budget: Budget) -> list[list[str]]:
 
 
 def _cell(result: EvalResult) -> dict:
-    return {"column": result.column.index, "output": result.output, "error": result.error_code or None,
+    return {"column": result.column.index, "repeat": result.repeat, "output": result.output,
+            "tool_calls": result.tool_calls,
+            "error": result.error_code or None,
             "error_message": result.error_message or None, "scores": result.scores, "passed": result.passed,
             "latency_ms": result.latency_ms, "prompt_tokens": result.prompt_tokens,
             "completion_tokens": result.completion_tokens, "served": result.served or None,
@@ -56,8 +58,8 @@ class EvalResultsApi(APIView):
                          description="failed: rows where some cell did not pass; disagree: rows where the "
                                      "columns do not all pass or all fail")],
         responses=ResultPageSerializer,
-        description="The grid, a page of rows at a time: each row's cells (one per column), their scores "
-                    "and a word diff against the first column's output.")
+        description="The grid, a page of rows at a time: each row's cells (one per column and repeat), "
+                    "their scores and a word diff against the first column's (first repeat's) output.")
     def get(self, request, run_id):
         refuse_unknown_params(request, {"start", "limit", "filter"})
         run = access_run(user=request.user, run_id=run_id)
@@ -75,7 +77,7 @@ class EvalResultsApi(APIView):
             span = limit if which is None else max(limit, 500)
             results = (EvalResult.objects.filter(run=run, row_index__gte=cursor, row_index__lt=cursor + span)
                        .select_related("column__prompt_version", "row")
-                       .order_by("row_index", "column__index"))
+                       .order_by("row_index", "column__index", "repeat"))
             grouped: dict[int, list[EvalResult]] = {}
             for result in results:
                 grouped.setdefault(result.row_index, []).append(result)

@@ -1,4 +1,4 @@
-"""Evaluations REST API: the evaluators, runs (list, create, detail, cancel).
+"""Evaluations REST API: the evaluators, runs (list, create, detail, cancel, delete).
 Views parse, check access, call a service or a selector and serialize; what the
 reader may not see of a column's prompt is redacted (visibility)."""
 
@@ -14,7 +14,7 @@ from core.pagination import Page, paginated
 from .api import refuse_unknown_params
 from .evaluators import evaluator_list
 from .permissions import access_dataset, access_run, runs_visible_to
-from .runs import evalrun_cancel, evalrun_create, evalrun_resume_if_stale
+from .runs import evalrun_cancel, evalrun_create, evalrun_delete, evalrun_resume_if_stale
 from .serializers import EvalRunCreateSerializer, EvalRunSerializer, EvaluatorSerializer
 from .visibility import visibility_for
 
@@ -62,7 +62,8 @@ class EvalRunListApi(APIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         run = evalrun_create(user=request.user, dataset_id=v["dataset"], version_id=v["dataset_version"],
-                             columns=v["columns"], evaluators=v["evaluators"], name=v["name"])
+                             columns=v["columns"], evaluators=v["evaluators"], name=v["name"],
+                             repeats=v["repeats"])
         return Response(_run_body(request, run), status=status.HTTP_201_CREATED)
 
 
@@ -73,6 +74,13 @@ class EvalRunDetailApi(APIView):
         run = access_run(user=request.user, run_id=run_id)
         evalrun_resume_if_stale(run)
         return Response(_run_body(request, run))
+
+    @extend_schema(responses={204: None},
+                   description="The run's creator or the dataset's owner deletes a finished run with its "
+                               "results; a queued or running one is a 409 run_active (cancel it first).")
+    def delete(self, request, run_id):
+        evalrun_delete(run=access_run(user=request.user, run_id=run_id, need="delete"))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class EvalRunCancelApi(APIView):

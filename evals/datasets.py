@@ -6,6 +6,7 @@ A row is {"variables": {name: str|number}, "expected": str|null, "metadata": {}}
 Importing accepts:
 - CSV: a header row; the columns `expected` and `metadata` (a JSON object) are
   special, every other column is a variable;
+- TSV: the same with tabs between cells (what a spreadsheet copies);
 - JSONL: one JSON object a line, either {"variables", "expected", "metadata"}
   or flat (every key but `expected` and `metadata` is a variable).
 Rows that do not parse are reported one by one (line number, code, message);
@@ -103,12 +104,12 @@ def check_row(data) -> dict:
 def parse_rows(*, fmt: str, text: str, on_progress=None) -> tuple[list[dict], list[dict]]:
     """(valid rows, errors) of an upload. Errors: {"line", "code", "message", "field"}.
     `on_progress(line)` is called every 2,000 rows (background imports)."""
-    if fmt == "csv":
-        items = _csv_items(text)
+    if fmt in ("csv", "tsv"):
+        items = _csv_items(text, delimiter="\t" if fmt == "tsv" else ",")
     elif fmt == "jsonl":
         items = _jsonl_items(text)
     else:
-        raise DomainError("format must be csv or jsonl.", code="invalid_format", field="format")
+        raise DomainError("format must be csv, tsv or jsonl.", code="invalid_format", field="format")
     rows, errors = [], []
     for count, (line, item) in enumerate(items, start=1):
         if on_progress is not None and count % 2000 == 0:
@@ -149,8 +150,8 @@ def _jsonl_items(text: str):
         yield number, _split_flat(obj) if isinstance(obj, dict) else obj
 
 
-def _csv_items(text: str):
-    reader = csv.reader(io.StringIO(text))
+def _csv_items(text: str, delimiter: str):
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
     try:
         header = next(reader)
     except StopIteration:

@@ -17,6 +17,7 @@ Built in:
 | `json_schema` | 2 | `schema` (required, a JSON Schema; RE2 patterns) | 1 when it parses and validates |
 | `numeric` | 1 | `tolerance` (absolute), `relative` (fraction) | 1 when its first number is close |
 | `similarity` | 2 | `threshold` (default 0.8) | share of characters in a common subsequence; passes at it |
+| `tool_calls` | 1 | `arguments` (`exact` or `subset`) | share of expected calls made (evaluator_tools.py) |
 | `judge` | 1 | `prompt`, `version` (a saved prompt version), `threshold` (default 0.5) | the judge's score |
 
 **LLM-as-judge.** A judge is a saved prompt version, so it is versioned, diffed and
@@ -75,7 +76,8 @@ class Evaluator:
     needs_expected: bool = False
     check: Callable[[dict], None] | None = None
     args: tuple[str, ...] = ()
-    # "judge": scored by a generation the run makes (evals.runs), not by `fn`.
+    # "judge": scored by a generation the run makes (evals.runs), not by `fn`;
+    # "tool_calls": `fn` gets the reply's parsed tool calls (a list, or None) as its output.
     kind: str = "function"
 
 
@@ -84,14 +86,14 @@ NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
 def register(name: str, *, version: int = 1, doc: str = "", needs_expected: bool = False,
-             check: Callable[[dict], None] | None = None, args: tuple[str, ...] = ()):
+             check: Callable[[dict], None] | None = None, args: tuple[str, ...] = (), kind: str = "function"):
     """Register `fn(output, *, expected, variables, args) -> Score` under `name`."""
     if not NAME.fullmatch(name):
         raise ValueError(f"evaluator names are lowercase identifiers: {name!r}")
 
     def wrap(fn):
         _REGISTRY[name] = Evaluator(name=name, version=version, fn=fn, doc=doc or (fn.__doc__ or "").strip(),
-                                    needs_expected=needs_expected, check=check, args=args)
+                                    needs_expected=needs_expected, check=check, args=args, kind=kind)
         return fn
     return wrap
 
@@ -126,10 +128,12 @@ def _bad_arg(name: str, message: str) -> DomainError:
 
 
 def check_evaluators(specs) -> list[dict]:
-    """Resolve a run's evaluator list ([name] or [{"name", "args"}]) into stored
-    specs ({"name", "version", "args"}); unknown names and bad arguments are 400s."""
-    if not isinstance(specs, list) or not specs:
-        raise DomainError("Give at least one evaluator.", code="evaluators_required", field="evaluators")
+    """Resolve a run's evaluator list ([name] or [{"name", "args"}]; [] scores
+    nothing) into stored specs ({"name", "version", "args"}); unknown names and
+    bad arguments are 400s."""
+    if not isinstance(specs, list):
+        raise DomainError("evaluators is a list (empty: outputs only, no scores).", code="invalid_type",
+                          field="evaluators")
     if len(specs) > 20:
         raise DomainError("At most 20 evaluators per run.", code="too_many_evaluators", field="evaluators")
     out, seen = [], set()
@@ -164,9 +168,11 @@ def check_evaluators(specs) -> list[dict]:
     return out
 
 
-def score_output(specs: list[dict], *, output: str, expected: str | None, variables: dict) -> dict:
-    """Every evaluator's score of one output (key -> Score dict). An evaluator
-    that raises, or needs an expected output the row lacks, scores 0 with the reason."""
+def score_output(specs: list[dict], *, output: str, expected: str | None, variables: dict,
+                 tool_calls: list | None = None) -> dict:
+    """Every evaluator's score of one output (key -> Score dict); `tool_calls`:
+    the calls parsed from the reply (None: it made none). An evaluator that
+    raises, or needs an expected output the row lacks, scores 0 with the reason."""
     scores = {}
     for spec in specs:
         evaluator = _REGISTRY.get(spec["name"])
@@ -178,8 +184,9 @@ def score_output(specs: list[dict], *, output: str, expected: str | None, variab
         if evaluator.needs_expected and expected is None and "value" not in spec["args"]:
             scores[spec["key"]] = Score(0.0, False, "the row has no expected output").as_dict()
             continue
+        scored = tool_calls if evaluator.kind == "tool_calls" else output
         try:
-            result = evaluator.fn(output, expected=expected, variables=variables, args=spec["args"])
+            result = evaluator.fn(scored, expected=expected, variables=variables, args=spec["args"])
         except Exception as exc:  # a broken custom evaluator scores 0; the run goes on
             result = Score(0.0, False, f"evaluator error: {type(exc).__name__}: {exc}")
         scores[spec["key"]] = result.as_dict()

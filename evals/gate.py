@@ -112,11 +112,11 @@ def gate_verdict(*, gate: LabelGate | None, run: EvalRun, candidate_id,
         return Verdict(False, code="eval_wrong_dataset", reason=(
             f"The run is over dataset {run.dataset_version.dataset.name!r}; the gate needs "
             f"{gate.dataset.name!r}."), figures={})
-    key = gate.evaluator if gate else run.evaluators[0]["key"]
+    key = gate.evaluator if gate else (run.evaluators[0]["key"] if run.evaluators else "")
     margin = gate.margin if gate else 0.0
     if key not in {spec["key"] for spec in run.evaluators}:
-        return Verdict(False, code="eval_wrong_evaluator", reason=f"The run has no evaluator {key!r}.",
-                       figures={})
+        return Verdict(False, code="eval_wrong_evaluator", figures={},
+                       reason=f"The run has no evaluator {key!r}." if key else "The run scored nothing.")
     candidate = _column_mean(run, candidate_id, key)
     if candidate is None:
         return Verdict(False, code="eval_candidate_missing",

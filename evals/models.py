@@ -144,8 +144,11 @@ class EvalRun(models.Model):
     name = models.CharField(max_length=200, blank=True, default="")
     # [{"name", "version", "args"}], as resolved when the run was created.
     evaluators = models.JSONField(default=list)
+    # How many times each row runs through each column (sampling draws again each time: the
+    # summary's spread across repeats says how stable a row's score is).
+    repeats = models.PositiveSmallIntegerField(default=1)
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
-    total = models.PositiveIntegerField(default=0)      # rows x columns
+    total = models.PositiveIntegerField(default=0)      # rows x columns x repeats
     completed = models.PositiveIntegerField(default=0)  # cells with a result (output or error)
     failed = models.PositiveIntegerField(default=0)     # cells whose generation failed
     # The driver holding the run renews this; a run whose lease ran out while
@@ -183,14 +186,17 @@ class EvalColumn(models.Model):
 
 
 class EvalResult(models.Model):
-    """One cell: a row through a column. Written once (unique per cell), so a
-    resumed run never stores a cell twice."""
+    """One cell: a row through a column (one repeat of it). Written once (unique
+    per cell), so a resumed run never stores a cell twice."""
 
     run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="results")
     column = models.ForeignKey(EvalColumn, on_delete=models.CASCADE, related_name="results")
     row = models.ForeignKey(DatasetRow, on_delete=models.RESTRICT, related_name="+")
     row_index = models.PositiveIntegerField()
+    repeat = models.PositiveSmallIntegerField(default=0)  # 0 .. run.repeats - 1
     output = models.TextField(blank=True, default="")
+    # The calls the reply made, parsed ([{"name", "arguments"}]) when the version offers tools; else None.
+    tool_calls = models.JSONField(null=True, blank=True)
     error_code = models.CharField(max_length=64, blank=True, default="")
     error_message = models.TextField(blank=True, default="")
     # evaluator name -> {"score": 0..1, "passed": bool, "reason": str}
@@ -209,8 +215,9 @@ class EvalResult(models.Model):
 
     class Meta:
         db_table = "playground_evalresult"
-        ordering = ["row_index", "column_id"]
-        constraints = [models.UniqueConstraint(fields=["column", "row"], name="uniq_eval_cell")]
+        ordering = ["row_index", "column_id", "repeat"]
+        constraints = [models.UniqueConstraint(fields=["column", "row", "repeat"],
+                                               name="uniq_eval_cell_repeat")]
         indexes = [models.Index(fields=["run", "row_index"])]
 
 
@@ -253,3 +260,16 @@ class GateDecision(models.Model):
     class Meta:
         db_table = "playground_gatedecision"
         ordering = ["-id"]
+
+
+class DatasetPin(models.Model):
+    """A prompt's pinned dataset: each version saved on the prompt then runs
+    over the dataset's newest version, beside its parent, with these
+    evaluators (evals.pins)."""
+
+    prompt = models.OneToOneField("playground.Prompt", on_delete=models.CASCADE, related_name="+")
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
+    evaluators = models.JSONField(default=list)  # as the run stores them (evaluators.check_evaluators)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)

@@ -13,7 +13,7 @@ not exist.
 
 A run is visible to whoever may view its dataset as an account (links are
 bearer secrets for the rows, not for runs); only its creator (or the dataset's
-owner) cancels it.
+owner) cancels or deletes it.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def run_not_found() -> DomainError:
     return DomainError("Run not found.", code="run_not_found", field="run")
 
 
-def access_run(*, user, run_id, need: Literal["view", "cancel"] = "view") -> EvalRun:
+def access_run(*, user, run_id, need: Literal["view", "cancel", "delete"] = "view") -> EvalRun:
     try:
         run = EvalRun.objects.select_related("dataset_version__dataset").get(pk=run_id)
     except (EvalRun.DoesNotExist, ValidationError, ValueError) as exc:
@@ -92,8 +92,8 @@ def access_run(*, user, run_id, need: Literal["view", "cancel"] = "view") -> Eva
     role = access.subject_role(user=user, kind=DATASET, subject=dataset)
     if role == Role.NONE:
         raise run_not_found()
-    if need == "cancel" and run.owner_id != user.pk and role < Role.OWNER:
-        raise DomainError("Only the run's creator or the dataset's owner may cancel it.", code="forbidden")
+    if need != "view" and run.owner_id != user.pk and role < Role.OWNER:
+        raise DomainError(f"Only the run's creator or the dataset's owner may {need} it.", code="forbidden")
     return run
 
 

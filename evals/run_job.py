@@ -14,6 +14,7 @@ flight.
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 
 from django.conf import settings
@@ -23,6 +24,7 @@ from django.utils.module_loading import import_string
 from core.error_codes import DomainError
 from core.jobs import BUSY, CANCELLED, Job, JobKind, Slots, drive
 from core.leases import release_connection
+from inference_protocol.tools import parse_calls
 from playground.bodies import body_text
 from playground.calls.builder import template_texts, version_params, version_render
 from playground.models import PromptVersion
@@ -35,8 +37,8 @@ from .summary import run_summary
 CELL_NAMESPACE = uuid.UUID("6f0c3c4e-1f0b-4d7e-9a43-2f5b6f2e9e10")
 
 
-def cell_request_id(run_id, column_id, row_id) -> str:
-    return uuid.uuid5(CELL_NAMESPACE, f"{run_id}/{column_id}/{row_id}").hex
+def cell_request_id(run_id, column_id, row_id, repeat: int = 0) -> str:
+    return uuid.uuid5(CELL_NAMESPACE, f"{run_id}/{column_id}/{row_id}" + (f"/{repeat}" if repeat else "")).hex
 
 
 class _Column:
@@ -82,42 +84,42 @@ def _run_lane(job: Job, lane, requests: list) -> list[dict] | None:
                     no_worker_wait_s=settings.EVAL_NO_WORKER_WAIT_S)
 
 
-def _failure(run, row, col, code: str, message: str) -> EvalResult:
-    return EvalResult(run=run, column=col.column, row_id=row["id"], row_index=row["index"], error_code=code,
-                      error_message=message[:2000], passed=None)
+def _failure(run, row, col, repeat: int, code: str, message: str) -> EvalResult:
+    return EvalResult(run=run, column=col.column, row_id=row["id"], row_index=row["index"], repeat=repeat,
+                      error_code=code, error_message=message[:2000], passed=None)
 
 
 def _execute(job: Job, run: EvalRun, cells: list, lane, judges: list) -> list[EvalResult] | None:
     out: list[EvalResult] = []
-    submitted: list[tuple[dict, _Column]] = []
+    submitted: list[tuple[dict, _Column, int]] = []
     requests = []
-    for row, col in cells:
+    for row, col, repeat in cells:
         column = col.column
         try:
             _, messages = version_render(version=col.version, variables=row["variables"], body=col.body)
         except DomainError as exc:  # a missing or unknown variable: this row fails, the rest runs
-            out.append(_failure(run, row, col, exc.code, exc.message))
+            out.append(_failure(run, row, col, repeat, exc.code, exc.message))
             continue
-        request_id = cell_request_id(run.pk, column.pk, row["id"])
+        request_id = cell_request_id(run.pk, column.pk, row["id"], repeat)
         requests.append({"request_id": request_id, "prompt_version": str(col.version.pk),
                          "body": _chat_body(request_id, model=column.model_name, messages=messages,
                                             params=column.params)})
-        submitted.append((row, col))
+        submitted.append((row, col, repeat))
     events = _run_lane(job, lane, requests)
     if events is None:
         return None
     done = []
-    for (row, col), event in zip(submitted, events, strict=True):
+    for (row, col, repeat), event in zip(submitted, events, strict=True):
         if event["type"] == "done":
-            done.append((row, col, event))
+            done.append((row, col, repeat, event))
         else:
-            out.append(_failure(run, row, col, event.get("code") or "generation_failed",
+            out.append(_failure(run, row, col, repeat, event.get("code") or "generation_failed",
                                 event.get("message") or "the generation failed"))
     judged = _judge_all(job, run, done, lane, judges)
     if judged is None:
         return None
-    for (row, col, event), extra in zip(done, judged, strict=True):
-        out.append(_scored(run, row, col, event, extra))
+    for (row, col, repeat, event), extra in zip(done, judged, strict=True):
+        out.append(_scored(run, row, col, event, extra, repeat=repeat))
     return out
 
 
@@ -126,7 +128,7 @@ def _judge_all(job: Job, run: EvalRun, done: list, lane, judges: list) -> list[d
     scores: list[dict] = [{} for _ in done]
     for judge in judges:
         pending, requests = [], []
-        for index, (row, col, event) in enumerate(done):
+        for index, (row, col, repeat, event) in enumerate(done):
             output = event["result"].get("text", "")
             values = {**row["variables"], "output": output, "expected": row["expected"] or ""}
             try:
@@ -136,8 +138,8 @@ def _judge_all(job: Job, run: EvalRun, done: list, lane, judges: list) -> list[d
                 score = Score(0.0, False, f"the judge could not render: {exc.message}")
                 scores[index][judge.key] = score.as_dict()
                 continue
-            request_id = uuid.uuid5(CELL_NAMESPACE, f"{cell_request_id(run.pk, col.column.pk, row['id'])}"
-                                                    f"/judge/{judge.key}").hex
+            cell_id = cell_request_id(run.pk, col.column.pk, row["id"], repeat)
+            request_id = uuid.uuid5(CELL_NAMESPACE, f"{cell_id}/judge/{judge.key}").hex
             requests.append({"request_id": request_id, "prompt_version": str(judge.version.pk),
                              "body": _chat_body(request_id, model=judge.version.model_name, messages=messages,
                                                 params=judge.params)})
@@ -156,14 +158,22 @@ def _judge_all(job: Job, run: EvalRun, done: list, lane, judges: list) -> list[d
     return scores
 
 
-def _scored(run: EvalRun, row: dict, col: _Column, event: dict, judged: dict) -> EvalResult:
+def _scored(run: EvalRun, row: dict, col: _Column, event: dict, judged: dict, *,
+            repeat: int = 0) -> EvalResult:
     result = event["result"]
     output = result.get("text", "")
-    scores = score_output(run.evaluators, output=output, expected=row["expected"], variables=row["variables"])
+    # A version with tools: the reply's calls, as the gateway reads them ({name, arguments} each).
+    calls = None
+    if col.column.params.get("tools"):
+        calls = [{"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+                 for c in parse_calls(output) or []]
+    scores = score_output(run.evaluators, output=output, expected=row["expected"], variables=row["variables"],
+                          tool_calls=calls)
     scores = {spec["key"]: (judged.get(spec["key"]) or scores.get(spec["key"])) for spec in run.evaluators}
     latency = result.get("latency_s")
-    return EvalResult(run=run, column=col.column, row_id=row["id"], row_index=row["index"], output=output,
-                      scores=scores, passed=all(s["passed"] for s in scores.values()),
+    return EvalResult(run=run, column=col.column, row_id=row["id"], row_index=row["index"], repeat=repeat,
+                      output=output, tool_calls=calls, scores=scores,
+                      passed=all(s["passed"] for s in scores.values()) if scores else None,
                       latency_ms=int(latency * 1000) if isinstance(latency, int | float) else None,
                       prompt_tokens=result.get("prompt_tokens") or 0,
                       completion_tokens=result.get("completion_tokens") or 0,
@@ -175,7 +185,7 @@ class _Work:
     run: EvalRun
     lane: object
     judges: list
-    pending: list  # (row, column) cells not stored yet, in order
+    pending: list  # (row, column, repeat) cells not stored yet, in order
 
 
 def _start(job: Job) -> _Work:
@@ -184,9 +194,10 @@ def _start(job: Job) -> _Work:
     run = EvalRun.objects.select_related("owner").get(pk=job.pk)
     columns = [_Column(c) for c in run.columns.select_related("prompt_version__payload_blob")]
     judges = [_Judge(spec) for spec in run.evaluators if spec["name"] == "judge"]
-    done = set(EvalResult.objects.filter(run=run).values_list("column_id", "row_id"))
+    done = set(EvalResult.objects.filter(run=run).values_list("column_id", "row_id", "repeat"))
     rows = list(run.dataset_version.rows.order_by("index").values("id", "index", "variables", "expected"))
-    pending = [(row, col) for row in rows for col in columns if (col.column.pk, row["id"]) not in done]
+    pending = [(row, col, repeat) for row in rows for col in columns for repeat in range(run.repeats)
+               if (col.column.pk, row["id"], repeat) not in done]
     return _Work(run=run, lane=_lane(run), judges=judges, pending=pending)
 
 

@@ -115,7 +115,7 @@ def _check_columns(user, columns) -> list[dict]:
 
 def _check_model(model, params: dict, field: str) -> None:
     """The model exists and its engine implements what the version asks (a
-    response schema needs structured output; tools are not run here): refused,
+    response schema needs structured output, tools need tool calls): refused,
     never ignored."""
     try:
         spec = model_spec(model) if isinstance(model, str) else None
@@ -124,13 +124,12 @@ def _check_model(model, params: dict, field: str) -> None:
     if spec is None:
         raise DomainError(f"Unknown model {model!r}; known models: {', '.join(sorted(model_names()))}.",
                           code="model_not_found", field=field)
-    if params.get("tools"):  # a cell scores text; calls would need answering: refused, not ignored
-        raise DomainError("Evaluation runs do not run tools: evaluate a version without tools.",
-                          code="unsupported_parameter", field=field)
-    missing = unsupported(spec, {"response_format"} if params.get("response_format") else set())
+    wanted = {name for name in ("response_format", "tools") if params.get(name)}
+    missing = unsupported(spec, wanted)
     if missing:
-        raise DomainError(f"The model {model!r} does not implement {missing[0]} (the version's response "
-                          "schema needs it).", code="unsupported_parameter", field=field)
+        uses = "a response schema" if missing[0] == "response_format" else "tools"
+        raise DomainError(f"The model {model!r} does not implement {missing[0]}, and the version uses "
+                          f"{uses}: run it on a model that does.", code="unsupported_parameter", field=field)
 
 
 def _check_judges(user, specs: list[dict]) -> None:
@@ -178,10 +177,19 @@ def _dataset_version(user, dataset_id, version_id) -> DatasetVersion:
 PLAN_SAMPLE_ROWS = 50
 
 
-def evalrun_plan(*, user, dataset_id, columns, version_id=None) -> list[dict]:
+def _check_repeats(repeats) -> int:
+    limit = settings.EVAL_RUN_MAX_REPEATS
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= limit:
+        raise DomainError(f"repeats is a whole number from 1 to {limit} (EVAL_RUN_MAX_REPEATS).",
+                          code="out_of_range", field="repeats")
+    return repeats
+
+
+def evalrun_plan(*, user, dataset_id, columns, version_id=None, repeats: int = 1) -> list[dict]:
     """What a run would send, for an estimate, checked as evalrun_create checks
     it: per column its model, the longest of the first PLAN_SAMPLE_ROWS rows'
-    messages, its max_tokens and the number of rows."""
+    messages, its max_tokens and the number of generations (rows x repeats)."""
+    repeats = _check_repeats(repeats)
     version = _dataset_version(user, dataset_id, version_id)
     sample = list(version.rows.order_by("index").values_list("variables", flat=True)[:PLAN_SAMPLE_ROWS])
     plan = []
@@ -195,15 +203,18 @@ def evalrun_plan(*, user, dataset_id, columns, version_id=None) -> list[dict]:
                 continue  # a row that would fail costs nothing
         longest = max(rendered, key=lambda m: sum(len(x["content"]) for x in m), default=None)
         if longest is not None:
-            plan.append({"model": column["model"], "messages": longest, "count": version.row_count,
+            plan.append({"model": column["model"], "messages": longest, "count": version.row_count * repeats,
                          "max_tokens": column["params"].get("max_tokens")})
     return plan
 
 
-def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, name: str = "") -> EvalRun:
+def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, name: str = "",
+                   repeats: int = 1) -> EvalRun:
     """Check everything, then store the run (queued) and hand it to a driver.
-    404s: a dataset, version or prompt the user cannot see; 429 past the user's
+    `repeats`: how many times each row runs through each column. 404s: a
+    dataset, version or prompt the user cannot see; 429 past the user's
     EVAL_MAX_ACTIVE_RUNS unfinished runs."""
+    repeats = _check_repeats(repeats)
     version = _dataset_version(user, dataset_id, version_id)
     if not isinstance(name, str) or len(name) > 200:
         raise DomainError("name is at most 200 characters.", code="invalid_name", field="name")
@@ -213,7 +224,7 @@ def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, na
     with transaction.atomic():
         RUN_JOB.slot_check(user)
         run = EvalRun.objects.create(owner=user, dataset_version=version, name=name, evaluators=specs,
-                                     total=version.row_count * len(checked))
+                                     repeats=repeats, total=version.row_count * len(checked) * repeats)
         EvalColumn.objects.bulk_create([
             EvalColumn(run=run, index=i, prompt_version=c["version"], model_name=c["model"],
                        params=c["params"])
@@ -251,3 +262,16 @@ def evalrun_cancel(*, run: EvalRun) -> EvalRun:
             status=RunStatus.CANCELLED, finished_at=now, lease_until=None)
     run.refresh_from_db()
     return run
+
+
+def evalrun_delete(*, run: EvalRun) -> None:
+    """Delete a finished run with its columns and results (a gate decision that
+    cites it keeps its figures, without the link). A queued or running run is a
+    409 run_active: cancel it first."""
+    with transaction.atomic():
+        locked = EvalRun.objects.select_for_update().filter(pk=run.pk).first()
+        if locked is None:
+            return
+        if locked.status in RUN_JOB.active:
+            raise DomainError(f"The run is {locked.status}: cancel it, then delete it.", code="run_active")
+        locked.delete()

@@ -1,5 +1,6 @@
 """Evaluations API: request checks and response shapes (for the OpenAPI schema)."""
 
+from django.conf import settings
 from rest_framework import serializers
 
 from .gate import run_url
@@ -58,7 +59,7 @@ class ImportRequestSerializer(serializers.Serializer):
     file = serializers.FileField(required=False, help_text="A CSV or JSONL file (multipart).")
     text = serializers.CharField(required=False, trim_whitespace=False,
                                  help_text="Or the file's text (JSON).")
-    format = serializers.ChoiceField(choices=["csv", "jsonl"], required=False,
+    format = serializers.ChoiceField(choices=["csv", "tsv", "jsonl"], required=False,
                                      help_text="Default: from the file name.")
     base = serializers.UUIDField(required=False, allow_null=True, default=None)
     mode = serializers.ChoiceField(choices=["append", "replace"], default="append")
@@ -73,7 +74,7 @@ class ImportTextRequestSerializer(ImportRequestSerializer):
 
     file = None
     text = serializers.CharField(trim_whitespace=False, help_text="The file's text.")
-    format = serializers.ChoiceField(choices=["csv", "jsonl"])
+    format = serializers.ChoiceField(choices=["csv", "tsv", "jsonl"])
 
 
 class RowErrorSerializer(serializers.Serializer):
@@ -140,7 +141,8 @@ class EvalRunSerializer(serializers.ModelSerializer):
         model = EvalRun
         fields = ["id", "name", "owner", "dataset", "dataset_name", "dataset_version",
                   "dataset_version_number",
-                  "columns", "evaluators", "status", "total", "completed", "failed", "cancel_requested",
+                  "columns", "evaluators", "repeats", "status", "total", "completed", "failed",
+                  "cancel_requested",
                   "summary", "created_at", "started_at", "finished_at"]
 
     def to_representation(self, instance):
@@ -155,9 +157,14 @@ class EvalRunCreateSerializer(serializers.Serializer):
                                             help_text="Default: the dataset's newest version.")
     columns = serializers.ListField(child=serializers.JSONField(), help_text=(
         "[{prompt, version | label, model?, params?: {temperature, max_tokens, top_p, stop}}]"))
-    evaluators = serializers.ListField(child=serializers.JSONField(),
-                                       help_text='["exact", {"name": "regex", "args": {"pattern": "..."}}]')
+    evaluators = serializers.ListField(child=serializers.JSONField(), required=False, default=list,
+                                       help_text='["exact", {"name": "regex", "args": {"pattern": "..."}}]; '
+                                                 'none (the default): outputs only, nothing scored')
     name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    repeats = serializers.IntegerField(required=False, default=1, min_value=1,
+                                       max_value=settings.EVAL_RUN_MAX_REPEATS, help_text=(
+        "How many times each row runs through each column (1 to EVAL_RUN_MAX_REPEATS); the summary "
+        "has the spread of each row's score across them."))
 
 
 class ResultRowSerializer(serializers.Serializer):

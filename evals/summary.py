@@ -1,5 +1,6 @@
 """An evaluation run's aggregates: per column and evaluator, the mean score,
-its bootstrap interval, the pass rate and a histogram."""
+its bootstrap interval, the pass rate and a histogram; with repeats, how much
+a row's score moves between them."""
 
 from __future__ import annotations
 
@@ -24,6 +25,20 @@ def bootstrap_ci(values, *, resamples: int | None = None, seed: int = 0) -> tupl
     return (float(low), float(high))
 
 
+def _spread(rows: list, values: list[float], passes: list[bool]) -> dict:
+    """Across a run's repeats: the mean over rows of each row's score standard
+    deviation, the largest one, and the rows whose repeats did not all pass or all fail."""
+    scores: dict = {}
+    passed: dict = {}
+    for row, value, ok in zip(rows, values, passes, strict=True):
+        scores.setdefault(row, []).append(value)
+        passed.setdefault(row, set()).add(ok)
+    deviations = [float(np.std(v)) for v in scores.values()]
+    return {"row_sd_mean": float(np.mean(deviations)) if deviations else 0.0,
+            "row_sd_max": max(deviations, default=0.0),
+            "unstable_rows": sum(1 for outcomes in passed.values() if len(outcomes) > 1)}
+
+
 def run_summary(run: EvalRun) -> dict:
     """Per column: cells, failures, per evaluator mean (a failed cell scores 0),
     its 95% bootstrap interval, pass rate and score histogram; latency p50/p95; tokens;
@@ -32,7 +47,8 @@ def run_summary(run: EvalRun) -> dict:
     out = {"columns": []}
     for column in run.columns.order_by("index"):
         cells = list(EvalResult.objects.filter(column=column).values_list(
-            "scores", "error_code", "latency_ms", "prompt_tokens", "completion_tokens", "passed", "served"))
+            "scores", "error_code", "latency_ms", "prompt_tokens", "completion_tokens", "passed", "served",
+            "row_id"))
         latencies = [c[2] for c in cells if c[2] is not None]
         served: dict[str, int] = {}
         for c in cells:
@@ -55,5 +71,7 @@ def run_summary(run: EvalRun) -> dict:
             entry["scores"][key] = {"mean": float(np.mean(values)) if values else 0.0, "ci95": [low, high],
                                     "pass_rate": (sum(passes) / len(passes)) if passes else 0.0,
                                     "histogram": [int(b) for b in bins]}
+            if run.repeats > 1:
+                entry["scores"][key].update(_spread([c[7] for c in cells], values, passes))
         out["columns"].append(entry)
     return out

@@ -2,7 +2,7 @@ from django.urls import path
 
 from sharing.api import subject_urls
 
-from . import api, api_gate, api_results, api_run_cases, api_runs
+from . import api, api_gate, api_pins, api_results, api_run_cases, api_runs
 from .permissions import DATASET
 
 D = "<uuid:dataset_id>"
@@ -21,13 +21,16 @@ dataset_urls = [
     *subject_urls(DATASET.name),
 ]
 
-# A prompt's evaluation gates, under /api/prompts/ beside playground.urls.
+# A prompt's evaluation gates and pinned dataset, under /api/prompts/ beside playground.urls.
 L = "<uuid:prompt_id>/labels/<str:name>"
 gate_urls = [
     path("<uuid:prompt_id>/gates", api_gate.PromptGateListApi.as_view(), name="api-prompt-gates"),
     path(f"{L}/gate", api_gate.LabelGateApi.as_view(), name="api-label-gate"),
     path(f"{L}/gate/decisions", api_gate.LabelGateDecisionsApi.as_view(), name="api-label-gate-decisions"),
     path(f"{L}/gate/runs", api_gate.LabelGateRunsApi.as_view(), name="api-label-gate-runs"),
+    path("<uuid:prompt_id>/eval-pin", api_pins.PromptPinApi.as_view(), name="api-prompt-eval-pin"),
+    path("<uuid:prompt_id>/versions/<str:version_id>/eval-deltas", api_pins.VersionDeltasApi.as_view(),
+         name="api-version-eval-deltas"),
 ]
 
 eval_urls = [

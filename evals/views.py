@@ -2,8 +2,10 @@
 checks, then a small JSON config for the JS module; everything else goes
 through the REST API."""
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
+from django.urls import reverse
 
 from core.errors import page_not_found
 from sharing.kinds import Role
@@ -25,14 +27,20 @@ def dataset_page(request, dataset_id):
     with page_not_found("Dataset"):
         dataset = access_dataset(user=request.user, dataset_id=dataset_id, need="view")
     return render(request, "evals/dataset.html", {
-        "dataset": dataset, "is_owner": dataset.access_role == Role.OWNER, "config": {
+        "dataset": dataset, "is_owner": dataset.access_role == Role.OWNER,
+        "max_repeats": settings.EVAL_RUN_MAX_REPEATS, "config": {
             "page": "dataset", "dataset": {"id": str(dataset.pk), "name": dataset.name},
             "apiBase": f"/api/datasets/{dataset.pk}",  # the share dialog's
-            "canEdit": dataset.access_role >= Role.EDITOR}})
+            "canEdit": dataset.access_role >= Role.EDITOR, "isOwner": dataset.access_role == Role.OWNER,
+            "username": request.user.username}})
 
 
 @login_required
 def run_page(request, run_id):
     with page_not_found("Run"):
         run = access_run(user=request.user, run_id=run_id)
-    return render(request, "evals/run.html", {"run": run, "config": {"page": "run", "run": str(run.pk)}})
+    dataset = run.dataset_version.dataset
+    may_delete = run.owner_id == request.user.pk or dataset.owner_id == request.user.pk
+    return render(request, "evals/run.html", {"run": run, "config": {
+        "page": "run", "run": str(run.pk), "mayDelete": may_delete,
+        "datasetUrl": reverse("evals-dataset", args=[dataset.pk])}})

@@ -60,7 +60,7 @@ def redact_evaluators(evaluators: list[dict], visibility: Visibility) -> list[di
 def redact_cell(cell: dict, *, column_visible: bool, judges: set[str]) -> dict:
     """A result cell as the reader may see it (api._cell's shape)."""
     if not column_visible:
-        cell = {**cell, "output": None, "error_message": None, "redacted": True}
+        cell = {**cell, "output": None, "tool_calls": None, "error_message": None, "redacted": True}
         cell.pop("diff", None)
     if judges:
         cell["scores"] = {key: ({**score, "reason": ""} if key in judges else score)

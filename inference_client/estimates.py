@@ -113,15 +113,19 @@ class EvalEstimateRequestSerializer(serializers.Serializer):
     dataset = serializers.CharField()
     dataset_version = serializers.CharField(required=False, allow_null=True, default=None)
     columns = serializers.JSONField(help_text="The columns of the run, as POST /api/evals/runs takes them.")
+    repeats = serializers.IntegerField(required=False, default=1, min_value=1,
+                                       max_value=settings.EVAL_RUN_MAX_REPEATS,
+                                       help_text="Runs of each row per column.")
 
 
 class EvalEstimateApi(APIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(request=EvalEstimateRequestSerializer, responses=OpenApiTypes.OBJECT,
-                   description="What an evaluation run would cost (rows x columns, each at its max_tokens) "
-                   "and how long the pool needs for it now.")
+                   description="What an evaluation run would cost (rows x columns x repeats, each at its "
+                   "max_tokens) and how long the pool needs for it now.")
     def post(self, request):
         v = validated(EvalEstimateRequestSerializer, request)
         return Response(estimate(evalrun_plan(user=request.user, dataset_id=v["dataset"],
-                                              version_id=v["dataset_version"], columns=v["columns"])))
+                                              version_id=v["dataset_version"], columns=v["columns"],
+                                              repeats=v["repeats"])))

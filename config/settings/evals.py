@@ -21,6 +21,8 @@ EVAL_DATASET_REQUEST_MAX_BYTES = env_int("EVAL_DATASET_REQUEST_MAX_BYTES",
 EVAL_IMPORT_BACKGROUND_BYTES = env_int("EVAL_IMPORT_BACKGROUND_BYTES", 2 * 1024 * 1024)
 # Most columns (prompt version x model x parameters) in one run.
 EVAL_RUN_MAX_COLUMNS = env_int("EVAL_RUN_MAX_COLUMNS", 10)
+# Most times a run may send each row through each column (`repeats`).
+EVAL_RUN_MAX_REPEATS = env_int("EVAL_RUN_MAX_REPEATS", 10)
 
 # How a run (and a background import) is driven: "thread": a thread of the
 # process that created (or resumed) it, the default of the embedded default (no

@@ -92,7 +92,9 @@ def test_should_import_run_two_versions_compare_and_gate_a_label(live_url, new_p
     visitor.goto(url)
     expect(visitor.locator("#shared-rows tbody tr")).to_have_count(3)
 
-    # Two columns, the default evaluator (exact), start: the run page follows it live.
+    # Two columns, the exact evaluator (none is picked by default), start: the run page follows it live.
+    expect(page.locator("#evaluator-boxes input:checked")).to_have_count(0)
+    page.check("#ev-exact")
     page.select_option("#col-prompt", prompt["id"])
     for version in (v1, v2):
         page.select_option("#col-version", version["id"])

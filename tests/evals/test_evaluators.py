@@ -46,7 +46,8 @@ def test_should_explain_a_schema_failure_and_a_missing_expected_output():
 
 
 @pytest.mark.parametrize("spec, code", [
-    ([], "evaluators_required"),
+    ("exact", "invalid_type"),
+    ([{"name": "tool_calls", "args": {"arguments": "loose"}}], "invalid_evaluator_args"),
     (["nope"], "unknown_evaluator"),
     ([{"name": "regex"}], "invalid_evaluator_args"),
     ([{"name": "regex", "args": {"pattern": "("}}], "unsupported_pattern"),

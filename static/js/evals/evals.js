@@ -1,43 +1,13 @@
-// Evaluations pages: the list (new dataset), a dataset (rows, import, new run),
-// a run (progress, aggregates, chart, the lazy grid). Everything goes through the REST API.
+// Evaluations pages: the list (new dataset), a dataset (the rows grid, paste, import, a new
+// run); a run's page is run.js. Everything goes through the REST API.
 import { api, apiAll, el, errorFrom, headers, pageConfig, showAlert } from "../playground/api.js";
 import { describeEstimate } from "../playground/estimate.js";
+import { rowsGrid } from "./grid.js";
+import { evaluatorPicker } from "./picker.js";
+import { promptName, runPage } from "./run.js";
 
 const $ = (id) => document.getElementById(id);
 const cfg = pageConfig();
-const fmt = (x, digits = 2) => (x === null || x === undefined ? "–" : Number(x).toFixed(digits));
-
-// Loads pages into a table body as a sentinel element scrolls into view.
-function lazyPages({ sentinel, fetchPage, renderRow, tbody }) {
-  let next = 0, loading = false, token = 0;
-  const observer = new IntersectionObserver((entries) => {
-    if (entries.some((e) => e.isIntersecting)) load();
-  });
-  async function load() {
-    if (loading || next === null) return;
-    loading = true;
-    const mine = token;
-    try {
-      const page = await fetchPage(next);
-      if (mine !== token) return;
-      for (const row of page.rows) tbody.append(renderRow(row));
-      next = page.next;
-      sentinel.textContent = next === null ? (tbody.children.length ? "" : "No rows.") : "Loading more…";
-    } catch (err) {
-      sentinel.textContent = `Could not load rows: ${err.message}`;
-      next = null;
-    } finally {
-      loading = false;
-    }
-    // Still in view (a short page): keep going.
-    const rect = sentinel.getBoundingClientRect();
-    if (next !== null && rect.top < window.innerHeight) load();
-  }
-  observer.observe(sentinel);
-  return {
-    reset() { token += 1; next = 0; loading = false; tbody.replaceChildren(); sentinel.textContent = "Loading…"; load(); },
-  };
-}
 
 // ---- The list page -------------------------------------------------------
 function homePage() {
@@ -55,16 +25,47 @@ function homePage() {
 // ---- A dataset -----------------------------------------------------------
 function datasetPage() {
   const base = `/api/datasets/${cfg.dataset.id}`;
-  let version = null;
+  let version = null, picker = null;
   const columns = [];
-  const rows = lazyPages({
-    sentinel: $("rows-more"), tbody: document.querySelector("#rows tbody"),
-    fetchPage: (start) => (version ? api(`${base}/versions/${version}/rows?start=${start}&limit=100`)
-      : Promise.resolve({ rows: [], next: null })),
-    renderRow: (r) => el("tr", {}, el("td", { text: String(r.index + 1) }),
-      el("td", { text: Object.entries(r.variables).map(([k, v]) => `${k}: ${v}`).join("\n") }),
-      el("td", { text: r.expected ?? "" })),
+  // The grid's message line: what a save or paste did, and the rows it could not take.
+  function gridMessage({ pending = 0, canUndo = false, message = "", kind = "hint", errors = [] }) {
+    if (!cfg.canEdit) return;
+    $("grid-pending").textContent = pending ? `${pending} unsaved ${pending === 1 ? "row" : "rows"}` : "";
+    $("grid-undo").disabled = !canUndo;
+    $("grid-save").disabled = !pending;
+    $("grid-discard").disabled = !canUndo;
+    const box = $("grid-report");
+    box.replaceChildren(...(message ? [el("p", { class: kind === "error" ? "error" : "ok", id: "grid-summary", text: message })] : []),
+      ...(errors.length ? [el("ul", {}, ...errors.map((e) => el("li", { class: "import-error", text: e })))] : []));
+  }
+  const grid = rowsGrid({
+    base, table: $("rows"), more: $("rows-more"), canEdit: cfg.canEdit, onStatus: gridMessage,
+    onSaved: async (made, message, errors = []) => {
+      await loadVersions(made.id);
+      gridMessage({ message, kind: "ok", errors });
+    },
   });
+  if (cfg.canEdit) {
+    $("grid-add-row").addEventListener("click", () => grid.addRow());
+    $("grid-undo").addEventListener("click", () => grid.undo());
+    $("grid-save").addEventListener("click", () => grid.save());
+    $("grid-discard").addEventListener("click", () => grid.discard());
+    $("grid-add-col").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const problem = grid.addColumn($("grid-col-name").value);
+      if (problem) gridMessage({ message: problem, kind: "error", canUndo: grid.changed() });
+      else $("grid-col-name").value = "";
+    });
+    $("paste-go").addEventListener("click", async () => {
+      if (await grid.paste($("paste-box").value)) $("paste-box").value = "";
+    });
+    // Ctrl+Z outside a cell undoes the last grid edit (inside one, the browser undoes typing).
+    document.addEventListener("keydown", (event) => {
+      if ((event.ctrlKey || event.metaKey) && event.key === "z" && !event.target.isContentEditable &&
+          !["INPUT", "TEXTAREA"].includes(event.target.tagName)) { grid.undo(); }
+    });
+    window.addEventListener("beforeunload", (event) => { if (grid.changed()) event.preventDefault(); });
+  }
 
   async function loadVersions(select = null) {
     const versions = await apiAll(`${base}/versions`);
@@ -77,14 +78,21 @@ function datasetPage() {
     for (const kind of ["csv", "jsonl"]) {
       $(`export-${kind}`).href = version ? `${base}/versions/${version}/export?as=${kind}` : "#";
     }
-    rows.reset();
+    grid.load(current || null);
   }
-  $("version-select").addEventListener("change", () => loadVersions($("version-select").value));
+  $("version-select").addEventListener("change", () => {
+    if (grid.changed() && !window.confirm("Discard the unsaved edits in the grid?")) {
+      $("version-select").value = version;
+      return;
+    }
+    loadVersions($("version-select").value);
+  });
 
   async function importFile(dryRun) {
     const report = $("import-report");
     const file = $("import-file").files[0];
-    if (!file) { report.replaceChildren(el("p", { class: "error", text: "Choose a CSV or JSONL file first." })); return; }
+    if (!file) { report.replaceChildren(el("p", { class: "error", text: "Choose a CSV, TSV or JSONL file first." })); return; }
+    if (!dryRun && grid.changed()) { report.replaceChildren(el("p", { class: "error", text: "Save or discard your edits in the grid first." })); return; }
     const form = new FormData();
     form.append("file", file);
     form.append("mode", $("import-mode").value);
@@ -136,7 +144,7 @@ function datasetPage() {
   async function loadPrompts() {
     const prompts = await apiAll("/api/prompts/");
     $("col-prompt").replaceChildren(...prompts.map((p) => el("option", { value: p.id, text: p.title })));
-    await loadPromptVersions();
+    await Promise.all([loadPromptVersions(), showPin()]);
   }
   async function loadPromptVersions() {
     const prompt = $("col-prompt").value;
@@ -145,6 +153,26 @@ function datasetPage() {
       el("option", { value: v.id, text: `v${v.number}${v.message ? " · " + v.message : ""}` })));
   }
   $("col-prompt").addEventListener("change", loadPromptVersions);
+  // The picked prompt's pin: here, elsewhere, or none.
+  async function showPin() {
+    const prompt = $("col-prompt").value, report = $("pin-report");
+    const pin = prompt ? await api(`/api/prompts/${prompt}/eval-pin`) : { dataset: null };
+    if (!pin.dataset) { report.textContent = PIN_HINT; return; }
+    const title = $("col-prompt").selectedOptions[0].textContent;
+    if (pin.dataset !== cfg.dataset.id) {
+      report.textContent = `${title}'s saves run over the dataset ${pin.dataset_name}; pinning here replaces it.`;
+      return;
+    }
+    const scored = pin.evaluators.length ? `scored by ${pin.evaluators.map((e) => e.key).join(", ")}` : "unscored";
+    report.replaceChildren(el("span", { class: "ok", id: "pin-summary",
+      text: `Pinned: each version saved on ${title} now runs over this dataset beside its parent, ${scored}. ` }),
+      el("a", { href: `/prompts/${prompt}/history/`, text: "Its history page" }), " shows the scores. ",
+      el("button", { type: "button", class: "btn small", id: "pin-remove", text: "Unpin", onclick: async () => {
+        try { await api(`/api/prompts/${prompt}/eval-pin`, { method: "DELETE" }); await showPin(); }
+        catch (err) { showAlert($("run-error"), err.message); } } }));
+  }
+  const PIN_HINT = $("pin-report").textContent;
+  $("col-prompt").addEventListener("change", () => showPin().catch((err) => showAlert($("run-error"), err.message)));
   function renderColumns() {
     $("columns").replaceChildren(...columns.map((c, i) => el("li", {}, `${c.title} v${c.number} `,
       el("button", { type: "button", class: "btn small", text: "Remove",
@@ -156,13 +184,14 @@ function datasetPage() {
     if (!columns.length) { $("run-estimate").textContent = ""; return; }
     try {
       const e = await api("/api/evals/estimate", { method: "POST", body: {
-        dataset: cfg.dataset.id, dataset_version: version,
+        dataset: cfg.dataset.id, dataset_version: version, repeats: Number($("run-repeats").value),
         columns: columns.map((c) => ({ prompt: c.prompt, version: c.version })) } });
       $("run-estimate").textContent = `Estimate: ${describeEstimate(e)}`;
     } catch (err) {
       $("run-estimate").textContent = `No estimate: ${err.message}`;
     }
   }
+  $("run-repeats").addEventListener("change", estimateRun);
   $("col-add").addEventListener("click", () => {
     const p = $("col-prompt"), v = $("col-version");
     if (!v.value) return;
@@ -172,164 +201,50 @@ function datasetPage() {
   });
 
   async function loadEvaluators() {
-    const list = await api("/api/evals/evaluators");
-    // Evaluators that need arguments (regex, json_schema) are set up through the API.
-    const simple = list.filter((e) => !["regex", "json_schema"].includes(e.name));
-    $("evaluator-boxes").replaceChildren(...simple.map((e) => el("label", { title: e.doc },
-      el("input", { type: "checkbox", value: e.name, checked: e.name === "exact" }), ` ${e.name}`)));
+    picker = evaluatorPicker({ container: $("evaluator-boxes"), note: $("evaluator-note"),
+                               evaluators: await api("/api/evals/evaluators") });
   }
   $("run-start").addEventListener("click", async () => {
-    const evaluators = [...document.querySelectorAll("#evaluator-boxes input:checked")].map((i) => i.value);
     try {
+      const evaluators = picker.specs();
       const run = await api("/api/evals/runs", { method: "POST", body: {
-        dataset: cfg.dataset.id, dataset_version: version, evaluators,
+        dataset: cfg.dataset.id, dataset_version: version, evaluators, repeats: Number($("run-repeats").value),
         columns: columns.map((c) => ({ prompt: c.prompt, version: c.version })) } });
       window.location.href = `/evals/runs/${run.id}/`;
     } catch (err) {
       showAlert($("run-error"), err.message);
     }
   });
+  $("pin-go").addEventListener("click", async () => {
+    const prompt = $("col-prompt");
+    if (!prompt.value) { showAlert($("run-error"), "Pick a prompt first."); return; }
+    try {
+      await api(`/api/prompts/${prompt.value}/eval-pin`, { method: "PUT",
+        body: { dataset: cfg.dataset.id, evaluators: picker.specs() } });
+      await showPin();
+    } catch (err) {
+      showAlert($("run-error"), err.message);
+    }
+  });
   async function loadRuns() {
     const page = await api(`/api/evals/runs?dataset=${cfg.dataset.id}`);
-    $("dataset-runs").replaceChildren(...(page.results.length ? page.results.map((r) => el("li", {},
+    $("dataset-runs").replaceChildren(...(page.results.length ? page.results.map((r) => el("li", { "data-run": r.id },
       el("a", { href: `/evals/runs/${r.id}/`, text: `${r.name || "Run"} · v${r.dataset_version_number} · ` +
         r.columns.map(promptName).join(" vs ") }),
-      " ", el("span", { class: "badge muted", text: r.status }))) : [el("li", { class: "hint", text: "No runs yet." })]));
+      " ", el("span", { class: "badge muted", text: r.status }), " ",
+      mayDelete(r) ? el("button", { type: "button", class: "btn small danger run-delete", text: "Delete",
+        "aria-label": `Delete run ${r.name || r.id}`, onclick: () => deleteRun(r) }) : null))
+      : [el("li", { class: "hint", text: "No runs yet." })]));
+  }
+  // The run's creator or the dataset's owner deletes a finished run (a running one is cancelled first).
+  const mayDelete = (r) => (r.owner === cfg.username || cfg.isOwner) && !["queued", "running"].includes(r.status);
+  async function deleteRun(r) {
+    if (!window.confirm("Delete this run and its results? This cannot be undone.")) return;
+    try { await api(`/api/evals/runs/${r.id}`, { method: "DELETE" }); await loadRuns(); }
+    catch (err) { showAlert($("page-error"), err.message); }
   }
   Promise.all([loadVersions(), loadPrompts(), loadEvaluators(), loadRuns()])
     .catch((err) => showAlert($("page-error"), err.message));
-}
-
-// A column whose prompt the reader may not view comes redacted: no title, output or message.
-const HIDDEN = "a prompt you cannot view";
-const promptName = (c) => (c.redacted ? HIDDEN : `${c.prompt_title} v${c.version_number}`);
-// A chart legend entry in its column's colour (set through CSSOM: the CSP allows no style attribute).
-function legendItem(colour, text) {
-  const item = el("span", { class: "legend-item" }, text);
-  item.style.color = colour;
-  return item;
-}
-
-// ---- A run ---------------------------------------------------------------
-const COLOURS = ["#3b6fd4", "#d9822b", "#2e9e5b", "#b94a8f", "#7a6a2f", "#2b9fb3"];
-
-function runPage() {
-  const base = `/api/evals/runs/${cfg.run}`;
-  let run = null, grid = null;
-  const columnName = (c) => `${promptName(c)}${c.model_name ? " · " + c.model_name : ""}`;
-
-  function renderDiff(diff) {
-    const out = document.createDocumentFragment();
-    for (const [op, text] of diff) {
-      out.append(op === "=" ? document.createTextNode(text) : el(op === "+" ? "ins" : "del", { text }));
-    }
-    return out;
-  }
-  function renderCell(cell) {
-    if (!cell) return el("td", { class: "err", text: "–" });
-    if (cell.error) return el("td", { class: "err" }, el("strong", { text: cell.error }), ` ${cell.error_message || ""}`);
-    const td = el("td", { class: cell.passed ? "pass" : "fail" });
-    if (cell.redacted) td.append(el("em", { class: "hint", text: HIDDEN }));
-    else td.append(cell.diff ? renderDiff(cell.diff) : document.createTextNode(cell.output));
-    for (const [name, s] of Object.entries(cell.scores)) {
-      td.append(el("span", { class: "ev-score", title: s.reason || "", text: `${name}: ${fmt(s.score)}${s.reason ? " · " + s.reason : ""}` }));
-    }
-    if (cell.served) td.append(el("span", { class: "ev-served", title: "the model@version that served this cell", text: cell.served }));
-    return td;
-  }
-  function renderRow(row) {
-    const byColumn = new Map(row.cells.map((c) => [c.column, c]));
-    return el("tr", { "data-row": row.row_index }, el("td", { text: String(row.row_index + 1) }),
-      el("td", { text: Object.entries(row.variables).map(([k, v]) => `${k}: ${v}`).join("\n") }),
-      el("td", { text: row.expected ?? "" }),
-      ...run.columns.map((c) => renderCell(byColumn.get(c.index))));
-  }
-  function renderAggregates() {
-    const keys = run.evaluators.map((e) => e.key);
-    document.querySelector("#agg-table thead").replaceChildren(el("tr", {}, el("th", { text: "Column" }),
-      ...keys.map((k) => el("th", { text: `${k} mean [95% CI]` })), ...keys.map((k) => el("th", { text: `${k} pass` })),
-      el("th", { text: "failed" }), el("th", { text: "latency p50" }), el("th", { text: "tokens in / out" }),
-      el("th", { text: "served by" })));
-    const summary = (run.summary && run.summary.columns) || [];
-    document.querySelector("#agg-table tbody").replaceChildren(...run.columns.map((c) => {
-      const s = summary[c.index];
-      if (!s) return el("tr", {}, el("td", { text: columnName(c) }), el("td", { class: "hint", text: "when the run is done" }));
-      return el("tr", { "data-column": c.index }, el("td", { text: columnName(c) }),
-        ...keys.map((k) => el("td", { class: "ev-mean", text: `${fmt(s.scores[k].mean)} [${fmt(s.scores[k].ci95[0])}, ${fmt(s.scores[k].ci95[1])}]` })),
-        ...keys.map((k) => el("td", { text: `${Math.round(100 * s.scores[k].pass_rate)}%` })),
-        el("td", { text: String(s.failed) }), el("td", { text: s.latency_ms_p50 === null ? "–" : `${Math.round(s.latency_ms_p50)} ms` }),
-        el("td", { text: `${s.prompt_tokens} / ${s.completion_tokens}` }),
-        el("td", { class: "ev-served-by", text: Object.entries(s.served || {}).map(([name, n]) => `${name} (${n})`).join(", ") || "–" }));
-    }));
-    const select = $("chart-evaluator");
-    if (!select.options.length) select.replaceChildren(...keys.map((k) => el("option", { value: k, text: k })));
-    renderChart();
-  }
-  function renderChart() {
-    const svg = $("chart"), key = $("chart-evaluator").value;
-    const summary = (run.summary && run.summary.columns) || [];
-    const ns = "http://www.w3.org/2000/svg";
-    const node = (tag, attrs) => { const n = document.createElementNS(ns, tag); for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v); return n; };
-    svg.replaceChildren();
-    if (!summary.length || !key) return;
-    const hists = summary.map((s) => s.scores[key].histogram.map((n) => n / Math.max(1, s.cells)));
-    const width = 640, height = 200, pad = 24, bins = 10, groups = hists.length;
-    const bw = (width - 2 * pad) / bins, inner = (bw - 4) / groups;
-    const top = Math.max(0.01, ...hists.flat());
-    hists.forEach((hist, g) => hist.forEach((share, b) => {
-      const h = (height - 2 * pad) * share / top;
-      const bar = node("rect", { x: pad + b * bw + 2 + g * inner, y: height - pad - h, width: Math.max(1, inner - 1),
-                                 height: h, fill: COLOURS[g % COLOURS.length], class: "bar", "data-column": g, "data-bin": b });
-      const title = node("title", {});
-      title.textContent = `${columnName(run.columns[g])}: ${Math.round(share * 100)}% scored ${b / 10}–${(b + 1) / 10}`;
-      bar.append(title);
-      svg.append(bar);
-    }));
-    for (let b = 0; b <= bins; b += 5) {
-      const label = node("text", { x: pad + b * bw, y: height - 6, "font-size": 11 });
-      label.textContent = String(b / 10);
-      svg.append(label);
-    }
-    $("chart-legend").replaceChildren(...run.columns.map((c, g) =>
-      legendItem(COLOURS[g % COLOURS.length], `■ ${columnName(c)}`)));
-  }
-  $("chart-evaluator").addEventListener("change", renderChart);
-
-  function renderStatus() {
-    $("run-status").textContent = run.status;
-    $("run-progress").max = run.total;
-    $("run-progress").value = run.completed;
-    $("run-counts").textContent = `${run.completed} / ${run.total} cells${run.failed ? `, ${run.failed} failed` : ""}`;
-    $("run-cancel").hidden = !["queued", "running"].includes(run.status);
-  }
-  function setUpGrid() {
-    document.querySelector("#grid thead").replaceChildren(el("tr", {}, el("th", { text: "#" }), el("th", { text: "Variables" }),
-      el("th", { text: "Expected" }), ...run.columns.map((c) => el("th", { text: columnName(c) }))));
-    grid = lazyPages({
-      sentinel: $("grid-more"), tbody: document.querySelector("#grid tbody"), renderRow,
-      fetchPage: (start) => api(`${base}/results?start=${start}&limit=100${$("grid-filter").value ? "&filter=" + $("grid-filter").value : ""}`),
-    });
-    grid.reset();
-  }
-  $("grid-filter").addEventListener("change", () => grid && grid.reset());
-  $("run-cancel").addEventListener("click", async () => {
-    try { run = await api(`${base}/cancel`, { method: "POST" }); renderStatus(); } catch (err) { showAlert($("page-error"), err.message); }
-  });
-
-  async function poll() {
-    try {
-      const wasActive = run && ["queued", "running"].includes(run.status);
-      run = await api(base);
-      renderStatus();
-      if (!grid) { setUpGrid(); renderAggregates(); }
-      const active = ["queued", "running"].includes(run.status);
-      if (wasActive && !active) { renderAggregates(); grid.reset(); }
-      if (active) setTimeout(poll, 1000);
-    } catch (err) {
-      showAlert($("page-error"), err.message);
-    }
-  }
-  poll();
 }
 
 ({ home: homePage, dataset: datasetPage, run: runPage })[cfg.page]();
