@@ -1,0 +1,172 @@
+"""The generations log's API: who sees a generation (404 for everyone else,
+and once its prompt is gone), the list's filters and keyset paging, a large
+output in the object store, a generation as a dataset row, and the version's
+figures beside the previous version's."""
+
+import time
+
+import pytest
+from rest_framework.test import APIClient
+
+from core.blobstore import get_blob_store
+from evals.datasets import dataset_create
+from generations.models import Generation
+from playground import services as playground_services
+from sharing import services as sharing
+from tests.factories import PromptFactory, PromptVersionFactory, UserFactory
+from tests.generations.conftest import log
+
+pytestmark = pytest.mark.django_db
+
+
+def _client(user=None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def world():
+    owner = UserFactory()
+    prompt = PromptFactory(owner=owner)
+    v1 = PromptVersionFactory(prompt=prompt, body="Hello {{name}}!")
+    v2 = PromptVersionFactory(prompt=prompt, parent=v1, body="Hi {{name}}!")
+    for version in (v1, v2):
+        playground_services.label_move(prompt=prompt, name="production", version_id=version.pk,
+                                       expected_version_id=None if version is v1 else v1.pk, actor=owner)
+    return {"owner": owner, "prompt": prompt, "v1": v1, "v2": v2}
+
+
+def _one(world) -> Generation:
+    return Generation.objects.get(request_id=log(world["v2"], world["owner"], label="production"))
+
+
+def test_should_show_a_generation_to_who_may_view_its_prompt_and_404_to_everyone_else(world):
+    g = _one(world)
+    grantee, stranger, revoked = UserFactory(), UserFactory(), UserFactory()
+    sharing.grant_create(prompt=world["prompt"], actor=world["owner"], role="viewer", username=grantee.username)
+    grant = sharing.grant_create(prompt=world["prompt"], actor=world["owner"], role="viewer",
+                                 username=revoked.username)
+    sharing.grant_revoke(prompt=world["prompt"], grant_id=grant.pk, actor=world["owner"])
+    for user in (world["owner"], grantee):
+        r = _client(user).get(f"/api/generations/{g.pk}")
+        assert r.status_code == 200, r.content
+        assert r.json()["variables"] == {"name": "Ada"} and r.json()["version"] == str(world["v2"].pk)
+    for user in (stranger, revoked, None):
+        for path in (f"/api/generations/{g.pk}", f"/api/generations/{g.pk}/output"):
+            r = _client(user).get(path)
+            assert r.status_code == 404 and r.json()["error"]["code"] == "generation_not_found", (user, path)
+        r = _client(user).get(f"/api/prompts/{world['prompt'].pk}/generations")
+        assert r.status_code == 404 and r.json()["error"]["code"] == "prompt_not_found"
+    # An id never used, and one that is no id, answer the same.
+    for bad in (g.pk + 1000, "nope", "9" * 40):
+        r = _client(world["owner"]).get(f"/api/generations/{bad}")
+        assert r.status_code == 404 and r.json()["error"]["code"] == "generation_not_found"
+
+
+def test_should_404_a_generation_whose_prompt_was_deleted(world):
+    g = _one(world)
+    world["prompt"].delete()
+    r = _client(world["owner"]).get(f"/api/generations/{g.pk}")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "generation_not_found"
+
+
+def test_should_not_log_a_claim_on_a_prompt_the_caller_cannot_see(world):
+    stranger = UserFactory()
+    log(world["v2"], stranger, checked=False)  # X-Prompt-Version of someone else's version
+    log(world["v2"], world["owner"], checked=False)
+    assert list(Generation.objects.values_list("user_id", flat=True)) == [world["owner"].pk]
+
+
+def test_should_filter_and_page_the_list_newest_first(world):
+    owner, v1, v2 = world["owner"], world["v1"], world["v2"]
+    ids = [log(v2, owner, label="production", variables={"name": f"user {i}"}) for i in range(7)]
+    log(v2, owner, status="error", error_code="engine_error", output="")
+    log(v1, owner, output="An older answer")
+    log(v2, owner, model="other-model", output="Another model")
+    client, base = _client(owner), f"/api/prompts/{world['prompt'].pk}/generations"
+
+    page = client.get(base, {"version": v2.pk, "label": "production", "page_size": 3}).json()
+    seen = [g["id"] for g in page["results"]]
+    while page["next"]:
+        page = client.get(page["next"]).json()
+        seen += [g["id"] for g in page["results"]]
+    assert seen == sorted(Generation.objects.filter(request_id__in=ids).values_list("id", flat=True),
+                          reverse=True)
+    assert [g["error_code"] for g in client.get(base, {"status": "error"}).json()["results"]] == ["engine_error"]
+    assert [g["output_head"] for g in client.get(base, {"version": v1.pk}).json()["results"]] == [
+        "An older answer"]
+    assert [g["model"] for g in client.get(base, {"model": "other-model"}).json()["results"]] == ["other-model"]
+    found = client.get(base, {"q": "USER 3"}).json()["results"]
+    assert [g["variables"] for g in found] == [{"name": "user 3"}]
+    assert client.get(base, {"since": "2999-01-01T00:00:00Z"}).json()["results"] == []
+    assert len(client.get(base, {"until": "2999-01-01T00:00:00Z"}).json()["results"]) == 10
+
+
+@pytest.mark.parametrize("params, field", [({"status": "weird"}, "status"), ({"since": "yesterday"}, "since"),
+                                           ({"version": "v2"}, "version"), ({"q": "x" * 201}, "q"),
+                                           ({"sort": "id"}, "sort")])
+def test_should_refuse_bad_list_filters_at_the_field(world, params, field):
+    r = _client(world["owner"]).get(f"/api/prompts/{world['prompt'].pk}/generations", params)
+    assert r.status_code == 400 and r.json()["error"]["field"] == field
+
+
+def test_should_store_a_large_output_in_the_object_store_and_trim_it_in_lists(world, settings):
+    big = "x" * (10 * 1024 * 1024)
+    g = Generation.objects.get(request_id=log(world["v2"], world["owner"], output=big))
+    assert g.output_blob and len(g.output) == settings.GENERATIONS_PREVIEW_CHARS and g.output_size == len(big)
+    assert get_blob_store().size(g.output_blob) == len(big)
+    client = _client(world["owner"])
+    listed = client.get(f"/api/prompts/{world['prompt'].pk}/generations").json()["results"][0]
+    assert len(listed["output_head"]) == 200 and listed["output_size"] == len(big)
+    detail = client.get(f"/api/generations/{g.pk}").json()
+    assert detail["output_truncated"] and detail["output_url"] == f"/api/generations/{g.pk}/output"
+    whole = client.get(detail["output_url"])
+    assert whole.status_code == 200 and len(whole.content) == len(big)
+
+
+def test_should_add_a_generation_to_a_dataset_with_the_expected_output_as_edited(world):
+    g = _one(world)
+    dataset = dataset_create(owner=world["owner"], name="regressions")
+    r = _client(world["owner"]).post(f"/api/generations/{g.pk}/test-case",
+                                     {"dataset_id": str(dataset.pk), "expected": "Hello, Ada."}, format="json")
+    assert r.status_code == 201, r.content
+    row = dataset.versions.get(pk=r.json()["id"]).rows.get()
+    assert (row.variables, row.expected, row.metadata["generation"]) == ({"name": "Ada"}, "Hello, Ada.", g.pk)
+    # Without `expected`, the output is the expected output; a stranger learns nothing.
+    r = _client(world["owner"]).post(f"/api/generations/{g.pk}/test-case", {"dataset_id": str(dataset.pk)},
+                                     format="json")
+    assert dataset.versions.get(pk=r.json()["id"]).rows.last().expected == "Hi Ada"
+    r = _client(UserFactory()).post(f"/api/generations/{g.pk}/test-case", {"dataset_id": str(dataset.pk)},
+                                    format="json")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "generation_not_found"
+
+
+def test_should_give_the_versions_figures_beside_the_previous_production_version(world):
+    owner, v1, v2 = world["owner"], world["v1"], world["v2"]
+    for i in range(20):
+        log(v2, owner, label="production", latency_ms=100 + i, status="error" if i < 2 else "ok")
+        log(v1, owner, label="production", latency_ms=300)
+    log(v2, owner, label="staging", latency_ms=5000)
+    r = _client(owner).get(f"/api/prompts/{world['prompt'].pk}/versions/{v2.pk}/generation-metrics",
+                           {"label": "production", "days": "1"})
+    assert r.status_code == 200, r.content
+    body = r.json()
+    current, previous = body["version"]["total"], body["previous"]["total"]
+    assert body["previous"]["id"] == str(v1.pk) and body["labels"] == ["production"]
+    assert (current["count"], current["errors"], previous["count"]) == (20, 2, 20)
+    assert current["latency_p50_ms"] == pytest.approx(109.5) and previous["latency_p95_ms"] == 300
+    low, high = current["error_rate_ci"]
+    assert low < 0.1 < high and current["latency_mean_ci"][0] < 109.5 < current["latency_mean_ci"][1]
+    assert sum(b["count"] for b in body["version"]["buckets"]) == 20
+
+
+def test_should_keep_generations_within_retention(world, settings):
+    from django.core.management import call_command
+
+    old = log(world["v2"], world["owner"], at=time.time() - 40 * 86400)
+    new = log(world["v2"], world["owner"])
+    settings.GENERATIONS_RETENTION_DAYS = 30
+    call_command("generations_sweep")
+    assert list(Generation.objects.values_list("request_id", flat=True)) == [new] and old != new
