@@ -15,7 +15,8 @@ def log(version, user, *, label="", output="Hi Ada", variables=None, status="ok"
     """Store one generation of `version` called by `user`; its request id."""
     request_id = f"gen-test-{next(_ids)}-{uuid.uuid4().hex[:8]}"
     row = {"user_id": user.pk, "api_key_id": None, "request_id": request_id, "model": model, "version": "",
-           "tier": "free", "prompt_tokens": 5, "completion_tokens": completion_tokens, "latency_ms": latency_ms,
+           "tier": "free", "prompt_tokens": 5, "completion_tokens": completion_tokens,
+           "latency_ms": latency_ms,
            "ttft_ms": ttft_ms, "cache_hit": "", "status": status, "error_code": error_code, "end_user": "",
            "prompt_version": str(version.pk), "prompt_label": label, "eval_run": None}
     entry = {"source": "run" if checked else "v1", "checked": checked,
