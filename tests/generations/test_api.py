@@ -134,7 +134,8 @@ def test_should_add_a_generation_to_a_dataset_with_the_expected_output_as_edited
     g = _one(world)
     dataset = dataset_create(owner=world["owner"], name="regressions")
     r = _client(world["owner"]).post(f"/api/generations/{g.pk}/test-case",
-                                     {"dataset_id": str(dataset.pk), "expected": "Hello, Ada."}, format="json")
+                                     {"dataset_id": str(dataset.pk), "expected": "Hello, Ada."},
+                                     format="json")
     assert r.status_code == 201, r.content
     row = dataset.versions.get(pk=r.json()["id"]).rows.get()
     assert (row.variables, row.expected, row.metadata["generation"]) == ({"name": "Ada"}, "Hello, Ada.", g.pk)
