@@ -157,10 +157,11 @@ METRIC_PARAMS = {"label", "days", "bucket"}
 
 def comparison(*, prompt, version, label: str, days: int, bucket: str) -> dict:
     """The version's figures and those of the version `label` pointed at before it, over the same window."""
-    since = timezone.now() - datetime.timedelta(days=days)
+    until = timezone.now()
+    since = until - datetime.timedelta(days=days)
     previous = version_previous(prompt=prompt, version=version, label=label or DEFAULT_LABEL)
     return {
-        "label": label, "labels": version_labels(version=version), "since": since.isoformat(),
+        "label": label, "labels": version_labels(version=version), "since": since, "until": until,
         "bucket": bucket,
         "version": {"id": str(version.pk), "number": version.number,
                     **version_metrics(version_id=version.pk, since=since, label=label, bucket=bucket)},
@@ -190,7 +191,7 @@ class VersionMetricsApi(APIView):
         days = request.query_params.get("days", "7")
         if not days.isdigit() or not 1 <= int(days) <= 90:
             raise DomainError("days must be a whole number from 1 to 90.", code="invalid_value", field="days")
-        bucket = _choice(request, "bucket", ("hour", "day")) or ("hour" if int(days) <= 2 else "day")
+        bucket = _choice(request, "bucket", ("hour", "day")) or ("hour" if int(days) <= 7 else "day")
         label = request.query_params.get("label", "")
         return Response(comparison(prompt=prompt, version=version, label=label, days=int(days),
                                    bucket=bucket))

@@ -4,6 +4,8 @@ the page's CSP allows neither)."""
 
 from __future__ import annotations
 
+import datetime
+
 WIDTH, HEIGHT, PAD = 300, 80, 6
 
 # (figure key, title, unit) of each chart on the page.
@@ -13,25 +15,28 @@ CHARTS = (("count", "Generations", ""), ("latency_p95_ms", "Latency p95", "ms"),
           ("cost", "Cost", "$"))
 
 
-def _series(buckets: list[dict], key: str, x_of: dict, top: float) -> dict:
-    points = [(x_of[b["at"]], b[key]) for b in buckets if b[key] is not None]
+def _series(buckets: list[dict], key: str, x_of, top: float) -> dict:
+    points = [(x_of(b["at"]), b[key]) for b in buckets if b[key] is not None]
     scaled = [(x, HEIGHT - PAD - (y / top) * (HEIGHT - 2 * PAD) if top else HEIGHT - PAD) for x, y in points]
     return {"points": " ".join(f"{x:.1f},{y:.1f}" for x, y in scaled),
             "dots": [{"x": f"{x:.1f}", "y": f"{y:.1f}"} for x, y in scaled]}
 
 
-def line_charts(current: list[dict], previous: list[dict] | None) -> list[dict]:
-    """Each chart of CHARTS: its title, the top of its scale, and each version's line."""
-    times = sorted({b["at"] for b in current} | {b["at"] for b in previous or ()})
-    step = (WIDTH - 2 * PAD) / max(len(times) - 1, 1)
-    x_of = {at: PAD + i * step for i, at in enumerate(times)}
+def line_charts(current: list[dict], previous: list[dict] | None, *, since: datetime.datetime,
+                until: datetime.datetime) -> list[dict]:
+    """Each chart of CHARTS over the window since..until: its title, the top of
+    its scale, and each version's line (a bucket at its start's time)."""
+    span = max((until - since).total_seconds(), 1.0)
+
+    def x_of(at: datetime.datetime) -> float:
+        return PAD + min(max((at - since).total_seconds() / span, 0.0), 1.0) * (WIDTH - 2 * PAD)
+
     charts = []
     for key, title, unit in CHARTS:
         values = [b[key] for b in current + (previous or []) if b[key] is not None]
         top = float(max(values)) if values else 0.0
         shown_top = f"{top * 100:.1f}%" if unit == "%" else f"{top:,.4g} {unit}".strip()
-        charts.append({"key": key, "title": title, "top": shown_top, "width": WIDTH, "height": HEIGHT,
-                       "current": _series(current, key, x_of, top),
-                       "previous": _series(previous, key, x_of, top) if previous is not None else None,
-                       "first": times[0] if times else None, "last": times[-1] if times else None})
+        charts.append({"key": key, "title": title, "top": shown_top if values else None, "width": WIDTH,
+                       "height": HEIGHT, "current": _series(current, key, x_of, top),
+                       "previous": _series(previous, key, x_of, top) if previous is not None else None})
     return charts

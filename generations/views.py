@@ -56,7 +56,7 @@ def version_generations(request, prompt_id, version_id):
         version = prompt_selectors.version_get(prompt=prompt, version_id=version_id)
     f = _filters(request)
     figures = comparison(prompt=prompt, version=version, label=f["label"], days=f["days"],
-                         bucket="hour" if f["days"] <= 1 else "day")
+                         bucket="hour" if f["days"] <= 7 else "day")
     rows = generation_list(prompt=prompt, version_id=version.pk, label=f["label"], status=f["status"],
                            model=f["model"], search=f["q"])
     if f["before"] is not None:
@@ -72,7 +72,8 @@ def version_generations(request, prompt_id, version_id):
     return render(request, "generations/version.html", {
         "prompt": prompt, "version": version, "filters": f, "days_choices": DAYS, "statuses": STATUSES,
         "figures": figures, "previous": previous, "totals": totals,
-        "charts": line_charts(figures["version"]["buckets"], previous["buckets"] if previous else None),
+        "charts": line_charts(figures["version"]["buckets"], previous["buckets"] if previous else None,
+                              since=figures["since"], until=figures["until"]),
         "generations": page[:PAGE_SIZE], "older": older, "newest": f"?{urlencode(kept)}",
         "head_chars": LIST_HEAD_CHARS,
         "config": {"prompt": {"id": str(prompt.pk)}, "version": str(version.pk)},
