@@ -110,7 +110,8 @@ class GenerationListApi(APIView):
                                status=_choice(request, "status", STATUSES),
                                model=request.query_params.get("model", ""), since=_when(request, "since"),
                                until=_when(request, "until"), search=search)
-        return paginated(request, self, rows, ("-id",), lambda items: [generation_summary(g) for g in items])
+        return paginated(request, self, rows, ("-created_at", "-id"),
+                         lambda items: [generation_summary(g) for g in items])
 
 
 class GenerationDetailApi(APIView):

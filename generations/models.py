@@ -11,7 +11,7 @@ class Generation(models.Model):
     prompt's access check, so one of a deleted prompt is a 404), and deleting a
     prompt never waits on its log."""
 
-    id = models.BigAutoField(primary_key=True)  # keyset paging: newest first by id
+    id = models.BigAutoField(primary_key=True)
     request_id = models.CharField(max_length=64, unique=True)  # a record claimed twice is stored once
     prompt_id = models.UUIDField()
     version_id = models.UUIDField()
@@ -39,7 +39,7 @@ class Generation(models.Model):
     created_at = models.DateTimeField(db_index=True)  # when the request ended
 
     class Meta:
-        ordering = ["-id"]
-        indexes = [models.Index(fields=["version_id", "-id"], name="generation_version"),
-                   models.Index(fields=["prompt_id", "-id"], name="generation_prompt"),
-                   models.Index(fields=["version_id", "created_at"], name="generation_version_time")]
+        # Lists page by (created_at, id), newest first: a time filter is a range of these indexes.
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["version_id", "-created_at", "-id"], name="generation_version"),
+                   models.Index(fields=["prompt_id", "-created_at", "-id"], name="generation_prompt")]

@@ -1,8 +1,9 @@
 """The version's generations page: its figures beside the previous version's,
-then its generations (filters, newest first, paged by id)."""
+then its generations (filters, newest first, paged by (time, id))."""
 
 from __future__ import annotations
 
+from django.db.models import Q
 from django.shortcuts import render
 from django.utils.http import urlencode
 
@@ -59,8 +60,9 @@ def version_generations(request, prompt_id, version_id):
                          bucket="hour" if f["days"] <= 7 else "day")
     rows = generation_list(prompt=prompt, version_id=version.pk, label=f["label"], status=f["status"],
                            model=f["model"], search=f["q"])
-    if f["before"] is not None:
-        rows = rows.filter(id__lt=f["before"])
+    if f["before"] is not None and (last := rows.filter(pk=f["before"]).values("created_at").first()):
+        rows = rows.filter(Q(created_at__lt=last["created_at"]) | Q(created_at=last["created_at"],
+                                                                   id__lt=f["before"]))
     page = list(rows[:PAGE_SIZE + 1])
     kept = {k: v for k, v in f.items() if v and k != "before"}
     older = (f"?{urlencode({**kept, 'before': page[PAGE_SIZE - 1].pk})}" if len(page) > PAGE_SIZE else None)

@@ -23,7 +23,8 @@ RUN = """async ([path, name]) => {
 }"""
 
 
-def test_should_list_generations_compare_versions_and_add_one_to_a_dataset(live_url, new_page, console_errors):
+def test_should_list_generations_compare_versions_and_add_one_to_a_dataset(live_url, new_page,
+                                                                            console_errors):
     page = new_page()
     username = sign_up(page, live_url)
     owner = get_user_model().objects.get(username=username)
@@ -31,8 +32,8 @@ def test_should_list_generations_compare_versions_and_add_one_to_a_dataset(live_
     v1 = PromptVersionFactory(prompt=prompt, body="Hello {{name}}!", model_name="fixed-cost")
     v2 = PromptVersionFactory(prompt=prompt, parent=v1, body="Hi {{name}}!", model_name="fixed-cost")
     run = f"/api/prompts/{prompt.pk}/labels/production/run"
-    playground_services.label_move(prompt=prompt, name="production", version_id=v1.pk, expected_version_id=None,
-                                   actor=owner)
+    playground_services.label_move(prompt=prompt, name="production", version_id=v1.pk,
+                                   expected_version_id=None, actor=owner)
     page.goto(f"{live_url}/prompts/")
     for name in ("Ada", "Alan"):
         assert page.evaluate(RUN, [run, name]) == 200

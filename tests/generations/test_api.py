@@ -93,8 +93,8 @@ def test_should_filter_and_page_the_list_newest_first(world):
     while page["next"]:
         page = client.get(page["next"]).json()
         seen += [g["id"] for g in page["results"]]
-    assert seen == sorted(Generation.objects.filter(request_id__in=ids).values_list("id", flat=True),
-                          reverse=True)
+    newest_first = Generation.objects.filter(request_id__in=ids).order_by("-created_at", "-id")
+    assert seen == list(newest_first.values_list("id", flat=True)) and len(seen) == 7
     errors = client.get(base, {"status": "error"}).json()["results"]
     assert [g["error_code"] for g in errors] == ["engine_error"]
     assert [g["output_head"] for g in client.get(base, {"version": v1.pk}).json()["results"]] == [
@@ -175,3 +175,20 @@ def test_should_keep_generations_within_retention(world, settings):
     settings.GENERATIONS_RETENTION_DAYS = 30
     call_command("generations_sweep")
     assert list(Generation.objects.values_list("request_id", flat=True)) == [new] and old != new
+
+
+def test_should_page_the_version_page_and_404_it_to_a_stranger(world, client):
+    from generations import views
+
+    owner, v2 = world["owner"], world["v2"]
+    ids = [log(v2, owner, variables={"name": f"n{i}"}, at=1_700_000_000 + i) for i in range(views.PAGE_SIZE + 3)]
+    client.force_login(owner)
+    url = f"/prompts/{world['prompt'].pk}/versions/{v2.pk}/generations/"
+    first = client.get(url)
+    assert first.status_code == 200 and len(first.context["generations"]) == views.PAGE_SIZE
+    second = client.get(url + first.context["older"])
+    shown = [g.request_id for g in first.context["generations"]] + [
+        g.request_id for g in second.context["generations"]]
+    assert shown == ids[::-1] and second.context["older"] is None
+    client.force_login(UserFactory())
+    assert client.get(url).status_code == 404
