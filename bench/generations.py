@@ -103,6 +103,9 @@ def bench_list(rows: int) -> None:
             "q: one row's variable ('user 123457 ')": {"q": "user 123457 "},
             "q: nothing matches ('zzzzzz')": {"q": "zzzzzz"},
             "version + q + since 7 days": {"version": v3.pk, "q": "ab", "since": _ago(7)},
+            "status cancelled (no row)": {"status": "cancelled"},
+            "model no row has": {"model": "model-z"},
+            "label no row has": {"label": "canary"},
         }
         for name, params in cases.items():
             p50, worst, count = _times(client, path, {**params, "page_size": 50})

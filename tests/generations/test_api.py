@@ -181,7 +181,8 @@ def test_should_page_the_version_page_and_404_it_to_a_stranger(world, client):
     from generations import views
 
     owner, v2 = world["owner"], world["v2"]
-    ids = [log(v2, owner, variables={"name": f"n{i}"}, at=1_700_000_000 + i) for i in range(views.PAGE_SIZE + 3)]
+    ids = [log(v2, owner, variables={"name": f"n{i}"}, at=1_700_000_000 + i)
+           for i in range(views.PAGE_SIZE + 3)]
     client.force_login(owner)
     url = f"/prompts/{world['prompt'].pk}/versions/{v2.pk}/generations/"
     first = client.get(url)
