@@ -41,5 +41,12 @@ class Generation(models.Model):
     class Meta:
         # Lists page by (created_at, id), newest first: a time filter is a range of these indexes.
         ordering = ["-created_at", "-id"]
+        # A filter that matches few rows must not walk the whole prompt: one index per filter.
         indexes = [models.Index(fields=["version_id", "-created_at", "-id"], name="generation_version"),
-                   models.Index(fields=["prompt_id", "-created_at", "-id"], name="generation_prompt")]
+                   models.Index(fields=["version_id", "label", "-created_at", "-id"],
+                                name="generation_version_label"),
+                   models.Index(fields=["prompt_id", "-created_at", "-id"], name="generation_prompt"),
+                   models.Index(fields=["prompt_id", "label", "-created_at", "-id"], name="generation_label"),
+                   models.Index(fields=["prompt_id", "status", "-created_at", "-id"],
+                                name="generation_status"),
+                   models.Index(fields=["prompt_id", "model", "-created_at", "-id"], name="generation_model")]

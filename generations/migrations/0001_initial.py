@@ -57,7 +57,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['version_id', '-created_at', '-id'], name='generation_version'), models.Index(fields=['prompt_id', '-created_at', '-id'], name='generation_prompt')],
+                'indexes': [models.Index(fields=['version_id', '-created_at', '-id'], name='generation_version'), models.Index(fields=['version_id', 'label', '-created_at', '-id'], name='generation_version_label'), models.Index(fields=['prompt_id', '-created_at', '-id'], name='generation_prompt'), models.Index(fields=['prompt_id', 'label', '-created_at', '-id'], name='generation_label'), models.Index(fields=['prompt_id', 'status', '-created_at', '-id'], name='generation_status'), models.Index(fields=['prompt_id', 'model', '-created_at', '-id'], name='generation_model')],
             },
         ),
         postgresql_sql(*SEARCH_INDEX),
