@@ -58,11 +58,11 @@ def generation_summary(g: Generation) -> dict:
 
 
 def generation_detail(g: Generation) -> dict:
-    stored_apart = bool(g.output_blob)
     return {**generation_summary(g), "request_id": g.request_id, "caller": g.user.username,
             "api_key": g.api_key_id, "cache_hit": g.cache_hit or None, "params": g.params,
-            "messages": generation_messages(g), "output": g.output, "output_truncated": stored_apart,
-            "output_url": f"/api/generations/{g.pk}/output" if stored_apart else None}
+            "messages": generation_messages(g), "output": g.output,
+            "output_truncated": len(g.output) < g.output_size,
+            "output_url": f"/api/generations/{g.pk}/output" if g.output_blob else None}
 
 
 def _when(request, name: str) -> datetime.datetime | None:

@@ -6,7 +6,8 @@ An entry is stored only for a version that still exists and, for a /v1 call's
 X-Prompt-Version claim (not checked on the request's path), only when its caller
 may view the prompt: no one logs into a prompt they cannot see. Outputs and
 messages past GENERATIONS_INLINE_MAX_CHARS go to the object store; the row keeps
-an output's head. GENERATIONS_REDACT, when set, sees every entry first.
+an output's head (the record stage cut the output at GENERATIONS_OUTPUT_MAX_CHARS).
+GENERATIONS_REDACT, when set, sees every entry first.
 """
 
 from __future__ import annotations
@@ -68,14 +69,14 @@ def _offload(key: str, text: str) -> str:
 
 def _generation(row: dict, entry: dict, prompt_id: str) -> Generation:
     inline, head = settings.GENERATIONS_INLINE_MAX_CHARS, settings.GENERATIONS_PREVIEW_CHARS
-    output = entry["output"][:settings.GENERATIONS_OUTPUT_MAX_CHARS]
+    output, messages = entry["output"], entry["messages"]
     output_blob = messages_blob = ""
-    messages = entry["messages"]
     if len(output) > inline:
         output_blob = _offload(f"generations/{row['request_id']}/output.txt", output)
     if len(raw := json.dumps(messages)) > inline:
         messages_blob = _offload(f"generations/{row['request_id']}/messages.json", raw)
-        messages = None if messages_blob else messages
+        if messages_blob:
+            messages = None
     shown = output if len(output) <= inline else output[:head]
     variables = entry["variables"]
     search = " ".join(str(v) for v in variables.values()) + "\n" + shown[:SEARCH_CHARS]
@@ -84,7 +85,8 @@ def _generation(row: dict, entry: dict, prompt_id: str) -> Generation:
         label=row.get("prompt_label") or "", user_id=row["user_id"], api_key_id=row.get("api_key_id"),
         source=entry["source"], model=row["model"], status=row["status"], error_code=row["error_code"],
         cache_hit=row.get("cache_hit") or "", variables=variables, messages=messages,
-        messages_blob=messages_blob, params=entry["params"], output=shown, output_size=len(entry["output"]),
+        messages_blob=messages_blob, params=entry["params"], output=shown,
+        output_size=entry.get("output_size", len(output)),
         output_blob=output_blob, prompt_tokens=row["prompt_tokens"],
         completion_tokens=row["completion_tokens"],
         latency_ms=row["latency_ms"], ttft_ms=row.get("ttft_ms"),

@@ -54,6 +54,8 @@ def entry(call: Call, result: dict | None) -> dict | None:
     params = call.params.fingerprint()
     if call.params.user:
         params["user"] = call.params.user
+    output = _output(result)
     return {"source": ref.get("source", "v1"), "checked": bool(ref.get("checked")),
             "variables": ref.get("variables") or {}, "messages": call.messages, "params": params,
-            "output": _output(result), "at": time.time()}
+            "output": output[:settings.GENERATIONS_OUTPUT_MAX_CHARS], "output_size": len(output),
+            "at": time.time()}

@@ -19,7 +19,7 @@ GENERATIONS_RETENTION_DAYS = env_int("GENERATIONS_RETENTION_DAYS", 30)
 # the row keeps the first GENERATIONS_PREVIEW_CHARS of an output (lists show that head).
 GENERATIONS_INLINE_MAX_CHARS = env_int("GENERATIONS_INLINE_MAX_CHARS", 64 * 1024)
 GENERATIONS_PREVIEW_CHARS = env_int("GENERATIONS_PREVIEW_CHARS", 2000)
-# Largest output logged (characters); past it the stored output is cut.
+# Largest output logged (characters); past it the output is cut (in the usage stream too).
 GENERATIONS_OUTPUT_MAX_CHARS = env_int("GENERATIONS_OUTPUT_MAX_CHARS", 16 * 1024 * 1024)
 # Prices per million tokens, {"model": {"prompt": 0.5, "completion": 1.5}}: a model
 # without one logs no cost.

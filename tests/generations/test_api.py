@@ -193,3 +193,12 @@ def test_should_page_the_version_page_and_404_it_to_a_stranger(world, client):
     assert shown == ids[::-1] and second.context["older"] is None
     client.force_login(UserFactory())
     assert client.get(url).status_code == 404
+
+
+def test_should_store_only_what_the_redaction_hook_returns(world, settings):
+    settings.GENERATIONS_REDACT = "tests.generations.conftest.scrub"
+    g = Generation.objects.get(request_id=log(world["v2"], world["owner"], output="Hi Ada"))
+    assert (g.variables, g.output) == ({"name": "<name>"}, "Hi <name>")
+    assert g.messages[0]["content"] == "Hello <name>!"
+    client = _client(world["owner"])
+    assert client.get(f"/api/prompts/{world['prompt'].pk}/generations", {"q": "ada"}).json()["results"] == []
