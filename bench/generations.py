@@ -164,9 +164,10 @@ def bench_gateway(duration: float, levels: list[int], rounds: int) -> None:
                     r = e2e.wrk(stack.base, [key], conns, duration, stack=stack)
                     time.sleep(2)  # the writer's last batch
                     logged = Generation.objects.filter(version_id=version.pk).count() - before
+                    refused = {s: c for s, c in r["statuses"].items() if s != "200"}
                     print(f"{'on' if enabled == 'true' else 'off':>8} {conns:>6} {r['rps']:>8.1f} "
                           f"{r['p50_us'] / 1000:>8.1f} {r['p99_us'] / 1000:>8.1f} {r['non200']:>8} "
-                          f"{logged:>8}")
+                          f"{logged:>8}" + (f"  by status {refused}" if refused else ""))
 
 
 def main() -> None:
