@@ -27,6 +27,9 @@ api_patterns = [
     path("prompts/", include(generation_urls.prompt_urls)),
     path("generations/", include(generation_urls.generation_urls)),
     path("runs/", include(playground_urls.run_urls)),
+    path("playground/", include(playground_urls.scratch_urls)),
+    path("playground/", include(inference_urls.scratch_run_urls)),
+    path("", include(inference_urls.estimate_urls)),
     path("runs/", include(eval_urls.run_case_urls)),
     path("datasets/", include(eval_urls.dataset_urls)),
     path("evals/", include(eval_urls.eval_urls)),
@@ -47,6 +50,7 @@ urlpatterns = [
     path("chat/", include(chat_urls.pages)),
     path("prompts/", include("playground.page_urls")),
     path("prompts/", include(generation_urls.pages)),
+    path("playground/", playground_views.scratch_playground, name="scratch-playground"),
     path("runs/<str:run_id>/", playground_views.run_permalink, name="run-permalink"),
     path("evals/", include("evals.page_urls")),
     # Share-link page (/s/<token>) and "shared with me" (/prompts/shared/).

@@ -157,6 +157,7 @@ CODES: dict[str, ErrorCode] = {
     "unsupported_format_version": E(400, "An import file's format_version is not one this server reads."),
     "import_body_hash_mismatch": E(400, "An imported version's body does not match its body_sha256."),
     "import_too_many_versions": E(400, "An import file holds more versions than PROMPT_IMPORT_MAX_VERSIONS."),
+    "too_many_messages": E(400, "A version holds more messages than PROMPT_MAX_MESSAGES."),
     "import_too_many_labels": E(400, "An import file holds more labels than PROMPT_IMPORT_MAX_LABELS."),
     "unsupported_pattern": E(400, "A regular expression RE2 will not run."),
     "pattern_too_long": E(400, "A regular expression is over the length limit."),

@@ -24,7 +24,7 @@ from core.error_codes import DomainError
 from core.jobs import BUSY, CANCELLED, Job, JobKind, Slots, drive
 from core.leases import release_connection
 from playground.bodies import body_text
-from playground.calls.builder import version_params, version_render
+from playground.calls.builder import template_texts, version_params, version_render
 from playground.models import PromptVersion
 from playground.templating import template_variables
 
@@ -53,7 +53,8 @@ class _Judge:
         self.version = PromptVersion.objects.select_related("payload_blob").get(pk=spec["args"]["version"])
         self.body = body_text(self.version)
         self.params = version_params(self.version)
-        self.uses = set(template_variables(self.version.system, self.body)) | set(self.version.variables)
+        texts = template_texts(system=self.version.system, messages=self.version.messages, body=self.body)
+        self.uses = set(template_variables(*texts.values())) | set(self.version.variables)
 
 
 def _lane(run: EvalRun):

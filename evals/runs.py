@@ -43,7 +43,8 @@ from inference_protocol.catalog import UnknownModel, model_names, model_spec
 from inference_protocol.features import unsupported
 from inference_protocol.validation import InvalidInput, check_sampling, check_stop
 from playground import selectors as prompt_selectors
-from playground.calls.builder import version_params
+from playground.bodies import body_text
+from playground.calls.builder import version_params, version_render
 from playground.permissions import access_prompt
 
 from .evaluators import check_evaluators
@@ -154,10 +155,8 @@ def _check_judges(user, specs: list[dict]) -> None:
         _check_model(version.model_name, version_params(version), field)
 
 
-def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, name: str = "") -> EvalRun:
-    """Check everything, then store the run (queued) and hand it to a driver.
-    404s: a dataset, version or prompt the user cannot see; 429 past the user's
-    EVAL_MAX_ACTIVE_RUNS unfinished runs."""
+def _dataset_version(user, dataset_id, version_id) -> DatasetVersion:
+    """The version a run goes over (the newest by default), with rows."""
     dataset = access_dataset(user=user, dataset_id=dataset_id, need="view")
     versions = DatasetVersion.objects.filter(dataset=dataset)
     if version_id is None:
@@ -172,6 +171,40 @@ def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, na
                               field="dataset_version")
     if version.row_count == 0:
         raise DomainError("The dataset version has no rows.", code="dataset_empty", field="dataset_version")
+    return version
+
+
+# Rows whose rendered size stands for the whole version in an estimate.
+PLAN_SAMPLE_ROWS = 50
+
+
+def evalrun_plan(*, user, dataset_id, columns, version_id=None) -> list[dict]:
+    """What a run would send, for an estimate, checked as evalrun_create checks
+    it: per column its model, the longest of the first PLAN_SAMPLE_ROWS rows'
+    messages, its max_tokens and the number of rows."""
+    version = _dataset_version(user, dataset_id, version_id)
+    sample = list(version.rows.order_by("index").values_list("variables", flat=True)[:PLAN_SAMPLE_ROWS])
+    plan = []
+    for column in _check_columns(user, columns):
+        body = body_text(column["version"])
+        rendered = []
+        for variables in sample:
+            try:
+                rendered.append(version_render(version=column["version"], variables=variables, body=body)[1])
+            except DomainError:
+                continue  # a row that would fail costs nothing
+        longest = max(rendered, key=lambda m: sum(len(x["content"]) for x in m), default=None)
+        if longest is not None:
+            plan.append({"model": column["model"], "messages": longest, "count": version.row_count,
+                         "max_tokens": column["params"].get("max_tokens")})
+    return plan
+
+
+def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, name: str = "") -> EvalRun:
+    """Check everything, then store the run (queued) and hand it to a driver.
+    404s: a dataset, version or prompt the user cannot see; 429 past the user's
+    EVAL_MAX_ACTIVE_RUNS unfinished runs."""
+    version = _dataset_version(user, dataset_id, version_id)
     if not isinstance(name, str) or len(name) > 200:
         raise DomainError("name is at most 200 characters.", code="invalid_name", field="name")
     specs = check_evaluators(evaluators)

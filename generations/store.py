@@ -22,6 +22,7 @@ from django.contrib.auth import get_user_model
 from django.utils.module_loading import import_string
 
 from core.blobstore import get_blob_store
+from inference_protocol.pricing import token_cost
 from playground.models import PromptVersion
 from playground.permissions import prompts_visible_to
 
@@ -50,11 +51,9 @@ def _visible(entries: list[tuple[dict, dict]], prompt_of: dict) -> set[tuple[int
 
 
 def _cost(model: str, prompt_tokens: int, completion_tokens: int) -> Decimal | None:
-    price = settings.GENERATIONS_PRICES.get(model)
-    if not price:
-        return None
-    return (Decimal(str(price.get("prompt", 0))) * prompt_tokens
-            + Decimal(str(price.get("completion", 0))) * completion_tokens) / 1_000_000
+    """USD at INFERENCE_PRICES (None: the model is not priced)."""
+    cost = token_cost(model, prompt_tokens, completion_tokens)
+    return None if cost is None else Decimal(str(cost))
 
 
 def _offload(key: str, text: str) -> str:

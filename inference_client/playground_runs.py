@@ -1,6 +1,7 @@
 """The playground page's runs, recorded in its run history:
 
-    POST /api/prompts/<id>/run   {"version", "system", "body", "variables", "model", ..., "stream"}
+    POST /api/prompts/<id>/run   {"version", "system", "messages", "body", "variables", "model", ...}
+    POST /api/playground/run     the same, for the caller's scratch draft (no prompt yet)
 
 The server renders the texts with the variables and builds the request itself
 (playground.runs.run_build), runs it on the path of /v1/chat/completions, and
@@ -85,7 +86,7 @@ async def _stored_before_done(completion: Completion, stored: asyncio.Task):
 
 
 @csrf_exempt  # authenticate checks CSRF for session calls itself
-async def playground_run(request, prompt_id):
+async def playground_run(request, prompt_id=None):
     if request.method != "POST":
         return json_error("method_not_allowed", "Use POST to run a prompt.")
     built = None

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from inference_client import batch_views, pages, playground_runs, prompt_runs, views
+from inference_client import batch_views, estimates, pages, playground_runs, prompt_runs, views
 from inference_client.control import pages as control_pages
 
 urlpatterns = [
@@ -27,6 +27,10 @@ prompt_run_urls = [
     path(f"{L}/run", prompt_runs.label_run, name="api-label-run"),
     path("<uuid:prompt_id>/run", playground_runs.playground_run, name="api-prompt-run"),
 ]
+# The scratch playground's runs (no prompt yet), mounted at /api/playground/.
+scratch_run_urls = [path("run", playground_runs.playground_run, name="api-scratch-run")]
+estimate_urls = [path("estimate", estimates.EstimateApi.as_view(), name="api-estimate"),
+                 path("evals/estimate", estimates.EvalEstimateApi.as_view(), name="api-eval-estimate")]
 
 pages_urls = [
     path("settings/api-keys/", pages.api_keys, name="api-keys"),

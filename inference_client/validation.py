@@ -49,16 +49,10 @@ def _tool_turn(message: dict, i: int) -> dict:
             raise bad(f"'{where}.tool_call_id' must be the id of the call this message answers.",
                       f"{where}.tool_call_id", "missing_required_parameter")
         return {"role": "tool", "content": message.get("content")}
-    calls = message.get("tool_calls")
-    if not isinstance(calls, list) or not calls:
-        raise bad(f"'{where}.tool_calls' must be a non-empty array.", f"{where}.tool_calls", "invalid_type")
-    for j, call in enumerate(calls):
-        fn = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) \
-                or not isinstance(fn.get("arguments"), str):
-            raise bad(f"'{where}.tool_calls[{j}]' must be {{\"type\": \"function\", \"id\": ..., "
-                      "\"function\": {\"name\": ..., \"arguments\": \"<JSON text>\"}}.",
-                      f"{where}.tool_calls[{j}]", "invalid_type")
+    try:
+        calls = tools.check_calls(message.get("tool_calls"), field=f"{where}.tool_calls")
+    except protocol.InvalidInput as exc:
+        raise bad(str(exc), exc.field, exc.kind) from None
     content = message.get("content") or ""
     if not isinstance(content, str):
         raise bad(f"'{where}.content' must be a string or null.", f"{where}.content", "invalid_type")

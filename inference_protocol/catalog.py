@@ -54,3 +54,4 @@ def model_spec(name: str, snapshot: config.ConfigSnapshot | None = None) -> dict
         spec = {**spec, **version_options(versions[version]),
                 "checkpoint": {"model": model, "version": version}}
     return spec
+

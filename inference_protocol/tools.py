@@ -72,6 +72,21 @@ def check_tools(tools: object, *, field: str = "tools") -> list[dict[str, Any]]:
     return out
 
 
+def check_calls(calls: object, *, field: str) -> list[dict[str, Any]]:
+    """An assistant turn's tool_calls in OpenAI's shape:
+    [{"type": "function", "id", "function": {"name", "arguments": "<JSON text>"}}]."""
+    if not isinstance(calls, list) or not calls:
+        raise _bad(f"'{field}' must be a non-empty array.", field, "invalid_type")
+    for j, call in enumerate(calls):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) \
+                or not isinstance(fn.get("arguments"), str):
+            raise _bad(f"'{field}[{j}]' must be {{\"type\": \"function\", \"id\": ..., "
+                       "\"function\": {\"name\": ..., \"arguments\": \"<JSON text>\"}}.",
+                       f"{field}[{j}]", "invalid_type")
+    return calls
+
+
 def check_tool_choice(value: Any, tools: list[dict[str, Any]], *, field: str = "tool_choice") -> str:
     """'none', 'auto', 'required', or the name of the one function to call."""
     if value is None:

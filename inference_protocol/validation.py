@@ -113,6 +113,22 @@ def check_seed(value: object, *, field: str = "seed") -> int:
     return _integer(value, field, 0, SEED_MAX, echo_high=False)
 
 
+def sampling_parameters() -> list[dict[str, Any]]:
+    """The sampling parameters a request may set, with the bounds the checks
+    above apply: what the playground draws its controls from."""
+    return [
+        {"name": "temperature", "type": "number", "min": 0, "max": settings.INFERENCE_TEMPERATURE_MAX,
+         "step": 0.05, "default": 1.0},
+        {"name": "top_p", "type": "number", "min": 0, "min_exclusive": True, "max": 1, "step": 0.05,
+         "default": 1.0},
+        {"name": "max_tokens", "type": "integer", "min": 1, "max": settings.INFERENCE_MAX_TOKENS_LIMIT,
+         "default": settings.INFERENCE_DEFAULT_MAX_TOKENS},
+        {"name": "stop", "type": "strings", "max_items": settings.INFERENCE_MAX_STOP_SEQUENCES,
+         "default": []},
+        {"name": "seed", "type": "integer", "min": 0, "max": SEED_MAX, "default": None},
+    ]
+
+
 _CHECKS = {"max_tokens": check_max_tokens, "temperature": check_temperature, "top_p": check_top_p,
            "stop": check_stop, "seed": check_seed}
 

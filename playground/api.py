@@ -37,6 +37,7 @@ from .serializers import (
     VersionSerializer,
 )
 from .uploads import upload_presign
+from .version_diff import version_diff
 
 
 class PromptScopedApi(APIView):
@@ -86,8 +87,9 @@ class VersionListApi(PromptScopedApi):
         version = services.version_create(
             prompt=prompt, author=request.user, parent_id=v.get("parent"), body=v.get("body"),
             body_upload=v.get("body_upload"), model_name=v.get("model"), temperature=v["temperature"],
-            max_tokens=v["max_tokens"], top_p=v["top_p"], stop=v["stop"], system=v["system"],
-            variables=v["variables"], response_schema=v["response_schema"], tools=v["tools"],
+            max_tokens=v["max_tokens"], top_p=v["top_p"], seed=v["seed"], stop=v["stop"], system=v["system"],
+            messages=v["messages"], variables=v["variables"], response_schema=v["response_schema"],
+            tools=v["tools"], tool_choice=v["tool_choice"],
             message=v["message"],
             version_id=v.get("id"), merge_parent_id=v.get("merge_parent"),
         )
@@ -211,6 +213,22 @@ def _tools_text(version) -> str:
 DIFF_PARTS = {"body": body_text, "system": lambda version: version.system, "tools": _tools_text}
 
 
+def _diff_mode(request) -> str:
+    mode = request.query_params.get("mode", "line")
+    if mode not in ("line", "word"):
+        raise DomainError("mode must be 'line' or 'word'.", code="invalid_request", field="mode")
+    return mode
+
+
+def _diff_ends(request, prompt) -> dict:
+    ends = {}
+    for end in ("from", "to"):
+        if not request.query_params.get(end):
+            raise DomainError(f"Query parameter {end!r} is required.", code="invalid_request", field=end)
+        ends[end] = selectors.version_get(prompt=prompt, version_id=request.query_params[end])
+    return ends
+
+
 class DiffApi(PromptScopedApi):
     @extend_schema(
         parameters=[OpenApiParameter("from", str, required=True), OpenApiParameter("to", str, required=True),
@@ -222,18 +240,12 @@ class DiffApi(PromptScopedApi):
     )
     def get(self, request, prompt_id):
         prompt = request_access(request, prompt_id=prompt_id, need="view")
-        mode = request.query_params.get("mode", "line")
-        if mode not in ("line", "word"):
-            raise DomainError("mode must be 'line' or 'word'.", code="invalid_request", field="mode")
+        mode = _diff_mode(request)
         part = request.query_params.get("part", "body")
         if part not in DIFF_PARTS:
             raise DomainError(f"part must be one of {', '.join(DIFF_PARTS)}.", code="invalid_request",
                               field="part")
-        ends = {}
-        for end in ("from", "to"):
-            if not request.query_params.get(end):
-                raise DomainError(f"Query parameter {end!r} is required.", code="invalid_request", field=end)
-            ends[end] = selectors.version_get(prompt=prompt, version_id=request.query_params[end])
+        ends = _diff_ends(request, prompt)
         differ = line_diff if mode == "line" else word_diff
         budget = Budget(settings.PROMPT_DIFF_TIMEOUT_S)
         text, suffix = DIFF_PARTS[part], "" if part == "body" else f" {part}"
@@ -245,6 +257,25 @@ class DiffApi(PromptScopedApi):
         return StreamingHttpResponse(for_request(request, encoded),
                                      content_type="text/plain; charset=utf-8",
                                      headers={"X-Diff-Coarse": "true" if budget.coarse else "false"})
+
+
+class FieldDiffApi(PromptScopedApi):
+    @extend_schema(
+        parameters=[OpenApiParameter("from", str, required=True), OpenApiParameter("to", str, required=True),
+                    OpenApiParameter("mode", str, enum=["line", "word"])],
+        responses=OpenApiTypes.OBJECT,
+        description="The field-aware diff of two versions: `fields` (model, parameters, variable "
+                    "defaults: {field, from, to, changed}), `messages` (system, turns, body, aligned, "
+                    "each with its text diff), `tools` and `response_schema` (JSON Patch operations). "
+                    "Bounded by PROMPT_DIFF_TIMEOUT_S (`coarse`) and the PROMPT_DIFF_*_MAX_* limits "
+                    "(`truncated`); see docs/prompts.md.",
+    )
+    def get(self, request, prompt_id):
+        prompt = request_access(request, prompt_id=prompt_id, need="view")
+        mode = _diff_mode(request)
+        ends = _diff_ends(request, prompt)
+        return Response(version_diff(ends["from"], ends["to"], mode=mode,
+                                     bodies=(body_text(ends["from"]), body_text(ends["to"]))))
 
 
 class MergePreviewApi(PromptScopedApi):

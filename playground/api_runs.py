@@ -21,7 +21,8 @@ SEARCH_MAX = 200
 
 def run_summary(run: PlaygroundRun) -> dict:
     return {
-        "id": str(run.id), "prompt": str(run.prompt_id), "created_at": run.created_at.isoformat(),
+        "id": str(run.id), "prompt": str(run.prompt_id) if run.prompt_id else None,
+        "created_at": run.created_at.isoformat(),
         "user": run.user.username, "version": str(run.version_id) if run.version_id else None,
         "version_number": run.version.number if run.version_id else None, "draft": run.draft is not None,
         "model": run.model, "status": run.status, "error_code": run.error_code or None,
@@ -39,7 +40,7 @@ def run_detail(run: PlaygroundRun) -> dict:
 
 
 SUMMARY_FIELDS = {
-    "id": serializers.UUIDField(), "prompt": serializers.UUIDField(),
+    "id": serializers.UUIDField(), "prompt": serializers.UUIDField(allow_null=True),
     "created_at": serializers.DateTimeField(),
     "user": serializers.CharField(), "version": serializers.UUIDField(allow_null=True),
     "version_number": serializers.IntegerField(allow_null=True), "draft": serializers.BooleanField(),

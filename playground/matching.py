@@ -34,6 +34,8 @@ class Budget:
             if s1 == s2:
                 return [(0, s1)] if s1 else []
             return [(op, s) for op, s in ((-1, s1), (1, s2)) if s]
+        if not set(s1).intersection(s2):  # nothing in common: Myers would search to the deadline
+            return [(op, s) for op, s in ((-1, s1), (1, s2)) if s]
         dmp = diff_match_patch()
         dmp.Diff_Timeout = 0  # no half-match: its substring search does not watch the deadline
         diffs = dmp.diff_main(s1, s2, False, self.deadline)

@@ -86,6 +86,7 @@ def merge_preview(*, prompt: Prompt, ours_id, theirs_id) -> dict:
     differing = sorted(k for k in set(ours.variables) & set(theirs.variables)
                        if ours.variables[k] != theirs.variables[k])
     tools, tools_differing = _merge_value(base.tools, ours.tools, theirs.tools)
+    messages, messages_differing = _merge_value(base.messages, ours.messages, theirs.messages)
     return {"base": str(base.pk), "base_number": base.number,
             "ours": str(ours.pk), "ours_number": ours.number,
             "theirs": str(theirs.pk), "theirs_number": theirs.number,
@@ -93,4 +94,5 @@ def merge_preview(*, prompt: Prompt, ours_id, theirs_id) -> dict:
             "coarse": budget.coarse,
             "variables": variables, "variables_differing": differing,
             "tools": tools, "tools_differing": tools_differing,
+            "messages": messages, "messages_differing": messages_differing,
             "model": ours.model_name, "message": f"Merge v{theirs.number} into v{ours.number}"}

@@ -92,12 +92,18 @@ class PromptVersion(models.Model):
     temperature = models.FloatField(null=True, blank=True)
     max_tokens = models.PositiveIntegerField(null=True, blank=True)
     top_p = models.FloatField(null=True, blank=True)
+    seed = models.BigIntegerField(null=True, blank=True)
     stop = models.JSONField(default=list, blank=True)
     system = models.TextField(blank=True, default="")
+    # The turns between the system text and the body, in order: [{"role", "content", ...}]
+    # (templates like the body; an assistant turn may hold tool_calls, a tool turn its tool_call_id).
+    messages = models.JSONField(default=list, blank=True)
     variables = models.JSONField(default=dict, blank=True)  # name -> default (str) or None
     response_schema = models.JSONField(null=True, blank=True)
     # Function tools in OpenAI's shape ([{"type": "function", "function": {...}}]), as saved.
     tools = models.JSONField(default=list, blank=True)
+    # With tools: None (auto), "none", "required" or {"type": "function", "function": {"name"}}.
+    tool_choice = models.JSONField(null=True, blank=True)
 
     # The body (the message template), always described by its full size and hash.
     body_size = models.BigIntegerField()
@@ -223,12 +229,13 @@ class PlaygroundRun(models.Model):
     """One run of the playground page, as the server sent it (playground.runs)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="runs")
+    # None: a run of the user's scratch draft (no prompt yet), seen only by that user.
+    prompt = models.ForeignKey(Prompt, null=True, blank=True, on_delete=models.CASCADE, related_name="runs")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     # The version that ran; for a draft, the version it was edited from (or None).
     version = models.ForeignKey(PromptVersion, null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="+")
-    draft = models.JSONField(null=True, blank=True)  # {"system", "body"} of an unsaved draft, else None
+    draft = models.JSONField(null=True, blank=True)  # {"system", "messages", "body"} of a draft, else None
     variables = models.JSONField(default=dict)
     params = models.JSONField(default=dict)  # model, temperature, ..., tools, response_format as sent
     model = models.CharField(max_length=100)
@@ -250,4 +257,16 @@ class PlaygroundRun(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["prompt", "-created_at"]),
-                   models.Index(fields=["prompt", "user", "-created_at"])]
+                   models.Index(fields=["prompt", "user", "-created_at"]),
+                   models.Index(fields=["user", "-created_at"], condition=models.Q(prompt__isnull=True),
+                                name="playground_scratch_runs")]
+
+
+class ScratchDraft(models.Model):
+    """A user's scratch playground: the editor's state before it is a prompt
+    (the page keeps it here as it is typed; "Save as prompt" makes it one)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
+                                related_name="+")
+    state = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(auto_now=True)

@@ -36,8 +36,11 @@ FORMAT_VERSION = 1
 VERSION_TYPES: dict[str, tuple[type, ...]] = {
     "number": (int,), "parent": (int, type(None)), "merge_parent": (int, type(None)),
     "message": (str,), "model_name": (str,), "temperature": (int, float, type(None)),
-    "max_tokens": (int, type(None)), "top_p": (int, float, type(None)), "stop": (list,), "system": (str,),
-    "variables": (dict,), "response_schema": (dict, type(None)), "tools": (list,), "body": (str,),
+    "max_tokens": (int, type(None)), "top_p": (int, float, type(None)), "seed": (int, type(None)),
+    "stop": (list,), "system": (str,),
+    "messages": (list,), "variables": (dict,),
+    "response_schema": (dict, type(None)), "tools": (list,),
+    "tool_choice": (str, dict, type(None)), "body": (str,),
     "body_sha256": (str,),
 }
 # Written for people and other tools; an import reads and ignores them.
@@ -66,8 +69,9 @@ def history_export(prompt: Prompt) -> dict[str, Any]:
             "author": v.author.get_username() if v.author else None,
             "created_at": v.created_at.isoformat(),
             "message": v.message, "model_name": v.model_name, "temperature": v.temperature,
-            "max_tokens": v.max_tokens, "top_p": v.top_p, "stop": v.stop, "system": v.system,
-            "variables": v.variables, "response_schema": v.response_schema, "tools": v.tools,
+            "max_tokens": v.max_tokens, "top_p": v.top_p, "seed": v.seed, "stop": v.stop, "system": v.system,
+            "messages": v.messages, "variables": v.variables,
+            "response_schema": v.response_schema, "tools": v.tools, "tool_choice": v.tool_choice,
             "body": body_text(v), "body_sha256": v.body_sha256,
         } for v in versions],
         "labels": [{
@@ -139,7 +143,9 @@ def _check_versions(versions: list) -> list[dict]:
     out = []
     for i, raw in enumerate(versions):
         field = f"versions[{i}]"
-        v = _typed(raw, VERSION_TYPES, field=field, ignored=VERSION_INFO)
+        # Fields absent from files written before versions had them.
+        v = _typed(raw, VERSION_TYPES, field=field, optional=("messages", "seed", "tool_choice"),
+                   ignored=VERSION_INFO)
         if v["number"] != i + 1:
             raise _bad(f"{field}.number is {v['number']}: versions are numbered 1, 2, ... in file order.",
                        code="invalid_value", field=f"{field}.number")
@@ -208,9 +214,11 @@ def _create_versions(prompt: Prompt, owner, versions: list[dict]) -> dict[int, P
                 prompt=prompt, author=owner, body=v["body"], model_name=v["model_name"],
                 parent_id=made[v["parent"]].pk if v["parent"] else None,
                 merge_parent_id=made[v["merge_parent"]].pk if v["merge_parent"] else None,
-                temperature=v["temperature"], max_tokens=v["max_tokens"], top_p=v["top_p"], stop=v["stop"],
-                system=v["system"], variables=v["variables"], response_schema=v["response_schema"],
-                tools=v["tools"], message=v["message"])
+                temperature=v["temperature"], max_tokens=v["max_tokens"], top_p=v["top_p"],
+                seed=v.get("seed"), stop=v["stop"],
+                system=v["system"], messages=v.get("messages", []), variables=v["variables"],
+                response_schema=v["response_schema"],
+                tools=v["tools"], tool_choice=v.get("tool_choice"), message=v["message"])
         except DomainError as exc:  # the same rules as any new version, named in the file's terms
             raise DomainError(f"Version {v['number']}: {exc.message}", code=exc.code,
                               field=f"versions[{i}].{FIELD_NAMES.get(exc.field, exc.field)}",

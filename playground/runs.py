@@ -19,24 +19,24 @@ from core.ids import is_uuid
 
 from . import selectors
 from .bodies import body_text
-from .calls.builder import version_messages
+from .calls.builder import render_messages
 from .models import PlaygroundRun, Prompt, PromptVersion, RunStatus
 from .permissions import access_prompt
-from .templating import template_render
+from .validation import check_messages
 
 # The parameters of a run's request that its record keeps (as sent).
-PARAM_FIELDS = ("model", "temperature", "max_tokens", "top_p", "stop", "tools", "tool_choice",
+PARAM_FIELDS = ("model", "temperature", "max_tokens", "top_p", "seed", "stop", "tools", "tool_choice",
                 "response_format")
 
 
 # What the page sends: the version edited (or null), its texts, variables, the request's parameters.
 TEXT_FIELDS = ("system", "body")
-BUILD_FIELDS = {"version", "variables", "stream", *TEXT_FIELDS, *PARAM_FIELDS}
+BUILD_FIELDS = {"version", "variables", "stream", "messages", *TEXT_FIELDS, *PARAM_FIELDS}
 
 
 @dataclasses.dataclass(frozen=True)
 class BuiltRun:
-    prompt: Prompt
+    prompt: Prompt | None  # None: the user's scratch draft
     version: PromptVersion | None
     draft: dict | None
     variables: dict
@@ -46,31 +46,32 @@ class BuiltRun:
 
 def run_build(*, user, prompt_id, data) -> BuiltRun:
     """The chat request of one playground run, rendered here from the page's
-    texts and variables (viewers may run). `draft` is None when the texts are
-    the version's own; else a snapshot of them."""
+    texts and variables (viewers may run; prompt_id None: the user's scratch
+    draft). `draft` is None when the texts are the version's own; else a
+    snapshot of them."""
     if not isinstance(data, dict):
         raise DomainError("The request body must be a JSON object.", code="invalid_json")
     unknown = sorted(set(data) - BUILD_FIELDS)
     if unknown:
         raise DomainError(f"Unrecognized field: {unknown[0]}.", code="unknown_parameter", field=unknown[0])
-    prompt = access_prompt(user=user, prompt_id=prompt_id, need="view")
-    texts = {}
+    prompt = None if prompt_id is None else access_prompt(user=user, prompt_id=prompt_id, need="view")
+    texts: dict = {}
     for field in TEXT_FIELDS:
         texts[field] = data.get(field, "")
         if not isinstance(texts[field], str):
             raise DomainError(f"{field} must be a string.", code="invalid_type", field=field)
+    texts["messages"] = check_messages(data.get("messages") or [])
     variables = data.get("variables") or {}
     stream = data.get("stream", False)
     if not isinstance(stream, bool):
         raise DomainError("stream must be a boolean.", code="invalid_type", field="stream")
     version = None
-    if data.get("version") is not None:
+    if prompt is not None and data.get("version") is not None:
         version = selectors.version_get(prompt=prompt, version_id=data["version"])
-    same = version is not None and texts == {"system": version.system, "body": body_text(version)}
-    out = template_render(texts=texts, declared=version.variables if version else {}, values=variables)
+    same = version is not None and texts == {"system": version.system, "messages": version.messages,
+                                             "body": body_text(version)}
+    _, messages = render_messages(**texts, declared=version.variables if version else {}, values=variables)
     params = {k: data[k] for k in PARAM_FIELDS if data.get(k) is not None}
-    messages = version_messages(system=out["system"], body=out["body"],
-                                has_system=bool(texts["system"].strip()))
     return BuiltRun(prompt=prompt, version=version, draft=None if same else texts, variables=variables,
                     chat_body={**params, "messages": messages}, stream=stream)
 
@@ -108,9 +109,13 @@ def run_record(*, run_id, prompt: Prompt, user, version: PromptVersion | None, d
 
 
 def run_list(*, user, prompt_id, search: str = "", mine: bool = False) -> QuerySet[PlaygroundRun]:
-    """The runs of a prompt the account may view (else 404 `prompt_not_found`)."""
-    prompt = access_prompt(user=user, prompt_id=prompt_id, need="view")
-    runs = PlaygroundRun.objects.filter(prompt=prompt).select_related("version", "user")
+    """The runs of a prompt the account may view (else 404 `prompt_not_found`);
+    prompt_id None: the account's scratch runs."""
+    if prompt_id is None:
+        runs = PlaygroundRun.objects.filter(prompt__isnull=True, user=user).select_related("version", "user")
+    else:
+        prompt = access_prompt(user=user, prompt_id=prompt_id, need="view")
+        runs = PlaygroundRun.objects.filter(prompt=prompt).select_related("version", "user")
     if mine:
         runs = runs.filter(user=user)
     if search:
@@ -119,12 +124,14 @@ def run_list(*, user, prompt_id, search: str = "", mine: bool = False) -> QueryS
 
 
 def run_get(*, user, run_id) -> PlaygroundRun:
-    """The run, if the account may view its prompt; else 404 `run_not_found`,
-    the same as for a run that does not exist."""
+    """The run, if the account may view its prompt (a scratch run: if it is the
+    account's); else 404 `run_not_found`, the same as for a run that does not exist."""
     run = (PlaygroundRun.objects.select_related("version", "user", "prompt").filter(pk=run_id).first()
            if is_uuid(run_id) else None)
-    if run is None:
-        raise run_not_found()
+    if run is None or run.prompt_id is None and run.user_id != getattr(user, "pk", None):
+        raise run_not_found()  # a scratch run is its author's alone
+    if run.prompt_id is None:
+        return run
     try:
         access_prompt(user=user, prompt_id=run.prompt_id, need="view")
     except DomainError as exc:

@@ -30,9 +30,15 @@ class VersionCreateSerializer(serializers.Serializer):
     temperature = serializers.FloatField(required=False, allow_null=True, default=None)
     max_tokens = serializers.IntegerField(required=False, allow_null=True, default=None)
     top_p = serializers.FloatField(required=False, allow_null=True, default=None)
+    seed = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                    help_text="A fixed sampling seed (null: none).")
     stop = serializers.ListField(child=serializers.CharField(trim_whitespace=False), required=False,
                                  default=list)
     system = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
+    messages = serializers.JSONField(required=False, default=list, help_text=(
+        "The turns between the system text and the body, in order: [{\"role\": \"user\" | \"assistant\" | "
+        "\"tool\" | \"system\", \"content\": template}]; an assistant turn may hold tool_calls, a tool turn "
+        "its tool_call_id. The body is the last user message."))
     body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
                                  help_text="The message template, inline. Large bodies: use body_upload.")
     body_upload = BodyUploadSerializer(required=False)
@@ -40,6 +46,9 @@ class VersionCreateSerializer(serializers.Serializer):
                                       required=False, default=dict,
                                       help_text="Declared variables: name -> default (null: required).")
     response_schema = serializers.JSONField(required=False, allow_null=True, default=None)
+    tool_choice = serializers.JSONField(required=False, allow_null=True, default=None, help_text=(
+        "With tools: null (auto), \"none\", \"required\" or {\"type\": \"function\", \"function\": "
+        "{\"name\"}}, as /v1 takes it."))
     tools = serializers.JSONField(required=False, default=list, help_text=(
         "Function tools in OpenAI's shape: [{\"type\": \"function\", \"function\": {\"name\", "
         "\"description\", \"parameters\"}}], checked as /v1 checks `tools`."))
@@ -55,8 +64,8 @@ class VersionSerializer(serializers.ModelSerializer):
     class Meta:
         model = PromptVersion
         fields = ["id", "prompt", "parent", "merge_parent", "number", "depth", "author", "created_at",
-                  "message", "model", "temperature", "max_tokens", "top_p", "stop", "system", "variables",
-                  "response_schema", "tools",
+                  "message", "model", "temperature", "max_tokens", "top_p", "seed", "stop", "system",
+                  "messages", "variables", "response_schema", "tools", "tool_choice",
                   "body_size", "body_sha256", "storage", "chain_length", "body", "body_url"]
 
     def get_body(self, obj) -> str | None:

@@ -24,7 +24,7 @@ from .label_locks import check_label_unlocked
 from .models import LABEL_NAME_PATTERN, Label, LabelMove, MoveKind, Prompt, PromptVersion
 from .splits import check_variants
 from .uploads import upload_verify
-from .validation import check_params, check_utf8
+from .validation import check_messages, check_params, check_utf8
 
 
 def prompt_create(*, owner, title: str, description: str = "") -> Prompt:
@@ -47,8 +47,8 @@ def _check_parent(*, prompt: Prompt, parent_id, version_id) -> PromptVersion | N
     return parent
 
 
-VERSION_FIELDS = ("body_sha256", "model_name", "temperature", "max_tokens", "top_p", "stop", "system",
-                  "variables", "response_schema", "tools")
+VERSION_FIELDS = ("body_sha256", "model_name", "temperature", "max_tokens", "top_p", "seed", "stop", "system",
+                  "messages", "variables", "response_schema", "tools", "tool_choice")
 
 
 def _check_changed(parent: PromptVersion, **fields) -> None:
@@ -63,8 +63,11 @@ def _check_changed(parent: PromptVersion, **fields) -> None:
 def version_create(
     *, prompt: Prompt, author, parent_id=None, body: str | None = None, body_upload: dict | None = None,
     model_name: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
-    top_p: float | None = None, stop: list | None = None, system: str = "", variables: dict | None = None,
-    response_schema: dict | None = None, tools: list | None = None, message: str = "", version_id=None,
+    top_p: float | None = None, seed: int | None = None, stop: list | None = None, system: str = "",
+    messages: list | None = None,
+    variables: dict | None = None,
+    response_schema: dict | None = None, tools: list | None = None, tool_choice=None, message: str = "",
+    version_id=None,
     merge_parent_id=None,
 ) -> PromptVersion:
     """Create a child of `parent_id` (or the root). Two edits of one parent make
@@ -73,8 +76,10 @@ def version_create(
     stop = [] if stop is None else stop
     variables = {} if variables is None else variables
     tools = [] if tools is None else tools
+    messages = check_messages([] if messages is None else messages)
     check_params(model_name=model_name, temperature=temperature, max_tokens=max_tokens, top_p=top_p,
-                 stop=stop, variables=variables, response_schema=response_schema, tools=tools)
+                 seed=seed, stop=stop, variables=variables, response_schema=response_schema, tools=tools,
+                 tool_choice=tool_choice)
     check_utf8(system, field="system", max_bytes=settings.PROMPT_SYSTEM_MAX_BYTES)
     check_utf8(message, field="message", max_bytes=settings.PROMPT_SYSTEM_MAX_BYTES)
     if (body is None) == (body_upload is None):
@@ -100,8 +105,9 @@ def version_create(
         data, text, sha = b"", "", blob.sha256
     if parent is not None and merge_parent is None:
         _check_changed(parent, body_sha256=sha, model_name=model_name, temperature=temperature,
-                       max_tokens=max_tokens, top_p=top_p, stop=stop, system=system, variables=variables,
-                       response_schema=response_schema, tools=tools)
+                       max_tokens=max_tokens, top_p=top_p, seed=seed, stop=stop, system=system,
+                       messages=messages, variables=variables, response_schema=response_schema, tools=tools,
+                       tool_choice=tool_choice)
     # Payloads go to the store before the transaction: an object without a
     # row is harmless (content-addressed), a row without an object is not.
     fields = storage_fields(data=data, text=text, parent=parent, blob=blob)
@@ -114,8 +120,9 @@ def version_create(
             prompt=prompt, parent=parent, merge_parent=merge_parent, number=number,
             depth=max(parent.depth, merge_parent.depth if merge_parent else 0) + 1 if parent else 0,
             author=author, message=message, model_name=model_name, temperature=temperature,
-            max_tokens=max_tokens, top_p=top_p, stop=stop, system=system, variables=variables,
-            response_schema=response_schema, tools=tools, body_size=blob.size if blob else len(data),
+            max_tokens=max_tokens, top_p=top_p, seed=seed, stop=stop, system=system, messages=messages,
+            variables=variables, response_schema=response_schema, tools=tools, tool_choice=tool_choice,
+            body_size=blob.size if blob else len(data),
             body_sha256=sha, **fields, **extra,
         )
         version.save()

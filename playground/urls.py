@@ -1,7 +1,7 @@
 from core.routes import api_routes
 from sharing.api import subject_urls
 
-from . import api, api_export, api_labels, api_portability, api_runs, api_sharing
+from . import api, api_export, api_labels, api_portability, api_runs, api_scratch, api_sharing
 from .shares import PROMPT
 
 P = "<uuid:prompt_id>"
@@ -24,6 +24,7 @@ urlpatterns = [
         (f"{P}/tree",                api.TreeApi,                      "api-prompt-tree"),
         (f"{P}/heads",               api.HeadsApi,                     "api-prompt-heads"),
         (f"{P}/diff",                api.DiffApi,                      "api-prompt-diff"),
+        (f"{P}/diff/fields",         api.FieldDiffApi,                 "api-prompt-diff-fields"),
         (f"{P}/merge",               api.MergePreviewApi,              "api-prompt-merge"),
         (f"{P}/uploads",             api.UploadApi,                    "api-prompt-uploads"),
         (f"{P}/history-export",      api_portability.HistoryExportApi, "api-prompt-history-export"),
@@ -52,3 +53,10 @@ urlpatterns = [
 
 # One playground run (its permalink), mounted at /api/runs/ by config/urls.py.
 run_urls = api_routes(("<str:run_id>", api_runs.RunDetailApi, "api-run"))
+
+# The scratch playground, mounted at /api/playground/ by config/urls.py (its runs: inference_client).
+scratch_urls = api_routes(
+    ("draft", api_scratch.ScratchDraftApi,   "api-scratch-draft"),
+    ("runs",  api_scratch.ScratchRunListApi, "api-scratch-runs"),
+    ("save",  api_scratch.ScratchSaveApi,    "api-scratch-save"),
+)

@@ -13,8 +13,7 @@ from django.views.decorators.http import require_http_methods
 
 from core.error_codes import DomainError
 from core.errors import page_not_found
-from inference_protocol import features
-from inference_protocol.catalog import model_names, model_spec
+from inference_protocol.cards import generating_cards
 from sharing.kinds import Role
 
 from . import selectors, services
@@ -31,14 +30,17 @@ def _access_or_404(request, prompt_id, need):
 
 
 def _page_config(prompt, **extra) -> dict:
+    """The page's config; prompt None: the caller's scratch playground."""
     return {
-        "prompt": {"id": str(prompt.pk), "title": prompt.title},
+        "prompt": {"id": str(prompt.pk), "title": prompt.title} if prompt else None,
         # The caller's role as access_prompt decided it ("owner", "editor", ...):
         # pages show owner-only tools (the share dialog) from this, never by re-checking.
-        "role": Role(prompt.access_role).name.lower(),
-        "apiBase": f"/api/prompts/{prompt.pk}",
-        # A prompt runs on a model that generates text, not an embedding model.
-        "models": sorted(name for name in model_names() if features.generates(model_spec(name))),
+        "role": Role(prompt.access_role).name.lower() if prompt else "owner",
+        "apiBase": f"/api/prompts/{prompt.pk}" if prompt else None,
+        "runUrl": f"/api/prompts/{prompt.pk}/run" if prompt else "/api/playground/run",
+        "runsUrl": f"/api/prompts/{prompt.pk}/runs" if prompt else "/api/playground/runs",
+        # The models a prompt may run on (they generate text), with their parameters and prices.
+        "catalog": generating_cards(),
         "defaultModel": settings.DEFAULT_MODEL,
         "uploadThreshold": settings.PROMPT_INLINE_MAX_BYTES,
         "lazyBodyBytes": LAZY_BODY_BYTES,
@@ -93,10 +95,27 @@ def playground(request, prompt_id):
 
 
 @login_required
+def scratch_playground(request):
+    """/playground/: run prompts before naming one (the caller's scratch draft)."""
+    run_id = request.GET.get("run") or None
+    if run_id is not None:
+        with page_not_found("Run"):
+            run = run_get(user=request.user, run_id=run_id)
+        if run.prompt_id is not None:
+            raise Http404("Run not found.")
+        run_id = str(run.pk)
+    return render(request, "playground/playground.html", {
+        "prompt": None, "is_owner": True, "config": _page_config(None, versionId=None, runId=run_id)})
+
+
+@login_required
 def run_permalink(request, run_id):
-    """/runs/<id>/: the run on its prompt's page, for whoever may view the prompt; else a 404."""
+    """/runs/<id>/: the run on its prompt's page (a scratch run: on its author's
+    scratch playground), for whoever may view it; else a 404."""
     with page_not_found("Run"):
         run = run_get(user=request.user, run_id=run_id)
+    if run.prompt_id is None:
+        return redirect(f"/playground/?run={run.pk}")
     return redirect(f"/prompts/{run.prompt_id}/?run={run.pk}")
 
 

@@ -1,8 +1,6 @@
 """The generations log (generations/): what each run of a saved prompt version
 asked and answered. Every value can be set by an environment variable of the same name."""
 
-import json
-
 from core.env import env_bool, env_float, env_int, env_str
 
 # Off: no generation is logged (usage records are kept all the same).
@@ -21,9 +19,6 @@ GENERATIONS_INLINE_MAX_CHARS = env_int("GENERATIONS_INLINE_MAX_CHARS", 64 * 1024
 GENERATIONS_PREVIEW_CHARS = env_int("GENERATIONS_PREVIEW_CHARS", 2000)
 # Largest output logged (characters); past it the output is cut (in the usage stream too).
 GENERATIONS_OUTPUT_MAX_CHARS = env_int("GENERATIONS_OUTPUT_MAX_CHARS", 16 * 1024 * 1024)
-# Prices per million tokens, {"model": {"prompt": 0.5, "completion": 1.5}}: a model
-# without one logs no cost.
-GENERATIONS_PRICES = json.loads(env_str("GENERATIONS_PRICES", "{}"))
 # A dotted path to fn(generation: dict) -> dict run on each generation before it is
 # stored (PII redaction: docs/generations.md); "" for none.
 GENERATIONS_REDACT = env_str("GENERATIONS_REDACT", "")

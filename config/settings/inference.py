@@ -17,6 +17,13 @@ INFERENCE_MODELS = env_json("INFERENCE_MODELS", {
     "fixed-cost": {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.2},
 })
 DEFAULT_MODEL = env_str("DEFAULT_MODEL", "smollm2")
+# What a model's tokens cost, in USD per million: {"model": {"input": 0.05, "output": 0.2}}
+# (inference_protocol.pricing). A model left out is unpriced: pages show no cost for it.
+# The bundled models are priced as a small self-hosted model on one GPU: set your own.
+INFERENCE_PRICES = env_json("INFERENCE_PRICES", {
+    "smollm2": {"input": 0.02, "output": 0.06},
+    "fixed-cost": {"input": 0.10, "output": 0.40},
+})
 
 # Bounds of the sampling parameters, the same everywhere a generation is asked
 # for: /v1, saving a prompt version, and every engine (inference_protocol.validation).

@@ -23,6 +23,10 @@ PROMPT_VERSION_REQUEST_MAX_BYTES = env_int("PROMPT_VERSION_REQUEST_MAX_BYTES",
 # Largest system text (bytes, UTF-8). System text is always stored inline.
 PROMPT_SYSTEM_MAX_BYTES = env_int("PROMPT_SYSTEM_MAX_BYTES", 64 * 1024)
 
+# A version's turns between the system text and the body (PromptVersion.messages):
+# at most this many, each at most PROMPT_SYSTEM_MAX_BYTES, stored inline.
+PROMPT_MAX_MESSAGES = env_int("PROMPT_MAX_MESSAGES", 100)
+
 # A version's body is stored as a diff against its parent, except that at
 # least every N-th version of a chain is a full snapshot, which bounds the
 # work of rebuilding any version to N-1 diffs applied to one snapshot.
@@ -54,6 +58,13 @@ PROMPT_DIFF_CONTEXT_LINES = env_int("PROMPT_DIFF_CONTEXT_LINES", 3)
 # blocks), and says so (X-Diff-Coarse: true and a last line; a preview's
 # "coarse": true, its conflicts larger): no body pins a core for long.
 PROMPT_DIFF_TIMEOUT_S = env_float("PROMPT_DIFF_TIMEOUT_S", 0.5)
+# The field-aware diff (GET .../diff/fields, playground/version_diff.py): the most
+# characters of message text diffs it carries in all (past it a message's diff is
+# cut at a hunk and flagged `truncated`), and the most operations and characters of
+# their values its JSON diffs (tools, response schema, tool calls) hold together.
+PROMPT_DIFF_INLINE_MAX_CHARS = env_int("PROMPT_DIFF_INLINE_MAX_CHARS", 512 * 1024)
+PROMPT_DIFF_JSON_MAX_OPS = env_int("PROMPT_DIFF_JSON_MAX_OPS", 500)
+PROMPT_DIFF_JSON_MAX_CHARS = env_int("PROMPT_DIFF_JSON_MAX_CHARS", 128 * 1024)
 
 # The server's public base URL (e.g. https://promptyard.example.com) written into
 # exported code. Empty: taken from each export request (scheme + Host), which is
@@ -70,3 +81,6 @@ PROMPT_IMPORT_MAX_LABELS = env_int("PROMPT_IMPORT_MAX_LABELS", 1000)
 # Run history (playground/runs.py): the most characters of a run's output stored
 # with it; a longer output is kept cut to this many, flagged `output_truncated`.
 PLAYGROUND_RUN_OUTPUT_MAX_CHARS = env_int("PLAYGROUND_RUN_OUTPUT_MAX_CHARS", 100_000)
+
+# The scratch playground (/playground/): the most bytes of editor state kept per user.
+PLAYGROUND_SCRATCH_MAX_BYTES = env_int("PLAYGROUND_SCRATCH_MAX_BYTES", 2 * 1024 * 1024)

@@ -4,7 +4,9 @@ and a run by reference send the same request).
 
 The request is the version's frozen model and parameters, plus messages: a
 system message with the rendered system text when the saved system text is
-not empty, then the rendered body as the user message.
+not blank, then the version's own turns rendered (`messages`), then the
+rendered body as the last user message. The playground's runs of a draft are
+built by the same functions (playground.runs).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def version_params(version: PromptVersion) -> dict:
     """The version's frozen parameters as chat-completions fields; unset ones
     are left out so the server's defaults apply, as they would in the playground."""
     params = {}
-    for field in ("temperature", "max_tokens", "top_p"):
+    for field in ("temperature", "max_tokens", "top_p", "seed"):
         value = getattr(version, field)
         if value is not None:
             params[field] = value
@@ -41,23 +43,36 @@ def version_params(version: PromptVersion) -> dict:
             "name": "response", "schema": version.response_schema, "strict": True}}
     if version.tools:  # offered on every run; the model may answer with calls (tool_choice auto)
         params["tools"] = version.tools
+    if version.tool_choice is not None:
+        params["tool_choice"] = version.tool_choice
     return params
 
 
-def version_messages(*, system: str, body: str, has_system: bool) -> list[dict]:
-    return ([{"role": "system", "content": system}] if has_system else []) + [
-        {"role": "user", "content": body}]
+def template_texts(*, system: str, messages: list[dict], body: str) -> dict[str, str]:
+    """Every template text of a prompt by name: "system", "messages.<i>" and "body"."""
+    return {"system": system, **{f"messages.{i}": m["content"] for i, m in enumerate(messages)},
+            "body": body}
+
+
+def render_messages(*, system: str, messages: list[dict], body: str, declared: dict, values: dict
+                    ) -> tuple[dict[str, str], list[dict]]:
+    """The rendered system text and body, and the chat messages of one run (400
+    naming missing or unknown variables)."""
+    out = template_render(texts=template_texts(system=system, messages=messages, body=body),
+                          declared=declared, values=values)
+    turns = [{**m, "content": out[f"messages.{i}"]} for i, m in enumerate(messages)]
+    head = [{"role": "system", "content": out["system"]}] if system.strip() else []
+    tail = [{"role": "user", "content": out["body"]}]
+    return {"system": out["system"], "body": out["body"]}, head + turns + tail
 
 
 def version_render(*, version: PromptVersion, variables: dict, body: str | None = None
                    ) -> tuple[dict[str, str], list[dict]]:
-    """The rendered texts ({"system", "body"}) and the messages of one run (400
-    naming missing or unknown variables). `body`: the version's body text when
-    the caller already has it."""
-    body = body_text(version) if body is None else body
-    out = template_render(texts={"system": version.system, "body": body}, declared=version.variables,
-                          values=variables)
-    return out, version_messages(system=out["system"], body=out["body"], has_system=bool(version.system))
+    """The rendered texts ({"system", "body"}) and the messages of one run of a
+    saved version. `body`: the version's body text when the caller already has it."""
+    return render_messages(system=version.system, messages=version.messages,
+                           body=body_text(version) if body is None else body,
+                           declared=version.variables, values=variables)
 
 
 def version_chat_body(*, version: PromptVersion, variables: dict, body: str | None = None) -> dict:

@@ -98,6 +98,9 @@ def test_should_import_run_two_versions_compare_and_gate_a_label(live_url, new_p
         page.select_option("#col-version", version["id"])
         page.click("#col-add")
     expect(page.locator("#columns li")).to_have_count(2)
+    # 3 rows x 2 columns, priced and timed before the run starts.
+    estimate = re.compile(r"Estimate: 6 runs: (at most \$|cost not)")
+    expect(page.locator("#run-estimate")).to_contain_text(estimate)
     page.click("#run-start")
     page.wait_for_url(re.compile(r"/evals/runs/[0-9a-f-]{36}/$"))
     run_id = page.url.rstrip("/").rsplit("/", 1)[-1]

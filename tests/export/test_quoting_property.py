@@ -97,12 +97,25 @@ def versions(draw):
     overrides = {n: draw(VALUE) for n in names if defaults[n] is None or draw(st.booleans())}
     params = draw(st.fixed_dictionaries({}, optional={
         "temperature": st.sampled_from([0, 0.2, 1.5]), "max_tokens": st.integers(1, 4096),
-        "top_p": st.sampled_from([0.1, 1]), "stop": st.lists(VALUE.filter(bool), min_size=1, max_size=4)}))
+        "top_p": st.sampled_from([0.1, 1]), "stop": st.lists(VALUE.filter(bool), min_size=1, max_size=4),
+        "seed": st.integers(0, 2**40)}))
+    # Turns between the system text and the body: templates of every role, an assistant's
+    # tool calls (hostile arguments text) and a tool's answer.
+    turns = draw(st.lists(st.one_of(
+        st.builds(lambda role, content: {"role": role, "content": content},
+                  st.sampled_from(["user", "assistant", "system"]), templates(names)),
+        st.builds(lambda content, args: {"role": "assistant", "content": content, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": args}}]},
+            templates(names), VALUE),
+        st.builds(lambda content: {"role": "tool", "content": content, "tool_call_id": "call_1"},
+                  templates(names))), max_size=3))
+    tools = draw(TOOLS)
     version = PromptVersion(
         prompt=Prompt(title=draw(VALUE)), number=1, model_name=draw(st.sampled_from(["m", "we'ird $m\"od"])),
         system=system, variables=defaults, temperature=params.get("temperature"),
         max_tokens=params.get("max_tokens"), top_p=params.get("top_p"), stop=params.get("stop", []),
-        tools=draw(TOOLS))
+        seed=params.get("seed"), messages=turns, tools=tools,
+        tool_choice=draw(st.sampled_from([None, "none", "required"])) if tools else None)
     return version, body, overrides
 
 

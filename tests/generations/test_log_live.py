@@ -27,9 +27,9 @@ pytestmark = pytest.mark.needs_services
 
 MODEL = "gen-fixed-cost"
 MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.02, "per_token_s": 0.001}}
-PRICES = {MODEL: {"prompt": 1.0, "completion": 2.0}}
+PRICES = {MODEL: {"input": 1.0, "output": 2.0}}
 STACK = {"INFERENCE_MODELS": json.dumps(MODELS), "GENERATIONS_INLINE_MAX_CHARS": "100",
-         "GENERATIONS_PREVIEW_CHARS": "50", "GENERATIONS_PRICES": json.dumps(PRICES)}
+         "GENERATIONS_PREVIEW_CHARS": "50", "INFERENCE_PRICES": json.dumps(PRICES)}
 
 
 @pytest.fixture(scope="module")

@@ -47,10 +47,10 @@ def test_should_cap_a_long_output_and_flag_it(prompt, settings):
 def test_should_parse_the_object_of_a_structured_run(prompt):
     run = run_record(run_id=uuid.uuid4(), prompt=prompt, user=prompt.owner, version=None, draft=None,
                      variables={}, params={"model": "m", "response_format": {"type": "json_object"},
-                                           "seed": 3},
+                                           "seed": 3, "stream_options": {"include_usage": True}},
                      output='{"a": 1}', tool_calls=None, status="ok")
     assert run.parsed == {"a": 1}
-    assert "seed" not in run.params  # only the parameters a run keeps
+    assert run.params["seed"] == 3 and "stream_options" not in run.params  # only what a run keeps
 
 
 def test_should_list_runs_newest_first_in_pages(auth_client, prompt):

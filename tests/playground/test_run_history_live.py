@@ -3,6 +3,7 @@
 the last message reversed) stores each run exactly as the server sent it."""
 
 import json
+import math
 
 import httpx
 import pytest
@@ -67,7 +68,7 @@ def test_should_store_a_streamed_draft_run_as_sent_before_the_stream_ends(live):
     user = UserFactory()
     _, raw = ApiKeyFactory.create_with_raw(user=user, tier="paid")
     prompt = PromptFactory(owner=user)
-    draft = {"system": "Be brief.", "body": "Hello {{name}}!"}
+    draft = {"system": "Be brief.", "messages": [], "body": "Hello {{name}}!"}
     response = _post(live, raw, prompt, {**draft, "variables": {"name": "Ada"}, "model": MODEL,
                                          "temperature": 0.5, "max_tokens": 40, "top_p": 0.9, "stop": ["@@"]},
                      stream=True)
@@ -99,7 +100,8 @@ def test_should_store_a_saved_version_run_without_a_draft(live):
     edited = _post(live, raw, prompt, {"version": str(version.pk), "body": "Hey {{name}}",
                                        "variables": {"name": "Bo"}, "model": MODEL})
     edited_run = PlaygroundRun.objects.get(pk=edited.headers["x-playground-run"])
-    assert edited_run.version_id == version.pk and edited_run.draft == {"system": "", "body": "Hey {{name}}"}
+    assert edited_run.version_id == version.pk
+    assert edited_run.draft == {"system": "", "messages": [], "body": "Hey {{name}}"}
 
 
 def test_should_store_a_refused_run_with_its_code_and_store_nothing_for_a_stranger(live):
@@ -113,7 +115,7 @@ def test_should_store_a_refused_run_with_its_code_and_store_nothing_for_a_strang
     _, other = ApiKeyFactory.create_with_raw(user=UserFactory(), tier="paid")
     hidden = _post(live, other, prompt, {"body": "x", "model": MODEL})
     assert hidden.status_code == 404 and hidden.json()["error"]["code"] == "prompt_not_found"
-    unknown = _post(live, raw, prompt, {"body": "x", "model": MODEL, "seed": 1})
+    unknown = _post(live, raw, prompt, {"body": "x", "model": MODEL, "logit_bias": {}})
     assert unknown.status_code == 400 and unknown.json()["error"]["code"] == "unknown_parameter"
     assert PlaygroundRun.objects.count() == 1
 
@@ -138,3 +140,33 @@ def test_should_store_the_run_of_a_client_that_went_away_once_it_ends(live):
         assert run.error_code == "cancelled" and 0 < len(run.output) < 400 and set(run.output) == {"x"}
     else:
         assert run.output == "x" * 400 and run.completion_tokens > 0
+
+
+def test_should_run_a_scratch_draft_with_turns_and_keep_it_for_its_author(live):
+    user = UserFactory()
+    _, raw = ApiKeyFactory.create_with_raw(user=user, tier="paid")
+    turns = [{"role": "user", "content": "Hi {{name}}, a long example turn"},
+             {"role": "assistant", "content": "Hello"}]
+    for messages in ([], turns):
+        draft = {"system": "", "messages": messages, "body": "Bye {{name}}"}
+        response = httpx.post(f"{live}/api/playground/run", timeout=30,
+                              headers={"Authorization": f"Bearer {raw}"},
+                              json={**draft, "variables": {"name": "Ada"}, "model": MODEL, "max_tokens": 40})
+        assert response.status_code == 200, response.text
+        assert response.json()["choices"][0]["message"]["content"] == "Bye Ada"[::-1]
+        run = PlaygroundRun.objects.get(pk=response.headers["x-playground-run"])
+        assert (run.prompt_id, run.user_id, run.draft) == (None, user.pk, draft)
+
+
+def test_should_time_an_estimate_on_the_live_workers(live, settings):
+    """One worker of 50 slots, idle: a batch takes slots / rate; 120 runs need three."""
+    _, raw = ApiKeyFactory.create_with_raw(user=UserFactory(), tier="paid")
+    item = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 10, "count": 120}
+    response = httpx.post(f"{live}/api/estimate", json={"items": [item]}, timeout=30,
+                          headers={"Authorization": f"Bearer {raw}"})
+    assert response.status_code == 200, response.text
+    data = response.json()
+    basis = data["basis"][MODEL]
+    assert basis["workers"] == 1 and basis["slots"] == 50 and basis["requests_per_s"] > 0
+    batches = math.ceil((basis["queued"] + 120) / 50)
+    assert data["seconds"] == pytest.approx(50 / basis["requests_per_s"] * batches)

@@ -90,6 +90,20 @@ def test_should_return_the_versions_tools_and_send_them_on_a_run(live):
         assert "tools" in str(refused.value)
 
 
+def test_should_render_a_conversation_with_turns_and_a_seed_as_the_server_does(live):
+    turns = [{"role": "user", "content": "Example for {{name}}"}, {"role": "assistant", "content": "Done."}]
+    key, raw, prompt, v1, _ = _setup(messages=turns, seed=9)
+    with Promptyard(live, raw) as py:
+        version = py.get_prompt(prompt.pk)
+        assert version.messages == tuple(turns) and version.parameters["seed"] == 9
+        server = httpx.post(f"{live}/api/prompts/{prompt.pk}/versions/{v1.pk}/render",
+                            json={"variables": {"name": "Ada"}},
+                            headers={"Authorization": f"Bearer {raw}"}).json()
+        assert version.render({"name": "Ada"}) == server
+        assert [m["role"] for m in server["messages"]] == ["system", "user", "assistant", "user"]
+        assert version.chat_body({"name": "Ada"})["seed"] == 9
+
+
 def test_should_serve_stale_within_the_bound_then_the_moved_label_after_one_refresh(live, clock):
     key, raw, prompt, v1, v2 = _setup()
     with Promptyard(live, raw, ttl=60, max_stale=30, clock=clock) as py:

@@ -52,8 +52,12 @@ def test_a_child_of_a_4mb_body_of_repeating_lines_is_stored_and_diffed_in_under_
     assert child.status_code == 201, child.content
     diff, diffed_s = _timed(lambda: b"".join(auth_client.get(
         f"{api}/diff?from={parent.json()['id']}&to={child.json()['id']}").streaming_content).decode())
-    assert created_s < 2 and diffed_s < 2, (created_s, diffed_s)
+    fields, fields_s = _timed(lambda: auth_client.get(
+        f"{api}/diff/fields?from={parent.json()['id']}&to={child.json()['id']}").json())
+    assert created_s < 2 and diffed_s < 2 and fields_s < 2, (created_s, diffed_s, fields_s)
     assert diff.count("+An edit at line") == 4 and "Coarse" not in diff
+    (body,) = fields["messages"]
+    assert body["diff"].count("+An edit at line") == 4 and not fields["coarse"]
     stored = PromptVersion.objects.get(pk=child.json()["id"])
     assert stored.storage == Storage.DELTA  # the small diff was found, within PROMPT_DELTA_TIMEOUT_S
     body_cache.clear()

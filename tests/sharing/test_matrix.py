@@ -52,6 +52,7 @@ ENDPOINTS = [
     Endpoint("tree", "get", "/api/prompts/{p}/tree", Role.LINK, 200),
     Endpoint("heads", "get", "/api/prompts/{p}/heads", Role.LINK, 200),
     Endpoint("diff", "get", "/api/prompts/{p}/diff?from={v1}&to={v2}", Role.LINK, 200),
+    Endpoint("diff-fields", "get", "/api/prompts/{p}/diff/fields?from={v1}&to={v2}", Role.LINK, 200),
     Endpoint("upload", "post", "/api/prompts/{p}/uploads", Role.EDITOR, 201),
     Endpoint("history-export", "get", "/api/prompts/{p}/history-export", Role.LINK, 200),
     Endpoint("labels", "get", "/api/prompts/{p}/labels", Role.LINK, 200),

@@ -9,7 +9,7 @@ of literals and values."""
 
 from __future__ import annotations
 
-from .literals import js_str, js_value
+from .literals import js_key, js_str, js_value
 from .spec import ExportSpec, Ref, comment_text
 
 
@@ -75,7 +75,9 @@ def fetch_inline(spec: ExportSpec) -> str:
             lines.append(f"  if (v[{js_str(v.name)}] === undefined) throw new Error("
                          f"{js_str(f'runPrompt: {v.name} has no saved default; pass it')});")
     lines += [f"  const {m.local} = {_text(m.parts)};" for m in spec.messages]
-    messages = ", ".join(f"{{ role: {js_str(m.role)}, content: {m.local} }}" for m in spec.messages)
+    messages = ", ".join(f"{{ role: {js_str(m.role)}, content: {m.local}"
+                         + "".join(f", {js_key(k)}: {js_value(v)}" for k, v in m.extra) + " }"
+                         for m in spec.messages)
     fields = [f"model: {js_str(spec.model)}", f"messages: [{messages}]"]
     fields += [f"{k}: {js_value(v)}" for k, v in spec.params.items()]
     body = "{\n" + "".join(f"      {f},\n" for f in fields) + "    }"

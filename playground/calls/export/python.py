@@ -19,7 +19,8 @@ PY_RESERVED = (set(keyword.kwlist) | set(keyword.softkwlist) | set(dir(builtins)
 
 
 def python_names(spec: ExportSpec) -> dict[str, str]:
-    return identifiers([v.name for v in spec.variables], reserved=PY_RESERVED)
+    locals_ = {m.local for m in spec.messages}
+    return identifiers([v.name for v in spec.variables], reserved=PY_RESERVED | locals_)
 
 
 def _signature(spec: ExportSpec, names: dict[str, str], *, reference: bool) -> str:
@@ -67,7 +68,9 @@ def _message_lines(spec: ExportSpec, names, indent: str) -> list[str]:
 
 
 def _messages_literal(spec: ExportSpec) -> str:
-    return "[" + ", ".join(f'{{"role": {py_str(m.role)}, "content": {m.local}}}' for m in spec.messages) + "]"
+    return "[" + ", ".join(
+        f'{{"role": {py_str(m.role)}, "content": {m.local}'
+        + "".join(f", {py_str(k)}: {py_value(v)}" for k, v in m.extra) + "}" for m in spec.messages) + "]"
 
 
 def _main() -> list[str]:

@@ -106,7 +106,7 @@ def curl_inline(spec: ExportSpec) -> str:
     for i, message in enumerate(spec.messages):
         pieces.append(("," if i else "") + '{"role":' + json_str(message.role) + ',"content":"')
         pieces += [part if isinstance(part, Ref) else json_fragment(part) for part in message.parts]
-        pieces.append('"}')
+        pieces.append('"' + "".join(f",{json_str(k)}:{json_value(v)}" for k, v in message.extra) + "}")
     pieces.append("]" + "".join(f",{json_str(k)}:{json_value(v)}" for k, v in spec.params.items()) + "}")
     merged: list[str | Ref] = []
     for piece in pieces:

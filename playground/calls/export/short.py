@@ -26,7 +26,7 @@ def short_body(spec: ExportSpec) -> dict:
             if isinstance(p, Ref) else p for p in parts)
 
     return {"model": spec.model,
-            "messages": [{"role": m.role, "content": text(m.parts)} for m in spec.messages],
+            "messages": [{"role": m.role, "content": text(m.parts), **dict(m.extra)} for m in spec.messages],
             **spec.params}
 
 

@@ -16,7 +16,7 @@ from core.templating import VARIABLE
 from playground.models import PromptVersion
 from playground.templating import template_variables
 
-from ..builder import version_params
+from ..builder import template_texts, version_params
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +33,8 @@ Part = str | Ref
 class Message:
     role: str
     parts: tuple[Part, ...]
-    local: str  # what the exported code calls the rendered text: "system" or "user"
+    local: str  # what the exported code calls the rendered text: "system", "turn_<n>" or "user"
+    extra: tuple[tuple[str, object], ...] = ()  # an assistant turn's tool_calls, a tool turn's tool_call_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,10 +81,14 @@ def template_parts(text: str) -> tuple[Part, ...]:
 
 def export_spec(*, version: PromptVersion, body: str, base_url: str, reference: Reference) -> ExportSpec:
     messages = []
-    if version.system:  # the same rule as playground.calls.builder.version_chat_body
+    if version.system.strip():  # the same rule as playground.calls.builder.render_messages
         messages.append(Message("system", template_parts(version.system), "system"))
+    for i, turn in enumerate(version.messages, start=1):
+        messages.append(Message(turn["role"], template_parts(turn["content"]), f"turn_{i}",
+                                tuple((k, v) for k, v in turn.items() if k not in ("role", "content"))))
     messages.append(Message("user", template_parts(body), "user"))
-    used = template_variables(version.system, body)
+    used = template_variables(*template_texts(system=version.system, messages=version.messages,
+                                              body=body).values())
     return ExportSpec(
         title=version.prompt.title, prompt_id=str(version.prompt_id), version_id=str(version.pk),
         version_number=version.number, model=version.model_name, params=version_params(version),

@@ -16,7 +16,7 @@ from .splits import split_pick
 from .template import render_texts
 
 Source = Literal["server", "cache", "stale", "fallback"]
-PARAMETER_FIELDS = ("temperature", "max_tokens", "top_p", "stop")
+PARAMETER_FIELDS = ("temperature", "max_tokens", "top_p", "seed", "stop")
 PROMPT_VARIABLES_MAX_BYTES = 8192  # the server's limit on X-Prompt-Variables
 
 
@@ -42,6 +42,9 @@ class PromptVersion:
     response_schema: dict | None
     tools: list
     source: Source = "server"
+    # The turns between the system text and the template ({"role", "content", ...} templates).
+    messages: tuple[dict, ...] = ()
+    tool_choice: Any = None  # with tools: None (auto), "none", "required" or one function
     # A split label: this variant's weight, and every variant's (version id, weight).
     weight: int | None = None
     split: tuple[tuple[str, int], ...] | None = None
@@ -60,11 +63,13 @@ class PromptVersion:
     def render(self, variables: Mapping[str, object] | None = None) -> dict:
         """{"system", "body", "messages"}: the texts with `{{name}}` filled in (as
         the server renders them; RenderError names missing or unknown variables)."""
-        out = render_texts({"system": self.system, "body": self.template}, declared=self.variables,
-                           values=dict(variables or {}))
-        messages = ([{"role": "system", "content": out["system"]}] if self.system else []) + [
+        texts = {"system": self.system, "body": self.template,
+                 **{f"messages.{i}": m["content"] for i, m in enumerate(self.messages)}}
+        out = render_texts(texts, declared=self.variables, values=dict(variables or {}))
+        turns = [{**m, "content": out[f"messages.{i}"]} for i, m in enumerate(self.messages)]
+        messages = ([{"role": "system", "content": out["system"]}] if self.system.strip() else []) + turns + [
             {"role": "user", "content": out["body"]}]
-        return {**out, "messages": messages}
+        return {"system": out["system"], "body": out["body"], "messages": messages}
 
     def chat_body(self, variables: Mapping[str, object] | None = None, *, stream: bool = False) -> dict:
         """The /v1/chat/completions body of a run of this version: the request a run
@@ -78,6 +83,8 @@ class PromptVersion:
                 "name": "response", "schema": self.response_schema, "strict": True}}
         if self.tools:
             body["tools"] = list(self.tools)
+        if self.tool_choice is not None:
+            body["tool_choice"] = self.tool_choice
         if stream:
             body["stream"] = True
         return body
@@ -113,8 +120,8 @@ def fallback_version(fallback, *, prompt: str, label: str, error: Exception, cli
         fallback = {"template": fallback}
     if not isinstance(fallback, Mapping) or "template" not in fallback:
         raise TypeError("fallback must be a PromptVersion, a template string, or a mapping with 'template'")
-    unknown = set(fallback) - {"template", "system", "model", "variables", "parameters",
-                               "response_schema", "tools"}
+    unknown = set(fallback) - {"template", "system", "messages", "model", "variables", "parameters",
+                               "response_schema", "tools", "tool_choice"}
     if unknown:
         raise TypeError(f"unknown fallback fields: {', '.join(sorted(unknown))}")
     return PromptVersion(
@@ -122,6 +129,7 @@ def fallback_version(fallback, *, prompt: str, label: str, error: Exception, cli
         system=fallback.get("system", ""), template=fallback["template"],
         variables=dict(fallback.get("variables") or {}), parameters=dict(fallback.get("parameters") or {}),
         response_schema=fallback.get("response_schema"), tools=list(fallback.get("tools") or []),
+        messages=tuple(fallback.get("messages") or ()), tool_choice=fallback.get("tool_choice"),
         source="fallback", error=str(error), _client=client)
 
 
@@ -131,6 +139,7 @@ def version_from(v: dict, body: str, *, prompt: str, label: str, client) -> Prom
         system=v.get("system") or "", template=body, variables=dict(v.get("variables") or {}),
         parameters={k: v[k] for k in PARAMETER_FIELDS if v.get(k) not in (None, [])},
         response_schema=v.get("response_schema"), tools=list(v.get("tools") or []),
+        messages=tuple(v.get("messages") or ()), tool_choice=v.get("tool_choice"),
         source="server", fetched_at=time.time(), _client=client)
 
 

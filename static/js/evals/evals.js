@@ -1,6 +1,7 @@
 // Evaluations pages: the list (new dataset), a dataset (rows, import, new run),
 // a run (progress, aggregates, chart, the lazy grid). Everything goes through the REST API.
 import { api, apiAll, el, errorFrom, headers, pageConfig, showAlert } from "../playground/api.js";
+import { describeEstimate } from "../playground/estimate.js";
 
 const $ = (id) => document.getElementById(id);
 const cfg = pageConfig();
@@ -148,6 +149,19 @@ function datasetPage() {
     $("columns").replaceChildren(...columns.map((c, i) => el("li", {}, `${c.title} v${c.number} `,
       el("button", { type: "button", class: "btn small", text: "Remove",
         onclick: () => { columns.splice(i, 1); renderColumns(); } }))));
+    estimateRun();
+  }
+  // Rows x columns at each version's max_tokens, and the pool's time for them now.
+  async function estimateRun() {
+    if (!columns.length) { $("run-estimate").textContent = ""; return; }
+    try {
+      const e = await api("/api/evals/estimate", { method: "POST", body: {
+        dataset: cfg.dataset.id, dataset_version: version,
+        columns: columns.map((c) => ({ prompt: c.prompt, version: c.version })) } });
+      $("run-estimate").textContent = `Estimate: ${describeEstimate(e)}`;
+    } catch (err) {
+      $("run-estimate").textContent = `No estimate: ${err.message}`;
+    }
   }
   $("col-add").addEventListener("click", () => {
     const p = $("col-prompt"), v = $("col-version");

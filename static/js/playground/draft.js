@@ -23,3 +23,31 @@ export class Draft {
 
   clear() { localStorage.removeItem(this.key); }
 }
+
+// The scratch playground's draft, kept on the server per user (GET/PUT
+// /api/playground/draft) so it follows the user to another browser.
+export class ServerDraft {
+  constructor(api) { this.api = api; }
+
+  async load() {
+    try {
+      const found = await this.api("/api/playground/draft");
+      return Object.keys(found.state).length ? found.state : null;
+    } catch {
+      return null;
+    }
+  }
+
+  async save(state) {
+    try {
+      await this.api("/api/playground/draft", { method: "PUT", body: { state: { ...state, savedAt: Date.now() } } });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async clear() {
+    try { await this.api("/api/playground/draft", { method: "PUT", body: { state: {} } }); } catch { /* kept */ }
+  }
+}

@@ -11,6 +11,25 @@ export function variablesIn(...texts) {
   return [...seen];
 }
 
+// "{{" that does not open a variable ({{ 1x }}, {{name}, {{a b}}): the server
+// sends it as plain text, which is rarely what was meant.
+const OPENING = /\{\{/g;
+const STARTS_VARIABLE = /^\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\}/;
+
+export function malformedIn(...texts) {
+  const found = [];
+  for (const t of texts) {
+    for (const m of t.matchAll(OPENING)) {
+      const rest = t.slice(m.index, m.index + 40);
+      if (!STARTS_VARIABLE.test(rest) && !(m.index > 0 && t[m.index - 1] === "{")) {
+        const close = rest.indexOf("}}");
+        found.push((close > 0 ? rest.slice(0, close + 2) : rest).split("\n")[0]);
+      }
+    }
+  }
+  return found;
+}
+
 export function render(text, values) {
   return text.replace(VARIABLE, (_, name) => values[name] ?? "");
 }
@@ -30,7 +49,10 @@ export class HighlightedEditor {
 
   get value() { return this.textarea.value; }
 
-  set value(text) { this.textarea.value = text; this.schedule(); }
+  set value(text) {
+    if (text !== this.textarea.value) this.textarea.value = text;
+    this.schedule();
+  }
 
   setReadOnly(ro) { this.textarea.readOnly = ro; }
 

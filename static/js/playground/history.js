@@ -1,9 +1,9 @@
 // The history page: version tree, read-only version view, labels with
 // compare-and-set moves and undo/redo, side-by-side diffs and output compare.
 
-import { api, apiAll, el, errorFrom, pageConfig, showAlert } from "./api.js";
+import { api, apiAll, el, pageConfig, showAlert } from "./api.js";
 import { loadBody } from "./bodies.js";
-import { renderDiff } from "./diffview.js";
+import { showVersionDiff } from "./diffview.js";
 import { completionTokens, describeRunError, streamChat, tokensPerSecond } from "./stream.js";
 import { drawTree } from "./tree.js";
 import { virtualText } from "./virtual.js";
@@ -57,7 +57,7 @@ async function openVersion(id) {
   view.replaceChildren(el("p", { class: "hint", text: "Loading…" }));
   try {
     const v = await api(`${cfg.apiBase}/versions/${id}`);
-    const params = [["temperature", v.temperature], ["top_p", v.top_p], ["max_tokens", v.max_tokens]]
+    const params = [["temperature", v.temperature], ["top_p", v.top_p], ["max_tokens", v.max_tokens], ["seed", v.seed]]
       .filter(([, x]) => x !== null).map(([k, x]) => `${k} ${x}`).join(" · ") || "defaults";
     const meta = el("dl", { class: "version-meta" });
     const origin = v.merge_parent ? ` (merge of ${vname(v.merge_parent)} into ${vname(v.parent)})`
@@ -70,7 +70,10 @@ async function openVersion(id) {
     const progress = el("progress", { max: 1, value: 0, "aria-label": "Loading the body" });
     view.replaceChildren(el("h3", { text: `Version ${v.number}`, class: "version-title" }), meta,
       el("strong", { text: "System" }), el("pre", { class: "ro-text", text: v.system || "(none)" }),
-      el("strong", { text: "User message template" }), progress);
+      ...v.messages.flatMap((m, i) => [
+        el("strong", { text: `Message ${i + 1}: ${m.role}${m.tool_call_id ? ` (answers ${m.tool_call_id})` : ""}` }),
+        el("pre", { class: "ro-text", text: m.content + (m.tool_calls ? `\ntool calls: ${JSON.stringify(m.tool_calls)}` : "") })]),
+      el("strong", { text: "Last user message (template)" }), progress);
     const text = await loadBody(v, { lazyBytes: cfg.lazyBodyBytes, onProgress: (f) => { progress.value = f; } });
     // Big bodies get the virtualised viewer; small ones a plain block.
     progress.replaceWith(text.length > 100_000 ? virtualText(text) : el("pre", { class: "ro-text", text, tabindex: 0 }));
@@ -118,15 +121,8 @@ async function showDiff() {
   const from = $("diff-from").value, to = $("diff-to").value, mode = $("diff-mode").value;
   const out = $("diff-out");
   out.replaceChildren(el("p", { class: "hint", text: "Computing the diff…" }));
-  const part = async (name) => {
-    const res = await fetch(`${cfg.apiBase}/diff?from=${from}&to=${to}&mode=${mode}&part=${name}`, { credentials: "same-origin" });
-    if (!res.ok) throw await errorFrom(res);
-    return res.text();
-  };
   try {
-    const [body, system, tools] = await Promise.all(["body", "system", "tools"].map(part));
-    await renderDiff(out, body, mode, [vname(from), vname(to)],
-                     [{ name: "System", id: "diff-system", text: system }, { name: "Tools", id: "diff-tools", text: tools }]);
+    await showVersionDiff(out, { apiBase: cfg.apiBase, from, to, mode, titles: [vname(from), vname(to)] });
   } catch (err) {
     out.replaceChildren(el("p", { class: "error", text: `Could not compute the diff: ${err.message}` }));
   }
@@ -137,11 +133,9 @@ async function runOne(id, outId, statsId) {
   const text = document.createTextNode("");
   out.replaceChildren(text);
   $(statsId).textContent = "running…";
-  const v = await api(`${cfg.apiBase}/versions/${id}`);
-  const rendered = await api(`${cfg.apiBase}/versions/${id}/render`, { method: "POST", body: { variables: {} } });
-  const request = { model: v.model, messages: rendered.messages, temperature: v.temperature ?? 1,
-                    top_p: v.top_p ?? 1, max_tokens: v.max_tokens ?? 256, ...(v.stop.length ? { stop: v.stop } : {}) };
-  const stats = await streamChat({ request, onToken: (t) => text.appendData(t) });
+  // The version's own run route: the server builds the request from the saved version (its defaults).
+  const stats = await streamChat({ request: { variables: {} }, url: `${cfg.apiBase}/versions/${id}/run`,
+                                   onToken: (t) => text.appendData(t) });
   const tps = tokensPerSecond(stats);
   $(statsId).textContent = `TTFT ${Math.round(stats.ttftMs ?? 0)} ms · ${completionTokens(stats)} tokens${tps ? ` · ${tps.toFixed(1)} tok/s` : ""}`;
 }
@@ -194,7 +188,8 @@ function renderMerge() {
   out.replaceChildren(
     el("p", { class: "hint", id: "merge-summary", text: `Merging ${vname(merging.theirs)} into ${vname(merging.ours)} (common ancestor ${vname(merging.base)}): ` +
       (merging.conflicts ? `${merging.conflicts} conflict(s), ${left} left to resolve.` : "no conflicts.") +
-      (merging.tools_differing ? ` Both changed the tools: the merge keeps ours (${vname(merging.ours)}).` : "") }),
+      (merging.tools_differing ? ` Both changed the tools: the merge keeps ours (${vname(merging.ours)}).` : "") +
+      (merging.messages_differing ? ` Both changed the messages: the merge keeps ours (${vname(merging.ours)}).` : "") }),
     hunkView("system", merging.system.hunks), hunkView("body", merging.body.hunks), save);
 }
 
@@ -213,8 +208,10 @@ async function saveMerge() {
   try {
     const made = await api(`${cfg.apiBase}/versions`, { method: "POST", body: {
       parent: merging.ours, merge_parent: merging.theirs, message: merging.message, model: ours.model,
-      temperature: ours.temperature, max_tokens: ours.max_tokens, top_p: ours.top_p, stop: ours.stop,
-      response_schema: ours.response_schema, tools: merging.tools, variables: merging.variables,
+      temperature: ours.temperature, max_tokens: ours.max_tokens, top_p: ours.top_p, seed: ours.seed, stop: ours.stop,
+      response_schema: ours.response_schema, tools: merging.tools, tool_choice: ours.tool_choice,
+      messages: merging.messages,
+      variables: merging.variables,
       system: resolved(merging.system.hunks), body: resolved(merging.body.hunks) } });
     merging = null;
     selected = made.id;

@@ -1,9 +1,15 @@
-// The playground page: edit, run with streaming, save versions, keep a draft.
+// The playground page: edit a conversation (system, turns, last user message),
+// run it with streaming, compare variants side by side, save versions, keep a
+// draft (per prompt in this browser; the scratch playground's on the server).
 
 import { api, pageConfig, showAlert } from "./api.js";
 import { loadBody, uploadBody } from "./bodies.js";
-import { Draft } from "./draft.js";
-import { HighlightedEditor, render, variablesIn } from "./editor.js";
+import { ComparePanel } from "./compare.js";
+import { Draft, ServerDraft } from "./draft.js";
+import { HighlightedEditor, malformedIn, render, variablesIn } from "./editor.js";
+import { formatOfVersion, formatRequest, rawTurns, readFormat, schemaToSave, showFormat, toolChoiceToSave,
+         toolsToSave } from "./format.js";
+import { MessagesEditor } from "./messages.js";
 import { Params } from "./params.js";
 import { structuredResult, toolCallsResult } from "./result.js";
 import { RunsPanel } from "./runs.js";
@@ -12,115 +18,83 @@ import { VariablesPanel } from "./variables.js";
 import { offerTestCase, setUpTestCases } from "../evals/save_case.js";
 
 const cfg = pageConfig();
+const scratch = !cfg.prompt;
 const $ = (id) => document.getElementById(id);
-const draft = new Draft(cfg.prompt.id);
+const draft = scratch ? new ServerDraft(api) : new Draft(cfg.prompt.id);
 let base = null; // the saved version being edited (null before the first save)
 let baseState = null; // its fields, to tell whether the editor is dirty
 let running = null; // AbortController of the run in progress
 
-const onEdit = () => { vars.sync(variablesIn(system.value, body.value)); scheduleDraft(); };
+const onEdit = () => { syncVariables(); scheduleDraft(); };
 const system = new HighlightedEditor($("system-input"), onEdit);
+const turns = new MessagesEditor($("turns"), onEdit);
 const body = new HighlightedEditor($("body-input"), onEdit);
 const vars = new VariablesPanel($("vars"), scheduleDraft);
 const params = new Params(cfg, scheduleDraft);
 
+function texts() { return [system.value, ...turns.texts(), body.value]; }
+
+function syncVariables(defaults = null) {
+  const used = variablesIn(...texts());
+  vars.sync(used, defaults);
+  const declared = base ? Object.keys(base.variables || {}) : [];
+  vars.warn({ malformed: malformedIn(...texts()), unused: declared.filter((n) => !used.includes(n)) });
+}
+
 function state() {
-  return { base: base && base.id, system: system.value, body: body.value, ...params.get(),
-           variables: vars.values(), message: $("commit-message").value, ...format() };
+  return { base: base && base.id, system: system.value, turns: turns.raw(), body: body.value, ...params.get(),
+           variables: vars.values(), message: $("commit-message").value, ...readFormat() };
 }
 
-// Response format and tools as typed (text: a draft keeps what does not parse yet).
-function format() {
-  return { response_format: $("response-format").value, response_schema: $("response-schema").value,
-           tools: $("tools-input").value, tool_choice: $("tool-choice").value };
-}
-
-function showFormat(s) {
-  $("response-format").value = s.response_format || "text";
-  $("response-schema").value = s.response_schema || "";
-  $("tools-input").value = s.tools || "";
-  $("tool-choice").value = s.tool_choice || "auto";
-  $("schema-row").hidden = $("response-format").value !== "json_schema";
-}
-
-// A saved version's tools, as the editor shows them ("" for none).
-function toolsText(tools) {
-  return tools && tools.length ? JSON.stringify(tools, null, 2) : "";
-}
-
-// A saved version keeps a response schema (a JSON object mode is the schema {"type": "object"}).
-function formatOfVersion(v) {
-  return v.response_schema ? { response_format: "json_schema",
-                               response_schema: JSON.stringify(v.response_schema, null, 2) }
-    : { response_format: "text", response_schema: "" };
-}
-
-function parseJsonField(text, what) {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new Error(`${what} is not valid JSON: ${err.message}`);
-  }
-}
-
-// The schema to save with a version (null: plain text); throws when it does not parse.
-function schemaToSave(s) {
-  if (s.response_format === "json_object") return { type: "object" };
-  if (s.response_format !== "json_schema") return null;
-  return parseJsonField(s.response_schema, "The response schema");
-}
-
-// The request's response_format / tools / tool_choice; throws when a field does not parse.
-function formatRequest(s) {
-  const out = {};
-  if (s.response_format === "json_object") out.response_format = { type: "json_object" };
-  if (s.response_format === "json_schema") {
-    out.response_format = { type: "json_schema", json_schema: { name: "response", strict: true,
-      schema: parseJsonField(s.response_schema, "The response schema") } };
-  }
-  if ((s.tools || "").trim()) {
-    out.tools = parseJsonField(s.tools, "Tools");
-    out.tool_choice = s.tool_choice || "auto";
-  }
-  return out;
-}
-
+const CONTENT = ["system", "turns", "body", "model", "temperature", "max_tokens", "top_p", "seed", "stop",
+                 "variables", "response_format", "tools", "tool_choice"];
 function sameContent(a, b) {
-  const pick = ({ system: s, body: t, model, temperature, max_tokens, top_p, stop, variables,
-                  response_format: f = "text", response_schema: rs = "", tools = "", tool_choice: tc = "auto" }) =>
-    JSON.stringify([s, t, model, temperature, max_tokens, top_p, stop, variables, f, f === "json_schema" ? rs : "",
-                    tools, tc]);
-  return a && b && pick(a) === pick(b);
+  // A variable without a saved default is null saved and "" typed.
+  const values = (v) => Object.fromEntries(Object.entries(v || {}).map(([k, x]) => [k, x ?? ""]));
+  const pick = (s) => JSON.stringify([...CONTENT.map((k) => (k === "variables" ? values(s[k]) : s[k] ?? null)),
+                                      s.response_format === "json_schema" ? s.response_schema : null]);
+  return Boolean(a && b) && pick(a) === pick(b);
 }
 
 let draftTimer = 0;
 function scheduleDraft() {
   clearTimeout(draftTimer);
-  draftTimer = setTimeout(() => {
+  draftTimer = setTimeout(async () => {
     const now = state();
-    if (baseState && sameContent(now, baseState) && !now.message) { draft.clear(); note(""); return; }
-    note(draft.save(now) ? "Draft saved in this browser" : "Too large for a local draft: save a version to keep it");
+    const dirty = !sameContent(now, baseState);
+    $("dirty-badge").hidden = !dirty || (scratch && !hasContent(now));
+    if (!dirty && !now.message) { draft.clear(); note(""); return; }
+    const where = scratch ? "Scratch kept for you" : "Draft saved in this browser";
+    note((await draft.save(now)) ? where : "Too large for a draft: save a version to keep it");
     $("discard-draft").hidden = false;
   }, 300);
 }
+
+function hasContent(s) { return Boolean(s.system.trim() || s.body.trim() || s.turns.length); }
 
 function note(text) { $("draft-note").textContent = text; }
 
 function apply(s) {
   system.value = s.system || "";
+  turns.set(s.turns || []);
   body.value = s.body || "";
   params.set(s);
   showFormat(s);
-  vars.sync(variablesIn(system.value, body.value), s.variables || {});
+  syncVariables(s.variables || {});
   $("commit-message").value = s.message || "";
 }
 
 function showBase() {
-  $("version-badge").textContent = base ? `v${base.number}` : "unsaved";
+  $("version-badge").textContent = scratch ? "scratch" : base ? `v${base.number}` : "unsaved";
   $("version-badge").title = base ? `Editing version ${base.number}; saving makes a child of it` : "";
-  // The export dialog (export.js) shows the saved version being edited.
   document.dispatchEvent(new CustomEvent("playground:version",
     { detail: base && { id: base.id, number: base.number } }));
+}
+
+function versionFields(v, text) {
+  return { system: v.system, turns: rawTurns(v.messages), body: text, model: v.model, temperature: v.temperature,
+           max_tokens: v.max_tokens, top_p: v.top_p, seed: v.seed, stop: v.stop, variables: v.variables,
+           ...formatOfVersion(v) };
 }
 
 async function loadBase() {
@@ -129,14 +103,10 @@ async function loadBase() {
   const large = base.body === null && base.body_size > cfg.lazyBodyBytes;
   $("large-body").hidden = !large;
   if (large) $("large-body-status").textContent = `Loading a ${(base.body_size / 1048576).toFixed(1)} MB body…`;
-  body.setReadOnly(true);
   const text = await loadBody(base, { lazyBytes: cfg.lazyBodyBytes,
     onProgress: (f) => { $("large-body-progress").value = f; } });
-  body.setReadOnly(false);
   $("large-body").hidden = true;
-  baseState = { system: base.system, body: text, model: base.model, temperature: base.temperature,
-                max_tokens: base.max_tokens, top_p: base.top_p, stop: base.stop, variables: base.variables,
-                ...formatOfVersion(base), tools: toolsText(base.tools), tool_choice: "auto" };
+  baseState = versionFields(base, text);
   params.ensureModel(base.model);
 }
 
@@ -156,22 +126,22 @@ async function start() {
 
 async function openPage() {
   showBase();
-  params.loadModels();
   try {
     await loadBase();
   } catch (err) {
     showAlert($("save-error"), `Could not load this version: ${err.message} Reload the page to try again.`);
   }
   showBase();
-  const saved = draft.load();
+  const saved = await draft.load();
   if (saved && (saved.base || null) === (base && base.id) && !sameContent(saved, baseState)) {
     apply(saved);
-    note("Restored your unsaved draft");
+    note(scratch ? "Your scratch, as you left it" : "Restored your unsaved draft");
     $("discard-draft").hidden = false;
+    $("dirty-badge").hidden = scratch && !hasContent(saved);
   } else if (baseState) {
     apply({ ...baseState, message: "" });
   } else {
-    vars.sync([]);
+    syncVariables();
   }
   if (cfg.runId) {
     try {
@@ -193,10 +163,11 @@ async function restoreRun(run) {
     showBase();
   }
   const p = run.params, rf = p.response_format;
-  const texts = run.draft || { system: baseState ? baseState.system : "", body: baseState ? baseState.body : "" };
-  apply({ ...texts, model: p.model, temperature: p.temperature, max_tokens: p.max_tokens, top_p: p.top_p,
-          stop: p.stop, variables: run.variables, message: "", tools: toolsText(p.tools),
-          tool_choice: p.tool_choice || "auto", response_format: rf ? rf.type : "text",
+  const from = run.draft ? { ...run.draft, turns: rawTurns(run.draft.messages) } : baseState || {};
+  apply({ system: from.system, turns: from.turns, body: from.body, model: p.model, temperature: p.temperature,
+          max_tokens: p.max_tokens, top_p: p.top_p, seed: p.seed, stop: p.stop, variables: run.variables,
+          message: "", tools: p.tools ? JSON.stringify(p.tools, null, 2) : "", tool_choice: p.tool_choice || "auto",
+          response_format: rf ? rf.type : "text",
           response_schema: rf && rf.json_schema ? JSON.stringify(rf.json_schema.schema, null, 2) : "" });
   out.classList.toggle("empty", !run.output);
   out.textContent = run.output;
@@ -209,6 +180,14 @@ async function restoreRun(run) {
 const runs = new RunsPanel(cfg, { onRestore: restoreRun });
 
 // ---- Save -------------------------------------------------------------
+// The version create fields of an editor state; throws when a JSON field does not parse.
+function versionPayload(s, messages) {
+  return { model: s.model, system: s.system, messages, temperature: s.temperature, max_tokens: s.max_tokens,
+    top_p: s.top_p, seed: s.seed, stop: s.stop, response_schema: schemaToSave(s), tools: toolsToSave(s),
+    tool_choice: toolChoiceToSave(s),
+    variables: Object.fromEntries(Object.entries(s.variables).map(([k, v]) => [k, v === "" ? null : v])) };
+}
+
 async function save() {
   const s = state();
   const btn = $("save-btn");
@@ -216,11 +195,14 @@ async function save() {
   showAlert($("save-ok"), "");
   btn.disabled = true;
   try {
-    const payload = { parent: base ? base.id : null, message: s.message, model: s.model, system: s.system,
-      temperature: s.temperature, max_tokens: s.max_tokens, top_p: s.top_p, stop: s.stop,
-      response_schema: schemaToSave(s),
-      tools: (s.tools || "").trim() ? parseJsonField(s.tools, "Tools") : [],
-      variables: Object.fromEntries(Object.entries(s.variables).map(([k, v]) => [k, v === "" ? null : v])) };
+    const payload = { ...versionPayload(s, turns.get()), message: s.message };
+    if (scratch) {
+      const made = await api("/api/playground/save", { method: "POST",
+        body: { title: $("prompt-title").value, version: { ...payload, body: s.body } } });
+      location.assign(`/prompts/${made.prompt.id}/?v=${made.version.id}`);
+      return;
+    }
+    payload.parent = base ? base.id : null;
     if (new TextEncoder().encode(s.body).length > cfg.uploadThreshold) {
       $("upload").hidden = false;
       payload.body_upload = await uploadBody(cfg.apiBase, s.body, (f) => { $("upload-progress").value = f; });
@@ -228,24 +210,32 @@ async function save() {
       payload.body = s.body;
     }
     const created = await api(`${cfg.apiBase}/versions`, { method: "POST", body: payload });
-    base = created;
-    baseState = { ...s, variables: payload.variables, ...formatOfVersion(created) };
-    draft.clear();
-    note("");
-    $("discard-draft").hidden = true;
-    $("commit-message").value = "";
-    history.replaceState(null, "", `?v=${created.id}`);
-    showBase();
+    saved(created, s);
     showAlert($("save-ok"), `Saved version ${created.number}.`);
   } catch (err) {
-    // The editor and the local draft keep every character; only the message changes.
+    // The editor and the draft keep every character; only the message changes.
     draft.save(s);
     const where = err.field ? ` (field: ${err.field})` : "";
-    showAlert($("save-error"), `Not saved: ${err.message}${where} Your text is kept here and in a local draft.`);
+    showAlert($("save-error"), `Not saved: ${err.message}${where} Your text is kept here and in a draft.`);
   } finally {
     btn.disabled = false;
-    $("upload").hidden = true;
+    if (!scratch) $("upload").hidden = true;
   }
+}
+
+// The editor shows the saved version as the server keeps it (same text: the caret stays).
+function saved(created, s) {
+  base = created;
+  baseState = versionFields(created, s.body);
+  apply({ ...baseState, message: "" });
+  draft.clear();
+  note("");
+  $("discard-draft").hidden = true;
+  $("dirty-badge").hidden = true;
+  $("commit-message").value = "";
+  history.replaceState(null, "", `?v=${created.id}`);
+  showBase();
+  compare.versionsCache = null;
 }
 
 // ---- Run --------------------------------------------------------------
@@ -253,37 +243,49 @@ const out = $("output");
 setUpTestCases();
 function setStat(id, text) { $(id).textContent = text; }
 
+// The variables' values, or null (and the run pane says which are missing).
+function variableValues() {
+  const s = vars.values();
+  const missing = vars.names().filter((n) => !s[n]);
+  showAlert($("run-error"), missing.length ? `Fill in the variables: ${missing.join(", ")}.` : "");
+  return missing.length ? null : s;
+}
+
+// The sampling fields of a run: only what the editor sets (the server's defaults apply to the rest).
+function sampling(s) {
+  const given = (k) => (s[k] === null || s[k] === undefined ? {} : { [k]: s[k] });
+  return { model: s.model, ...given("temperature"), ...given("top_p"), ...given("max_tokens"), ...given("seed"),
+           ...(s.stop && s.stop.length ? { stop: s.stop } : {}) };
+}
+
 async function run() {
   if (running) { running.abort(); return; }
   const s = state();
-  const values = Object.fromEntries(vars.names().map((n) => [n, s.variables[n] ?? ""]));
-  const missing = vars.names().filter((n) => !values[n]);
-  showAlert($("run-error"), missing.length ? `Fill in the variables: ${missing.join(", ")}.` : "");
-  if (missing.length) return;
-  const messages = [];
-  if (s.system.trim()) messages.push({ role: "system", content: render(s.system, values) });
-  messages.push({ role: "user", content: render(s.body, values) });
-  let extra;
+  const values = variableValues();
+  if (values === null) return;
+  let extra, messages;
   try {
     extra = formatRequest(s);
+    messages = turns.get();
   } catch (err) {
     showAlert($("run-error"), err.message);
     return;
   }
-  await stream({ s, values, extra, messages, first: true });
+  const request = { version: base ? base.id : null, system: s.system, messages, body: s.body, variables: values,
+                    ...sampling(s), ...extra };
+  // Answers to tool calls continue the rendered conversation on /v1.
+  const rendered = [...(s.system.trim() ? [{ role: "system", content: render(s.system, values) }] : []),
+    ...messages.map((m) => ({ ...m, content: render(m.content, values) })),
+    { role: "user", content: render(s.body, values) }];
+  await stream({ s, values, extra, request, messages: rendered, first: true });
 }
 
 // One streamed run of a conversation. A run that calls tools offers to answer the
 // calls; the answers continue the same conversation (assistant tool_calls, then a
-// tool message per call) as another run.
-// The first run goes to the prompt's run route, which renders the texts itself
-// and keeps the run in the history; answers to tool calls go to /v1.
-async function stream({ s, values, extra, messages, first = false }) {
-  const sampling = { model: s.model, temperature: s.temperature ?? 1, top_p: s.top_p ?? 1,
-                     max_tokens: s.max_tokens ?? 256, ...(s.stop.length ? { stop: s.stop } : {}), ...extra };
-  const request = first ? { version: base ? base.id : null, system: s.system, body: s.body, variables: values,
-                            ...sampling }
-    : { messages, ...sampling };
+// tool message per call) as another run. The first run goes to the run route,
+// which renders the texts itself and keeps the run in the history.
+async function stream({ s, values, extra, messages, request = null, first = false }) {
+  request = request || { messages, ...sampling(s), ...extra };
   const answer = (calls) => (results) => {
     if (running) return;
     const follow = [...messages, { role: "assistant", content: null, tool_calls: calls },
@@ -307,7 +309,7 @@ async function stream({ s, values, extra, messages, first = false }) {
   running = new AbortController();
   $("run-btn").firstChild.textContent = "Stop ";
   try {
-    const stats = await streamChat({ request, signal: running.signal, url: first ? `${cfg.apiBase}/run` : null,
+    const stats = await streamChat({ request, signal: running.signal, url: first ? cfg.runUrl : null,
       onToken: (t, st) => {
         text.appendData(t); // appending to one text node: no re-render of the output
         setStat("stat-ttft", `${Math.round(st.ttftMs)} ms`);
@@ -362,23 +364,64 @@ function rateLimited(err) {
   tick();
 }
 
+// ---- Side by side -------------------------------------------------------
+const versionStates = new Map();
+const compare = new ComparePanel({
+  cfg, catalog: cfg.catalog, base: () => (base ? base.id : null), ran: () => runs.load(), variables: variableValues,
+  editorState: () => {
+    const s = state();
+    return { ...s, messages: turns.get(), format: formatRequest(s) };
+  },
+  async versions() {
+    if (scratch) return [];
+    compare.versionsCache ||= (await api(`${cfg.apiBase}/versions?page_size=100`)).results.reverse();
+    return compare.versionsCache;
+  },
+  async versionState(id) {
+    if (!versionStates.has(id)) {
+      const v = await api(`${cfg.apiBase}/versions/${id}`);
+      const f = versionFields(v, await loadBody(v, { lazyBytes: cfg.lazyBodyBytes }));
+      versionStates.set(id, { ...f, messages: v.messages, format: formatRequest(f) });
+    }
+    return versionStates.get(id);
+  },
+  async save(s) {
+    const created = await api(`${cfg.apiBase}/versions`, { method: "POST", body: {
+      ...versionPayload(s, s.messages), parent: base ? base.id : null, body: s.body,
+      message: `From a side-by-side column (${s.model})` } });
+    saved(created, state());
+    return created;
+  },
+});
+
 // ---- Wiring -----------------------------------------------------------
+function addMessage() { turns.add({ role: "user", content: "" }, { focus: true }); }
 $("run-btn").addEventListener("click", run);
+$("add-message").addEventListener("click", addMessage);
 $("save-form").addEventListener("submit", (e) => { e.preventDefault(); save(); });
 $("commit-message").addEventListener("input", scheduleDraft);
 for (const id of ["response-format", "response-schema", "tools-input", "tool-choice"]) {
   $(id).addEventListener("input", () => { $("schema-row").hidden = $("response-format").value !== "json_schema";
                                           scheduleDraft(); });
 }
+document.addEventListener("playground:model", (e) => {
+  const card = e.detail, missing = ["tools", "response_format"].filter((f) => !card.features.includes(f));
+  $("format-unsupported").hidden = !missing.length;
+  $("format-unsupported").textContent = missing.length
+    ? `${card.id} does not run ${missing.join(" or ").replace("_", " ")}: a run that sets them is refused.` : "";
+});
 $("discard-draft").addEventListener("click", () => {
   draft.clear();
   if (baseState) apply({ ...baseState, message: "" }); else apply({});
-  note("Draft discarded");
+  note(scratch ? "Scratch cleared" : "Draft discarded");
   $("discard-draft").hidden = true;
+  $("dirty-badge").hidden = true;
 });
 document.addEventListener("keydown", (e) => {
   if (!(e.ctrlKey || e.metaKey)) return;
   if (e.key === "Enter") { e.preventDefault(); if (!$("run-btn").disabled) run(); }
   if (e.key === "s" || e.key === "S") { e.preventDefault(); save(); }
+  if (e.key === "m" || e.key === "M") { e.preventDefault(); addMessage(); }
 });
+params.draw({});
 start();

@@ -17,7 +17,7 @@ function versionText(run) {
 
 export class RunsPanel {
   constructor(cfg, { onRestore }) {
-    this.base = `${cfg.apiBase}/runs`;
+    this.base = cfg.runsUrl;
     this.onRestore = onRestore;
     this.next = null;
     this.caseRun = null;
