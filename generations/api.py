@@ -157,12 +157,14 @@ METRIC_PARAMS = {"label", "days", "bucket"}
 
 
 def comparison(*, prompt, version, label: str, days: int, bucket: str) -> dict:
-    """The version's figures and those of the version `label` pointed at before it, over the same window."""
+    """The version's figures and those of the version it is compared with (generations.compare),
+    over the same window."""
     until = timezone.now()
     since = until - datetime.timedelta(days=days)
-    previous = version_previous(prompt=prompt, version=version, label=label or DEFAULT_LABEL)
+    previous, why = version_previous(prompt=prompt, version=version, label=label or DEFAULT_LABEL)
     return {
-        "label": label, "labels": version_labels(version=version), "since": since, "until": until,
+        "label": label, "labels": version_labels(prompt=prompt, version=version), "since": since,
+        "until": until, "compared_as": why,
         "bucket": bucket,
         "version": {"id": str(version.pk), "number": version.number,
                     **version_metrics(version_id=version.pk, since=since, label=label, bucket=bucket)},
@@ -181,7 +183,7 @@ class VersionMetricsApi(APIView):
         OpenApiParameter("bucket", {"type": "string", "enum": ["hour", "day"]})],
         responses=OpenApiTypes.OBJECT,
         description="Count, latency p50/p95 and mean (95% CI), TTFT, tokens, cost and error rate (95% Wilson "
-                    "CI) per time bucket, beside the version the label pointed at before.")
+                    "CI) per time bucket, beside the split's control or the version the label held before.")
     def get(self, request, prompt_id, version_id):
         unknown = sorted(set(request.query_params) - METRIC_PARAMS)
         if unknown:

@@ -202,3 +202,18 @@ def test_should_store_only_what_the_redaction_hook_returns(world, settings):
     assert g.messages[0]["content"] == "Hello <name>!"
     client = _client(world["owner"])
     assert client.get(f"/api/prompts/{world['prompt'].pk}/generations", {"q": "ada"}).json()["results"] == []
+
+
+def test_should_compare_a_split_arm_with_the_splits_control(world):
+    owner, prompt, v1, v2 = world["owner"], world["prompt"], world["v1"], world["v2"]
+    v3 = PromptVersionFactory(prompt=prompt, parent=v2, body="Hey {{name}}!")
+    playground_services.label_split(prompt=prompt, name="canary", expected_version_id=None, actor=owner,
+                                    variants=[{"version": str(v1.pk), "weight": 80},
+                                              {"version": str(v3.pk), "weight": 20}])
+    log(v1, owner, label="canary", latency_ms=100)
+    log(v3, owner, label="canary", latency_ms=300)
+    body = _client(owner).get(f"/api/prompts/{prompt.pk}/versions/{v3.pk}/generation-metrics",
+                              {"label": "canary"}).json()
+    assert (body["labels"], body["compared_as"], body["previous"]["id"]) == (["canary"], "split", str(v1.pk))
+    p50s = body["version"]["total"]["latency_p50_ms"], body["previous"]["total"]["latency_p50_ms"]
+    assert p50s == (300, 100)
