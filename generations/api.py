@@ -32,6 +32,7 @@ from playground import selectors as prompt_selectors
 
 from .cases import generation_test_case_add
 from .compare import DEFAULT_LABEL, version_labels, version_previous
+from .eval_scores import version_eval_scores
 from .metrics import version_metrics
 from .models import Generation
 from .selectors import (
@@ -156,7 +157,7 @@ class GenerationTestCaseApi(APIView):
 METRIC_PARAMS = {"label", "days", "bucket"}
 
 
-def comparison(*, prompt, version, label: str, days: int, bucket: str) -> dict:
+def comparison(*, user, prompt, version, label: str, days: int, bucket: str) -> dict:
     """The version's figures and those of the version it is compared with (generations.compare),
     over the same window."""
     until = timezone.now()
@@ -167,9 +168,11 @@ def comparison(*, prompt, version, label: str, days: int, bucket: str) -> dict:
         "until": until, "compared_as": why,
         "bucket": bucket,
         "version": {"id": str(version.pk), "number": version.number,
+                    "evals": version_eval_scores(user=user, version=version),
                     **version_metrics(version_id=version.pk, since=since, label=label, bucket=bucket)},
         "previous": None if previous is None else {
             "id": str(previous.pk), "number": previous.number,
+            "evals": version_eval_scores(user=user, version=previous),
             **version_metrics(version_id=previous.pk, since=since, label=label, bucket=bucket)}}
 
 
@@ -182,8 +185,10 @@ class VersionMetricsApi(APIView):
         OpenApiParameter("days", {"type": "integer", "minimum": 1, "maximum": 90}),
         OpenApiParameter("bucket", {"type": "string", "enum": ["hour", "day"]})],
         responses=OpenApiTypes.OBJECT,
-        description="Count, latency p50/p95 and mean (95% CI), TTFT, tokens, cost and error rate (95% Wilson "
-                    "CI) per time bucket, beside the split's control or the version the label held before.")
+        description="Count, latency p50/p95 and mean (95% CI), TTFT, tokens, cost and error rate "
+                    "(95% Wilson CI) per time bucket, beside the split's control or the version the label "
+                    "held before; and the evaluation runs of each (mean score and 95% interval per "
+                    "evaluator) whose dataset the caller may see.")
     def get(self, request, prompt_id, version_id):
         unknown = sorted(set(request.query_params) - METRIC_PARAMS)
         if unknown:
@@ -196,5 +201,5 @@ class VersionMetricsApi(APIView):
             raise DomainError("days must be a whole number from 1 to 90.", code="invalid_value", field="days")
         bucket = _choice(request, "bucket", ("hour", "day")) or ("hour" if int(days) <= 7 else "day")
         label = request.query_params.get("label", "")
-        return Response(comparison(prompt=prompt, version=version, label=label, days=int(days),
-                                   bucket=bucket))
+        return Response(comparison(user=request.user, prompt=prompt, version=version, label=label,
+                                   days=int(days), bucket=bucket))

@@ -35,7 +35,8 @@ def line_charts(current: list[dict], previous: list[dict] | None, *, since: date
     for key, title, unit in CHARTS:
         values = [b[key] for b in current + (previous or []) if b[key] is not None]
         top = float(max(values)) if values else 0.0
-        shown_top = f"{top * 100:.1f}%" if unit == "%" else f"{top:,.4g} {unit}".strip()
+        shown_top = (f"{top * 100:.1f}%" if unit == "%" else f"${top:,.6f}" if unit == "$"
+                     else f"{top:,.4g} {unit}".strip())
         charts.append({"key": key, "title": title, "top": shown_top if values else None, "width": WIDTH,
                        "height": HEIGHT, "current": _series(current, key, x_of, top),
                        "previous": _series(previous, key, x_of, top) if previous is not None else None})

@@ -41,7 +41,7 @@ def _shown(t: dict | None) -> dict:
         "mean": _ms(t["latency_mean_ms"]) + (f" ({mean_ci[0]:,.0f}–{mean_ci[1]:,.0f})" if mean_ci else ""),
         "ttft": _ms(t["ttft_p50_ms"]),
         "tokens": "–" if t["tokens_mean"] is None else f"{t['tokens_mean']:,.1f}",
-        "cost": "–" if t["cost"] is None else f"${t['cost']:,.4f}",
+        "cost": "–" if t["cost"] is None else f"${t['cost']:,.6f}",
         "errors": "–" if t["error_rate"] is None else
         f"{t['error_rate'] * 100:.1f}% ({rate_ci[0] * 100:.1f}–{rate_ci[1] * 100:.1f}%)"}
 
@@ -51,12 +51,23 @@ TOTAL_ROWS = (("count", "Generations"), ("p50", "Latency p50"), ("p95", "Latency
               ("cost", "Cost"), ("errors", "Error rate (95% CI)"))
 
 
+def _eval_rows(figures: dict) -> list[dict]:
+    """The evaluation runs of the version and the one compared with, oldest first."""
+    rows = []
+    for side in (figures["version"], figures["previous"]):
+        for run in (side or {}).get("evals", []):
+            scores = ", ".join(f"{key} {s['mean']:.2f} ({s['ci95'][0]:.2f}–{s['ci95'][1]:.2f})"
+                               for key, s in run["scores"].items())
+            rows.append({**run, "number": side["number"], "shown": scores or "no evaluator"})
+    return sorted(rows, key=lambda row: row["finished_at"])
+
+
 def version_generations(request, prompt_id, version_id):
     with page_not_found("Version"):
         prompt = prompt_for_log(user=request.user, prompt_id=prompt_id)
         version = prompt_selectors.version_get(prompt=prompt, version_id=version_id)
     f = _filters(request)
-    figures = comparison(prompt=prompt, version=version, label=f["label"], days=f["days"],
+    figures = comparison(user=request.user, prompt=prompt, version=version, label=f["label"], days=f["days"],
                          bucket="hour" if f["days"] <= 7 else "day")
     rows = generation_list(prompt=prompt, version_id=version.pk, label=f["label"], status=f["status"],
                            model=f["model"], search=f["q"])
@@ -73,7 +84,7 @@ def version_generations(request, prompt_id, version_id):
               for key, name in TOTAL_ROWS]
     return render(request, "generations/version.html", {
         "prompt": prompt, "version": version, "filters": f, "days_choices": DAYS, "statuses": STATUSES,
-        "figures": figures, "previous": previous, "totals": totals,
+        "figures": figures, "previous": previous, "totals": totals, "eval_rows": _eval_rows(figures),
         "charts": line_charts(figures["version"]["buckets"], previous["buckets"] if previous else None,
                               since=figures["since"], until=figures["until"]),
         "generations": page[:PAGE_SIZE], "older": older, "newest": f"?{urlencode(kept)}",

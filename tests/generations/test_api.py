@@ -217,3 +217,29 @@ def test_should_compare_a_split_arm_with_the_splits_control(world):
     assert (body["labels"], body["compared_as"], body["previous"]["id"]) == (["canary"], "split", str(v1.pk))
     p50s = body["version"]["total"]["latency_p50_ms"], body["previous"]["total"]["latency_p50_ms"]
     assert p50s == (300, 100)
+
+
+def test_should_show_the_evaluation_scores_of_runs_whose_dataset_the_reader_may_see(world):
+    from django.utils import timezone
+
+    from evals.datasets import dataset_version_create
+    from evals.models import EvalColumn, EvalRun
+
+    owner, v2 = world["owner"], world["v2"]
+    dataset = dataset_create(owner=owner, name="greetings")
+    rows = dataset_version_create(dataset=dataset, author=owner, add=[{"variables": {"name": "Ada"}}])
+    run = EvalRun.objects.create(owner=owner, dataset_version=rows, name="nightly", status="done",
+                                 evaluators=[{"name": "exact_match", "key": "exact_match"}],
+                                 finished_at=timezone.now(),
+                                 summary={"columns": [{"column": 0, "scores": {"exact_match": {
+                                     "mean": 0.75, "ci95": [0.5, 1.0], "pass_rate": 0.75}}}]})
+    EvalColumn.objects.create(run=run, index=0, prompt_version=v2, model_name="fixed-cost", params={})
+    path = f"/api/prompts/{world['prompt'].pk}/versions/{v2.pk}/generation-metrics"
+    scores = _client(owner).get(path).json()["version"]["evals"]
+    assert [(e["run"], e["dataset"], e["scores"]) for e in scores] == [
+        (str(run.pk), "greetings", {"exact_match": {"mean": 0.75, "ci95": [0.5, 1.0]}})]
+    page = _client(owner).get(f"/prompts/{world['prompt'].pk}/versions/{v2.pk}/generations/")
+    assert "exact_match 0.75 (0.50–1.00)" in page.content.decode()
+    grantee = UserFactory()  # may view the prompt, not the dataset
+    sharing.grant_create(prompt=world["prompt"], actor=owner, role="viewer", username=grantee.username)
+    assert _client(grantee).get(path).json()["version"]["evals"] == []
