@@ -6,7 +6,8 @@
 `list` (PostgreSQL: set DATABASE_URL): a throwaway database (<db>_bench) with
 --rows generations of one prompt (three versions, two labels, 2% errors, two
 models, 30 days), then the list API's answer time (p50 / max of 7, through the
-whole DRF view) for each filter, and for 20 pages followed by their cursors.
+whole DRF view) for each filter, for 20 pages followed by their cursors, and the
+version figures' (the metrics route) over 1, 7 and 30 days.
 
 `gateway` (the services scripts/test.sh points at, and wrk, as bench/e2e.py):
 the stack with GENERATIONS_ENABLED false, then true, alternating --rounds times,
@@ -47,14 +48,15 @@ FROM generate_series(1, %(rows)s) AS g
 """
 
 
-def _times(client, path: str, params: dict, repeat: int = 7) -> tuple[float, float, int]:
+def _times(client, path: str, params: dict, repeat: int = 7, key: str = "results"
+           ) -> tuple[float, float, int]:
     out, count = [], 0
     for _ in range(repeat):
         start = time.perf_counter()
         response = client.get(path, params)
         out.append(time.perf_counter() - start)
         assert response.status_code == 200, (response.status_code, response.content, response.headers)
-        count = len(response.json()["results"])
+        count = len(response.json().get(key) or [])
     return statistics.median(out) * 1000, max(out) * 1000, count
 
 
@@ -118,6 +120,10 @@ def bench_list(rows: int) -> None:
             url = body["next"]
         print(f"{'20 pages by cursor (version 80%)':<44} {statistics.median(page_times):>8.1f} "
               f"{max(page_times):>8.1f} {50:>5}")
+        figures = f"/api/prompts/{prompt.pk}/versions/{v3.pk}/generation-metrics"
+        for days in (1, 7, 30):
+            p50, worst, _ = _times(client, figures, {"days": days}, repeat=3, key="buckets")
+            print(f"{f'figures of the version (80%), {days} day(s)':<44} {p50:>8.1f} {worst:>8.1f}")
     finally:
         connection.creation.destroy_test_db(db["NAME"].removesuffix("_bench"), verbosity=0)
 
