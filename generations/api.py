@@ -100,7 +100,7 @@ class GenerationListApi(APIView):
         if unknown:
             raise DomainError(f"Unrecognized query parameter: {unknown[0]}.", code="unknown_parameter",
                               field=unknown[0])
-        prompt = prompt_for_log(user=request.user, prompt_id=prompt_id)
+        prompt = prompt_for_log(request, prompt_id=prompt_id)
         version = request.query_params.get("version")
         if version is not None and not is_uuid(version):
             raise DomainError("version must be a version id.", code="invalid_value", field="version")
@@ -194,7 +194,7 @@ class VersionMetricsApi(APIView):
         if unknown:
             raise DomainError(f"Unrecognized query parameter: {unknown[0]}.", code="unknown_parameter",
                               field=unknown[0])
-        prompt = prompt_for_log(user=request.user, prompt_id=prompt_id)
+        prompt = prompt_for_log(request, prompt_id=prompt_id)
         version = prompt_selectors.version_get(prompt=prompt, version_id=version_id)
         days = request.query_params.get("days", "7")
         if not days.isdigit() or not 1 <= int(days) <= 90:

@@ -15,7 +15,8 @@ from django.db.models import QuerySet
 from core.blobstore import get_blob_store
 from core.error_codes import DomainError
 from playground.models import Prompt, PromptVersion
-from playground.permissions import access_prompt
+from playground.permissions import access_prompt, request_access
+from sharing.kinds import Role
 
 from .models import Generation
 
@@ -79,6 +80,11 @@ def generation_list(*, prompt: Prompt, version_id=None, label: str = "", status:
     return rows.defer("messages", "params", "search_text")
 
 
-def prompt_for_log(*, user, prompt_id) -> Prompt:
-    """The prompt whose log `user` may read (404 `prompt_not_found` otherwise)."""
-    return access_prompt(user=user, prompt_id=prompt_id, need="view")
+def prompt_for_log(request, *, prompt_id) -> Prompt:
+    """The prompt whose log the request's user may read: 404 `prompt_not_found`
+    without a role, 403 for a share link's holder (a link shows the prompt, not
+    what others ran through it: the log is for accounts the prompt is shared with)."""
+    prompt = request_access(request, prompt_id=prompt_id, need="view")
+    if prompt.access_role < Role.VIEWER:
+        raise DomainError("A share link does not show the generations log.", code="forbidden")
+    return prompt

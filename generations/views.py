@@ -64,7 +64,7 @@ def _eval_rows(figures: dict) -> list[dict]:
 
 def version_generations(request, prompt_id, version_id):
     with page_not_found("Version"):
-        prompt = prompt_for_log(user=request.user, prompt_id=prompt_id)
+        prompt = prompt_for_log(request, prompt_id=prompt_id)
         version = prompt_selectors.version_get(prompt=prompt, version_id=version_id)
     f = _filters(request)
     figures = comparison(user=request.user, prompt=prompt, version=version, label=f["label"], days=f["days"],
