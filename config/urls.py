@@ -8,6 +8,7 @@ from chat import urls as chat_urls
 from core.blob_views import blob_local
 from core.errors import api_not_found
 from evals import urls as eval_urls
+from generations import urls as generation_urls
 from inference_client import urls as inference_urls
 from playground import urls as playground_urls
 from playground import views as playground_views
@@ -23,6 +24,8 @@ api_patterns = [
     path("prompts/", include(eval_urls.gate_urls)),
     path("", include("webhooks.urls")),
     path("prompts/", include(inference_urls.prompt_run_urls)),
+    path("prompts/", include(generation_urls.prompt_urls)),
+    path("generations/", include(generation_urls.generation_urls)),
     path("runs/", include(playground_urls.run_urls)),
     path("playground/", include(playground_urls.scratch_urls)),
     path("playground/", include(inference_urls.scratch_run_urls)),
@@ -46,6 +49,7 @@ urlpatterns = [
     path("", include(inference_urls.pages_urls)),
     path("chat/", include(chat_urls.pages)),
     path("prompts/", include("playground.page_urls")),
+    path("prompts/", include(generation_urls.pages)),
     path("playground/", playground_views.scratch_playground, name="scratch-playground"),
     path("runs/<str:run_id>/", playground_views.run_permalink, name="run-permalink"),
     path("evals/", include("evals.page_urls")),

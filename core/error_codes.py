@@ -190,6 +190,7 @@ CODES: dict[str, ErrorCode] = {
     "invalid_name": E(400, "A name is empty or too long."),
     "import_not_found": E(404, "No such import."),
     "run_not_found": E(404, "No such run."),
+    "generation_not_found": E(404, "No such generation, or the account cannot see it."),
     "run_finished": E(409, "The run already finished."),
     "run_active": E(409, "The run is queued or running: cancel it first."),
     "columns_required": E(400, "A run needs at least one column."),

@@ -52,6 +52,9 @@ QUEUE_TIME = Histogram("promptyard:request_queue_time_seconds",
                        buckets=LATENCY_BUCKETS)
 PROMPT_TOKENS = Counter("promptyard:prompt_tokens", "Prompt tokens processed.", ["model_name"])
 GENERATION_TOKENS = Counter("promptyard:generation_tokens", "Tokens generated.", ["model_name"])
+GENERATIONS_DROPPED = Counter("promptyard:generations_dropped_total",
+                              "Runs of saved prompt versions not logged (generations/), by reason: "
+                              "sampled or backlog (the usage writer behind).", ["reason"])
 SUCCESS = Counter("promptyard:request_success", "Finished requests, by finish reason.",
                   ["model_name", "finished_reason"])
 

@@ -102,7 +102,8 @@ async def playground_run(request, prompt_id=None):
             body["stream_options"] = {"include_usage": True}
         chat = check_chat_request(body)
         saved = built.version is not None and built.draft is None
-        ref = {"version": str(built.version.pk)} if saved else None
+        # Logged in the run history, not in the generations log (inference_client.generation_log).
+        ref = {"version": str(built.version.pk), "source": "playground"} if saved else None
         completion = await completion_create(api_key_or_user=caller, model=chat.model, messages=chat.messages,
                                              params=chat.params, stream=chat.stream, prompt_ref=ref)
     except DomainError as exc:

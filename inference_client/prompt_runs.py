@@ -49,7 +49,8 @@ async def _run(request, *, prompt_id, version_id=None, label=None):
         completion = await completion_create(
             api_key_or_user=caller, model=chat.model, messages=chat.messages, params=chat.params,
             stream=chat.stream, idempotency_key=idempotency_key, fingerprint=fingerprint,
-            prompt_ref={"version": str(prepared.version.pk), "label": prepared.label})
+            prompt_ref={"version": str(prepared.version.pk), "label": prepared.label, "source": "run",
+                        "checked": True, "variables": prepared.variables})
     except DomainError as exc:
         return domain_error_response(exc)
     return await completion_response(completion, stream=chat.stream, model=chat.model, headers={

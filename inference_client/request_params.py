@@ -224,11 +224,12 @@ def check_prompt_ref(headers) -> dict | None:
     version a /v1 call ran, recorded in its usage record (the SDK sends them; a
     caller's own records only, so a claim is trusted, but must be well formed)."""
     version, label = headers.get("X-Prompt-Version"), headers.get("X-Prompt-Label")
-    if version is None and label is None:
+    variables = headers.get("X-Prompt-Variables")
+    if version is None and label is None and variables is None:
         return None
     if version is None:
-        raise DomainError("X-Prompt-Label needs X-Prompt-Version.", code="invalid_prompt_ref",
-                          field="X-Prompt-Version")
+        raise DomainError("X-Prompt-Label and X-Prompt-Variables need X-Prompt-Version.",
+                          code="invalid_prompt_ref", field="X-Prompt-Version")
     parsed = parse_uuid(version)
     if parsed is None:
         raise DomainError("X-Prompt-Version must be a version id (a UUID).", code="invalid_prompt_ref",
@@ -236,4 +237,22 @@ def check_prompt_ref(headers) -> dict | None:
     if label is not None and not PROMPT_LABEL.fullmatch(label):
         raise DomainError("X-Prompt-Label is not a label name.", code="invalid_prompt_ref",
                           field="X-Prompt-Label")
-    return {"version": str(parsed), "label": label or ""}
+    return {"version": str(parsed), "label": label or "", "variables": _prompt_variables(variables)}
+
+
+PROMPT_VARIABLES_MAX_BYTES = 8192
+
+
+def _prompt_variables(raw: str | None) -> dict:
+    """X-Prompt-Variables: the JSON object of the variables the version was rendered
+    with (kept in the generations log), at most PROMPT_VARIABLES_MAX_BYTES."""
+    if raw is None:
+        return {}
+    try:
+        value = json_loads(raw) if len(raw) <= PROMPT_VARIABLES_MAX_BYTES else None
+    except (ValueError, JsonTooDeep):
+        value = None
+    if not isinstance(value, dict):
+        raise DomainError(f"X-Prompt-Variables must be a JSON object of at most {PROMPT_VARIABLES_MAX_BYTES} "
+                          "bytes.", code="invalid_prompt_ref", field="X-Prompt-Variables")
+    return value

@@ -32,6 +32,8 @@ from django.utils import timezone
 
 from accounts.models import ApiKey
 from core.redis import get_aredis
+from generations.store import generations_store
+from inference_client import generation_log
 from inference_client.models import UsageRecord
 from inference_client.threads import run_db
 
@@ -46,15 +48,20 @@ _writers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # loop -> tas
 
 
 def record_json(**fields) -> str:
-    """The stream form of a record: UsageRecord's field names (foreign keys by id)."""
+    """The stream form of a record: UsageRecord's field names (foreign keys by id),
+    and `generation`, the log entry of a run of a saved version (generation_log)."""
     return json.dumps(fields)
 
 
 def _store(raws: list[str]) -> None:
-    rows = [UsageRecord(**json.loads(raw)) for raw in raws]
+    records = [json.loads(raw) for raw in raws]
+    logged = [(r, r.pop("generation")) for r in records if "generation" in r]
+    rows = [UsageRecord(**r) for r in records]
     # One INSERT; request_id is unique, so a record claimed twice is stored once.
     UsageRecord.objects.bulk_create(rows, ignore_conflicts=True)
     _touch_keys(rows)
+    if logged:
+        generations_store(logged)
 
 
 def _touch_keys(rows: list[UsageRecord]) -> None:
@@ -124,6 +131,8 @@ class UsageWriter:
             reply = await redis.xreadgroup(GROUP, _CONSUMER, {USAGE_STREAM: ">"},
                                            count=BATCH - len(pending), block=block)
             entries = [entry for _, batch in reply or () for entry in batch]
+            if not pending:  # a whole batch at the first read: records wait in the stream
+                generation_log.set_behind(len(entries) >= BATCH)
             if entries and not pending:
                 first_read_at = loop.time()
             pending += entries

@@ -13,6 +13,7 @@ from .chat import *  # noqa: F403
 from .checkpoints import *  # noqa: F403
 from .control import *  # noqa: F403
 from .evals import *  # noqa: F403
+from .generations import *  # noqa: F403
 from .inference import *  # noqa: F403
 from .prompts import *  # noqa: F403
 from .ratelimits import *  # noqa: F403

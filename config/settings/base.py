@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "playground",
     "sharing",
     "evals",
+    "generations",
     "webhooks",
     "chat",
     "inference_client",

@@ -48,6 +48,9 @@ CELERY_ACK_WAKE = env_bool("CELERY_ACK_WAKE", True)
 CELERY_BEAT_SCHEDULE = {
     "webhooks-sweep": {"task": "playground.webhooks.sweep", "schedule": WEBHOOK_SWEEP_INTERVAL_S,
                        "options": {"queue": WEBHOOK_QUEUE, "expires": WEBHOOK_SWEEP_INTERVAL_S}},
+    # Generations past retention (generations/retention.py), hourly, on the same workers.
+    "generations-sweep": {"task": "generations.sweep", "schedule": 3600,
+                          "options": {"queue": WEBHOOK_QUEUE, "expires": 3600}},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULER = "config.celery:BeatScheduler"

@@ -7,8 +7,8 @@ import time
 from redis.exceptions import RedisError
 
 from core.redis import enabled as redis_enabled
+from inference_client import generation_log, prompt_cache, usage
 from inference_client import metrics as m
-from inference_client import prompt_cache, usage
 from inference_client.completion import Completion
 from inference_client.stages.admit import release
 from inference_client.stages.call import Call
@@ -32,6 +32,8 @@ async def record(completion: Completion, call: Call, terminal: dict) -> None:
         cache_hit=completion.cache_hit, status=status, error_code=code, end_user=call.params.user,
         prompt_version=prompt_ref.get("version"), prompt_label=prompt_ref.get("label") or "",
         eval_run=prompt_ref.get("eval_run"))
+    logged = generation_log.entry(call, result)
+    record = dict(row, generation=logged) if logged is not None else row
     sink = call.record_sink
     if redis_enabled():
         actual = result["prompt_tokens"] + result["completion_tokens"] if result else 0
@@ -39,12 +41,12 @@ async def record(completion: Completion, call: Call, terminal: dict) -> None:
         if sink is None:
             usage.ensure_writer()
         try:
-            await release(call, delta, "" if sink else usage.record_json(**row))
+            await release(call, delta, "" if sink else usage.record_json(**record))
         except RedisError:  # the record is kept all the same (the slot expires by itself)
             if sink is None:
-                await usage.store_now(**row)
+                await usage.store_now(**record)
     elif sink is None:
-        await usage.store_now(**row)
+        await usage.store_now(**record)
     if result is not None and not completion.cache_hit and call.exact_key is not None \
             and result.get("finish_reason") in ("stop", "length"):
         cached = {k: result[k] for k in ("text", "finish_reason", "prompt_tokens", "completion_tokens",

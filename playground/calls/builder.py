@@ -88,6 +88,7 @@ class PreparedRun:
     stream: bool
     label: str | None = None
     user: str | None = None  # the caller's end-user key (picks a split's variant)
+    variables: dict = dataclasses.field(default_factory=dict)
 
 
 def check_run_request(data) -> tuple[dict, bool]:
@@ -130,4 +131,4 @@ def run_prepare(*, user, prompt_id, data, version_id=None, label: str | None = N
                                client_addr=client_addr, version_id=version_id)
         version = selectors.version_get(prompt=prompt, version_id=version_id)
     return PreparedRun(version=version, chat_body=version_chat_body(version=version, variables=variables),
-                       stream=stream, label=label, user=split_user)
+                       stream=stream, label=label, user=split_user, variables=variables)

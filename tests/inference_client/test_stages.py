@@ -114,7 +114,11 @@ def test_parse_reads_the_idempotency_key_and_prompt_reference_headers():
                                                 "chat").fingerprint
     assert headers.fingerprint != parse_headers(post(**{"Idempotency-Key": "k1"}), {"model": "m", "n": 1},
                                                 "text").fingerprint
-    assert (headers.idempotency_key, headers.prompt_ref) == ("k1", {"version": version, "label": ""})
+    assert (headers.idempotency_key, headers.prompt_ref) == ("k1", {"version": version, "label": "",
+                                                                     "variables": {}})
+    logged = parse_headers(post(**{"X-Prompt-Version": version, "X-Prompt-Variables": '{"name": "Ada"}'}),
+                           {}, "chat")
+    assert logged.prompt_ref["variables"] == {"name": "Ada"}
     assert parse_headers(post(), {}, "chat") == (None, None, None)
     with pytest.raises(DomainError) as too_long:
         parse_headers(post(**{"Idempotency-Key": "k" * 256}), {}, "chat")

@@ -242,6 +242,15 @@ def test_should_keep_each_user_on_one_variant_of_a_split_and_record_it_in_usage(
     records = UsageRecord.objects.filter(user=key.user).values_list("prompt_version", "prompt_label")
     assert sorted(records) == sorted([(v1.pk, "production"), (v2.pk, "production")])
     assert UsageRecord.objects.get(user=key.user, prompt_version=v1.pk).end_user == user
+    # Both arms' runs are in the generations log with their variables: the SDK's (X-Prompt-Variables) and
+    # the run by reference.
+    from generations.models import Generation
+
+    mine = Generation.objects.filter(user=key.user)
+    wait_for(lambda: mine.count() == 2, timeout=15, what="both generations")
+    logged = list(mine.values_list("version_id", "label", "source", "variables"))
+    assert sorted(logged, key=str) == sorted([(v2.pk, "production", "v1", {"name": "Ada"}),
+                                              (v1.pk, "production", "run", {"name": "Bo"})], key=str)
     grouped = httpx.get(f"{live}/v1/usage", params={"group_by": "prompt_version"}, headers=auth).json()
     assert {(g["prompt_version"], g["requests"]) for g in grouped["by_prompt_version"]} == {
         (str(v1.pk), 1), (str(v2.pk), 1)}

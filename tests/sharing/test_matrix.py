@@ -73,6 +73,9 @@ ENDPOINTS = [
     Endpoint("transfer", "post", "/api/prompts/{p}/transfer", Role.OWNER, 202),  # an offer
     Endpoint("fork", "post", "/api/prompts/{p}/fork", Role.LINK, 201, fork=True),
     Endpoint("audit", "get", "/api/prompts/{p}/audit", Role.EDITOR, 200),
+    # The generations log: accounts that may view the prompt; a link shows one version, not the log.
+    Endpoint("generations", "get", "/api/prompts/{p}/generations", Role.VIEWER, 200),
+    Endpoint("generation-metrics", "get", V + "/generation-metrics", Role.VIEWER, 200),
 ]
 
 # The role each principal holds while its access is live.

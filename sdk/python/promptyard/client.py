@@ -197,7 +197,7 @@ class Promptyard(_Base):
     def run(self, version: PromptVersion, variables: Mapping[str, object] | None = None, *,
             stream: bool = False):
         body = version.chat_body(variables, stream=stream)
-        headers = version.run_headers()
+        headers = version.run_headers(variables)
         if not stream:
             try:
                 response = self._http.post("/v1/chat/completions", json=body, headers=headers,
@@ -310,7 +310,7 @@ class AsyncPromptyard(_Base):
     async def run(self, version: PromptVersion, variables: Mapping[str, object] | None = None, *,
                   stream: bool = False):
         body = version.chat_body(variables, stream=stream)
-        headers = version.run_headers()
+        headers = version.run_headers(variables)
         if not stream:
             try:
                 response = await self._http.post("/v1/chat/completions", json=body, headers=headers,

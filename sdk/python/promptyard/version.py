@@ -6,6 +6,7 @@ fetch and run; a version runs through the client that fetched it."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -16,6 +17,7 @@ from .template import render_texts
 
 Source = Literal["server", "cache", "stale", "fallback"]
 PARAMETER_FIELDS = ("temperature", "max_tokens", "top_p", "seed", "stop")
+PROMPT_VARIABLES_MAX_BYTES = 8192  # the server's limit on X-Prompt-Variables
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,11 +89,16 @@ class PromptVersion:
             body["stream"] = True
         return body
 
-    def run_headers(self) -> dict:
-        """Headers that put this version (and label) in the run's usage record."""
+    def run_headers(self, variables: Mapping[str, object] | None = None) -> dict:
+        """Headers that put this version (and label) in the run's usage record, and
+        its variables in the generations log (left out past the server's 8 KB)."""
         if self.id is None:
             return {}
-        return {"X-Prompt-Version": self.id, "X-Prompt-Label": self.label}
+        headers = {"X-Prompt-Version": self.id, "X-Prompt-Label": self.label}
+        encoded = json.dumps(dict(variables or {}), separators=(",", ":"), default=str)
+        if variables and len(encoded) <= PROMPT_VARIABLES_MAX_BYTES:
+            headers["X-Prompt-Variables"] = encoded
+        return headers
 
     def run(self, variables: Mapping[str, object] | None = None, *, stream: bool = False):
         """Run through /v1/chat/completions: the chat.completion object, or (stream=True)
