@@ -20,7 +20,7 @@ import math
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -29,9 +29,9 @@ from rest_framework.views import APIView
 from core.error_codes import DomainError
 from core.jsonbody import validated
 from evals.runs import evalrun_plan
+from evals.serializers import EvalRunCreateSerializer
 from inference_client.capacity import worker_request_rate
 from inference_client.stages.admit import estimate_prompt_tokens
-from inference_client.validation import check_messages
 from inference_protocol import validation as protocol
 from inference_protocol.backend import live_workers
 from inference_protocol.catalog import model_names, split_served
@@ -42,14 +42,11 @@ MAX_COUNT = 1_000_000
 
 
 def item_estimate(*, model: str, messages: list[dict], max_tokens: int | None, count: int) -> dict:
+    """One kind of generation, `count` times: its messages' text counted as admission counts it."""
     if model not in model_names():
         raise DomainError(f"Unknown model {model!r}.", code="model_not_found", field="model")
     max_tokens = settings.INFERENCE_DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
-    try:
-        protocol.check_max_tokens(max_tokens)
-    except protocol.InvalidInput as exc:
-        raise DomainError(str(exc), code="out_of_range", field="max_tokens") from None
-    prompt_tokens = estimate_prompt_tokens(check_messages(messages))
+    prompt_tokens = estimate_prompt_tokens([{"content": m.get("content") or ""} for m in messages])
     price = model_price(model)
     cost = None if price is None else \
         count * (prompt_tokens * price["input"] + max_tokens * price["output"]) / 1_000_000
@@ -83,20 +80,24 @@ def estimate(items: list[dict]) -> dict:
             "seconds": seconds, "basis": basis}
 
 
+class EstimateMessageSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(sorted(protocol.ROLES))
+    content = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
+                                    default="")
+
+
 class EstimateItemSerializer(serializers.Serializer):
     model = serializers.CharField()
-    messages = serializers.JSONField(help_text="The chat messages of one generation, as /v1 takes them.")
-    max_tokens = serializers.IntegerField(required=False, allow_null=True, default=None)
+    messages = serializers.ListField(child=EstimateMessageSerializer(), min_length=1,
+                                     max_length=settings.PROMPT_MAX_MESSAGES + 2,
+                                     help_text="The messages of one generation (their text is counted).")
+    max_tokens = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1,
+                                          max_value=settings.INFERENCE_MAX_TOKENS_LIMIT)
     count = serializers.IntegerField(min_value=1, max_value=MAX_COUNT, default=1)
 
 
 class EstimateRequestSerializer(serializers.Serializer):
-    items = EstimateItemSerializer(many=True, allow_empty=False)
-
-    def validate_items(self, items: list) -> list:
-        if len(items) > MAX_ITEMS:
-            raise serializers.ValidationError(f"At most {MAX_ITEMS} items.", code="max_length")
-        return items
+    items = serializers.ListField(child=EstimateItemSerializer(), min_length=1, max_length=MAX_ITEMS)
 
 
 class EstimateApi(APIView):
@@ -109,13 +110,28 @@ class EstimateApi(APIView):
         return Response(estimate(validated(EstimateRequestSerializer, request)["items"]))
 
 
+_NUMBER = {"type": "number", "minimum": 0}
+
+
+@extend_schema_field({"type": "array", "minItems": 1, "maxItems": settings.EVAL_RUN_MAX_COLUMNS, "items": {
+    "type": "object", "additionalProperties": False, "required": ["prompt", "version"], "properties": {
+        "prompt": {"type": "string", "format": "uuid"}, "version": {"type": "string", "format": "uuid"},
+        "params": {"type": "object", "additionalProperties": False, "properties": {
+            "temperature": {**_NUMBER, "maximum": settings.INFERENCE_TEMPERATURE_MAX},
+            "top_p": {**_NUMBER, "exclusiveMinimum": True, "maximum": 1},
+            "max_tokens": {"type": "integer", "minimum": 1,
+                           "maximum": settings.INFERENCE_MAX_TOKENS_LIMIT}}}}}})
+class EstimateColumnsField(serializers.JSONField):
+    """The columns of a run to estimate (checked as a run's are: evals.runs)."""
+
+
 class EvalEstimateRequestSerializer(serializers.Serializer):
-    dataset = serializers.CharField()
-    dataset_version = serializers.CharField(required=False, allow_null=True, default=None)
-    columns = serializers.JSONField(help_text="The columns of the run, as POST /api/evals/runs takes them.")
-    repeats = serializers.IntegerField(required=False, default=1, min_value=1,
-                                       max_value=settings.EVAL_RUN_MAX_REPEATS,
-                                       help_text="Runs of each row per column.")
+    """A run's request as POST /api/evals/runs takes it, less what scoring needs; columns by version."""
+
+    dataset = EvalRunCreateSerializer().fields["dataset"]
+    dataset_version = EvalRunCreateSerializer().fields["dataset_version"]
+    repeats = EvalRunCreateSerializer().fields["repeats"]
+    columns = EstimateColumnsField()
 
 
 class EvalEstimateApi(APIView):

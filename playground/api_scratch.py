@@ -19,7 +19,7 @@ from core.jsonbody import validated
 
 from .api_runs import RunListApi
 from .scratch import draft_get, draft_put, draft_save_as_prompt
-from .serializers import PromptSerializer, VersionCreateSerializer, VersionSerializer
+from .serializers import NOT_BLANK, PromptSerializer, VersionCreateSerializer, VersionSerializer
 
 DRAFT = inline_serializer("ScratchDraft", {"state": serializers.DictField(),
                                            "updated_at": serializers.DateTimeField(allow_null=True)})
@@ -51,10 +51,21 @@ class ScratchRunListApi(RunListApi):
         return super().get(request, prompt_id=None)
 
 
+class ScratchVersionSerializer(VersionCreateSerializer):
+    """A new prompt's first version: inline, with no id, parent or merge."""
+
+    id = None
+    parent = None
+    merge_parent = None
+    body_upload = None
+    body = serializers.CharField(allow_blank=True, trim_whitespace=False, validators=[NOT_BLANK],
+                                 help_text="The last user message template, inline.")
+
+
 class ScratchSaveRequestSerializer(serializers.Serializer):
-    title = serializers.CharField(max_length=200)
+    title = serializers.RegexField(r"\S", max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
-    version = VersionCreateSerializer()
+    version = ScratchVersionSerializer()
 
 
 class ScratchSaveApi(APIView):
@@ -65,12 +76,14 @@ class ScratchSaveApi(APIView):
                                                                       "version": VersionSerializer()})},
                    description="Save the scratch draft as a new prompt with its first version.")
     def post(self, request):
-        data = validated(ScratchSaveRequestSerializer, request)
-        v = data["version"]
-        given = [k for k in ("id", "parent", "merge_parent", "body_upload") if v.get(k) is not None]
+        raw = request.data.get("version") if isinstance(request.data, dict) else None
+        raw = raw if isinstance(raw, dict) else {}
+        given = [k for k in ("id", "parent", "merge_parent", "body_upload") if k in raw]
         if given:  # a scratch draft saves inline, as the first version of a new prompt
             raise DomainError(f"A scratch draft's first version has no {given[0]}.", code="unknown_parameter",
                               field=f"version.{given[0]}")
+        data = validated(ScratchSaveRequestSerializer, request)
+        v = data["version"]
         prompt, made = draft_save_as_prompt(
             user=request.user, title=data["title"], description=data["description"],
             version={"body": v.get("body", ""), "model_name": v.get("model"), "temperature": v["temperature"],

@@ -2,7 +2,11 @@
 response shapes for the prompt API."""
 
 from django.conf import settings
+from django.core.validators import RegexValidator
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from inference_protocol.validation import SEED_MAX
 
 from .models import Label, LabelMove, Prompt, PromptVersion
 
@@ -19,6 +23,28 @@ class BodyUploadSerializer(serializers.Serializer):
     sha256 = serializers.RegexField(r"^[0-9a-fA-F]{64}$", help_text="SHA-256 (hex) of the uploaded bytes.")
 
 
+# A text with something in it besides whitespace (a body; the service says empty_body too).
+NOT_BLANK = RegexValidator(r"\S", "The text is empty.", code="empty_body")
+_TEXT = {"type": "string"}
+_CALL = {"type": "object", "required": ["function"], "properties": {
+    "id": _TEXT, "type": {"type": "string", "enum": ["function"]},
+    "function": {"type": "object", "required": ["name", "arguments"],
+                 "properties": {"name": _TEXT, "arguments": _TEXT}}}}
+
+
+def _turn(role: str, required: list[str], **extra) -> dict:
+    return {"type": "object", "additionalProperties": False, "required": ["role", "content", *required],
+            "properties": {"role": {"type": "string", "enum": [role]}, "content": _TEXT, **extra}}
+
+
+@extend_schema_field({"type": "array", "maxItems": settings.PROMPT_MAX_MESSAGES, "items": {"oneOf": [
+    _turn("user", []), _turn("system", []),
+    _turn("assistant", [], tool_calls={"type": "array", "minItems": 1, "items": _CALL}),
+    _turn("tool", ["tool_call_id"], tool_call_id={"type": "string", "minLength": 1})]}})
+class TurnsField(serializers.JSONField):
+    """A version's turns (checked by playground.validation.check_messages; the schema says the same)."""
+
+
 class VersionCreateSerializer(serializers.Serializer):
     id = serializers.UUIDField(required=False, help_text="Optional client-chosen id.")
     parent = serializers.UUIDField(required=False, allow_null=True,
@@ -30,16 +56,17 @@ class VersionCreateSerializer(serializers.Serializer):
     temperature = serializers.FloatField(required=False, allow_null=True, default=None)
     max_tokens = serializers.IntegerField(required=False, allow_null=True, default=None)
     top_p = serializers.FloatField(required=False, allow_null=True, default=None)
-    seed = serializers.IntegerField(required=False, allow_null=True, default=None,
-                                    help_text="A fixed sampling seed (null: none).")
+    seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0,
+                                    max_value=SEED_MAX, help_text="A fixed sampling seed (null: none).")
     stop = serializers.ListField(child=serializers.CharField(trim_whitespace=False), required=False,
                                  default=list)
     system = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
-    messages = serializers.JSONField(required=False, default=list, help_text=(
+    messages = TurnsField(required=False, default=list, help_text=(
         "The turns between the system text and the body, in order: [{\"role\": \"user\" | \"assistant\" | "
         "\"tool\" | \"system\", \"content\": template}]; an assistant turn may hold tool_calls, a tool turn "
         "its tool_call_id. The body is the last user message."))
     body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+                                 validators=[NOT_BLANK],
                                  help_text="The message template, inline. Large bodies: use body_upload.")
     body_upload = BodyUploadSerializer(required=False)
     variables = serializers.DictField(child=serializers.CharField(allow_null=True, trim_whitespace=False),

@@ -256,7 +256,7 @@ _REFERENCES = [
     (r"^/api/datasets/[^/]+/(links|versions|import)", {"version": "dataset_version",
                                                         "base": "dataset_version"}),
     (r"^/api/chat/", {"to": "user_pk", "user": "user_pk"}),
-    (r"^/api/evals/runs$", {"dataset_version": "dataset_version"}),
+    (r"^/api/evals/(runs|estimate)$", {"dataset_version": "dataset_version"}),
     (r"^/v1/batches$", {"input_file_id": "file"}),
     (r"^/api/prompts/[^/]+/(diff|merge)", {"from": "version", "to": "ours",
                                            "ours": "ours", "theirs": "theirs"}),

@@ -49,8 +49,8 @@ def test_should_not_time_a_model_without_a_live_worker(auth_client, priced):
 
 @pytest.mark.parametrize(("body", "status", "field", "code"), [
     ({"items": [_item(model="nope")]}, 404, "model", "model_not_found"),
-    ({"items": [_item(max_tokens=0)]}, 400, "max_tokens", "out_of_range"),
-    ({"items": [_item(messages=[])]}, 400, "messages", "invalid_value"),
+    ({"items": [_item(max_tokens=0)]}, 400, "items", None),
+    ({"items": [_item(messages=[])]}, 400, "items", None),
     ({"items": []}, 400, "items", None),
     ({"items": [_item(count=0)]}, 400, "items", None),
 ])

@@ -65,7 +65,7 @@ def test_should_save_the_draft_as_a_prompt_with_its_first_version(db):
 
 
 @pytest.mark.parametrize(("payload", "field", "code"), [
-    ({"title": "T", "version": {"body": "   "}}, "body", "empty_body"),
+    ({"title": "T", "version": {"body": "   "}}, "version.body", "empty_body"),
     ({"title": "T", "version": {"body": "x", "messages": [{"role": "bot", "content": ""}]}},
      "messages[0].role", "invalid_value"),
     ({"title": "T", "version": {"body": "x", "parent": str(uuid.uuid4())}}, "version.parent",
