@@ -77,6 +77,12 @@ def test_should_list_generations_compare_versions_and_add_one_to_a_dataset(live_
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("Grace")
     screenshot(page, "generations")
+    # Open in playground: the version, with the generation's variables in the panel.
+    rows.first.get_by_role("link", name="Open in playground").click()
+    expect(page.locator("#version-badge")).to_have_text("v2")
+    expect(page.locator("[data-var=name]")).to_have_value("Grace")
+    expect(page.locator("#generations-link")).to_have_attribute(
+        "href", f"/prompts/{prompt.pk}/versions/{v2.pk}/generations/")
     assert console_errors == []
 
     other = new_page()

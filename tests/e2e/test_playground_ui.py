@@ -128,6 +128,9 @@ def test_should_run_stream_save_branch_diff_and_move_labels(live_url, new_page, 
     page.click("#compare-run")
     expect(page.locator("#cmp-a")).not_to_be_empty(timeout=15_000)
     expect(page.locator("#compare-error")).to_contain_text("does not implement 'tools'", timeout=15_000)
+    assert console_errors == ["console: Failed to load resource: the server responded with a status of 400 "
+                              "(Bad Request)"]  # that refusal, as the browser logs it
+    console_errors.clear()
     screenshot(page, "history")
 
     page.goto(f"{live_url}/prompts/")

@@ -65,6 +65,8 @@ async function openVersion(id) {
       ["Model", v.model], ["Parameters", params], ["Size", `${v.body_size.toLocaleString()} bytes`]]) {
       meta.append(el("dt", { text: k }), el("dd", { text: x }));
     }
+    meta.append(el("dt", { text: "Production" }), el("dd", {}, el("a", {
+      href: `/prompts/${v.prompt}/versions/${v.id}/generations/`, text: "Generations and figures" })));
     const progress = el("progress", { max: 1, value: 0, "aria-label": "Loading the body" });
     view.replaceChildren(el("h3", { text: `Version ${v.number}`, class: "version-title" }), meta,
       el("strong", { text: "System" }), el("pre", { class: "ro-text", text: v.system || "(none)" }),

@@ -87,6 +87,11 @@ function apply(s) {
 function showBase() {
   $("version-badge").textContent = scratch ? "scratch" : base ? `v${base.number}` : "unsaved";
   $("version-badge").title = base ? `Editing version ${base.number}; saving makes a child of it` : "";
+  const log = $("generations-link");
+  if (log) {
+    log.hidden = !base;
+    if (base) log.href = `/prompts/${cfg.prompt.id}/versions/${base.id}/generations/`;
+  }
   document.dispatchEvent(new CustomEvent("playground:version",
     { detail: base && { id: base.id, number: base.number } }));
 }
@@ -149,6 +154,17 @@ async function openPage() {
       await restoreRun(await api(`/api/runs/${cfg.runId}`));
     } catch (err) {
       showAlert($("run-error"), `Could not open the run: ${err.message}`);
+    }
+  }
+  // ?generation=<id> (the generations log's "Open in playground"): its variables, on the version open here.
+  const generation = new URLSearchParams(location.search).get("generation");
+  if (generation) {
+    try {
+      const g = await api(`/api/generations/${encodeURIComponent(generation)}`);
+      syncVariables(g.variables || {});
+      note("Variables of a production generation: run it on this version, or another");
+    } catch (err) {
+      showAlert($("run-error"), `Could not open the generation: ${err.message}`);
     }
   }
 }
