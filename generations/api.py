@@ -135,7 +135,7 @@ class GenerationOutputApi(APIView):
         return HttpResponse(generation_output(g), content_type="text/plain; charset=utf-8")
 
 
-class TestCaseRequestSerializer(serializers.Serializer):
+class GenerationCaseRequestSerializer(serializers.Serializer):
     dataset_id = serializers.UUIDField(help_text="A dataset the caller may edit.")
     expected = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
                                      help_text="The row's expected output (default: the output).")
@@ -144,11 +144,11 @@ class TestCaseRequestSerializer(serializers.Serializer):
 class GenerationTestCaseApi(APIView):
     permission_classes = [AllowAny]
 
-    @extend_schema(request=TestCaseRequestSerializer, responses={201: DatasetVersionSerializer})
+    @extend_schema(request=GenerationCaseRequestSerializer, responses={201: DatasetVersionSerializer})
     def post(self, request, generation_id):
         """Add the generation as a row (variables as inputs, `expected` or its output as the expected
         output) in a new version of the dataset."""
-        v = validated(TestCaseRequestSerializer, request)
+        v = validated(GenerationCaseRequestSerializer, request)
         version = generation_test_case_add(user=request.user, generation_id=generation_id,
                                            dataset_id=v["dataset_id"], expected=v.get("expected"))
         return Response(DatasetVersionSerializer(version).data, status=status.HTTP_201_CREATED)

@@ -85,15 +85,17 @@ SUMMARY_FIELDS = {
     "output_truncated": serializers.BooleanField()}
 
 
+RUN_LIST_PARAMETERS = [
+    OpenApiParameter("q", {"type": "string", "maxLength": SEARCH_MAX},
+                     description="Search in the variables' values and the output"),
+    OpenApiParameter("mine", {"type": "string", "enum": ["0", "1"]}, description="1: only the caller's runs")]
+
+
 class RunListApi(APIView):
     permission_classes = [AllowAny]  # access_prompt decides (404 for anyone who may not view)
     pagination_class = Page  # the schema documents the cursor page paginated() answers
 
-    @extend_schema(parameters=[
-        OpenApiParameter("q", {"type": "string", "maxLength": SEARCH_MAX},
-                         description="Search in the variables' values and the output"),
-        OpenApiParameter("mine", {"type": "string", "enum": ["0", "1"]},
-                         description="1: only the caller's runs")],
+    @extend_schema(parameters=RUN_LIST_PARAMETERS,
         responses=inline_serializer("PlaygroundRunSummary", SUMMARY_FIELDS, many=True),
         description="The prompt's playground runs, newest first.")
     def get(self, request, prompt_id):

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from core.error_codes import DomainError
 from core.jsonbody import validated
 
-from .api_runs import RunListApi
+from .api_runs import RUN_LIST_PARAMETERS, SUMMARY_FIELDS, RunListApi
 from .scratch import draft_get, draft_put, draft_save_as_prompt
 from .serializers import NOT_BLANK, PromptSerializer, VersionCreateSerializer, VersionSerializer
 
@@ -46,7 +46,9 @@ class ScratchDraftApi(APIView):
 class ScratchRunListApi(RunListApi):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(description="The caller's scratch runs, newest first.")
+    @extend_schema(parameters=RUN_LIST_PARAMETERS,
+                   responses=inline_serializer("ScratchRunSummary", SUMMARY_FIELDS, many=True),
+                   description="The caller's scratch runs, newest first.")
     def get(self, request, prompt_id=None):
         return super().get(request, prompt_id=None)
 

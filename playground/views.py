@@ -19,6 +19,7 @@ from . import selectors, services
 from .actions import prompt_actions
 from .permissions import access_prompt, prompts_shared_with
 from .runs import run_get
+from .serializers import VersionSerializer
 
 # Bodies larger than this load lazily in Range chunks and render virtualised.
 LAZY_BODY_BYTES = 1024 * 1024
@@ -94,17 +95,20 @@ def playground(request, prompt_id):
     # otherwise the newest version, the usual place to keep working.
     version_id = request.GET.get("v") or (str(run.version_id) if run_id and run.version_id else None)
     if version_id is None:
-        newest = selectors.version_list(prompt=prompt).order_by("-number").first()
-        version_id = str(newest.pk) if newest else None
+        version = selectors.version_list(prompt=prompt).order_by("-number").first()
     else:
         with page_not_found("Version"):
-            version_id = str(selectors.version_get(prompt=prompt, version_id=version_id).pk)
+            version = selectors.version_get(prompt=prompt, version_id=version_id)
+    version_id = str(version.pk) if version else None
+    # The version rides in the page (as GET .../versions/<id> answers it): one round trip fewer.
+    initial = VersionSerializer(version, context={"with_body": True}).data if version else None
     context = _role_context(request, prompt)
     return render(request, "playground/playground.html", {
         "prompt": prompt,
         "is_owner": prompt.access_role == Role.OWNER,
         **context,
-        "config": _page_config(prompt, versionId=version_id, runId=run_id, actions=context["actions"]),
+        "config": _page_config(prompt, versionId=version_id, version=initial, runId=run_id,
+                               actions=context["actions"]),
     })
 
 

@@ -47,6 +47,8 @@ def gen_server(django_db_setup, django_db_blocker, gen_worker):
 @pytest.fixture
 def live(gen_server, gen_worker, transactional_db, _clean_cache, settings):
     settings.INFERENCE_MODELS = MODELS
+    # The usage writer may run here (draining the stream) as well as in the server: the same limits.
+    settings.GENERATIONS_INLINE_MAX_CHARS = int(STACK["GENERATIONS_INLINE_MAX_CHARS"])
     wait_for_worker(MODEL)
     yield gen_server
     wait_for(_stream_empty, what="the usage writer to store every record")

@@ -100,6 +100,9 @@ def test_should_send_the_tools_on_every_run_and_refuse_them_in_evaluations(promp
 
     from evals.runs import _check_columns
 
+    # An evaluation runs them on a model whose engine does (llama.cpp), never on one that does not.
+    (column,) = _check_columns(user, [{"prompt": str(prompt.pk), "version": str(version.pk)}])
+    assert column["params"]["tools"] == TOOLS
     with pytest.raises(DomainError) as refused:
-        _check_columns(user, [{"prompt": str(prompt.pk), "version": str(version.pk)}])
+        _check_columns(user, [{"prompt": str(prompt.pk), "version": str(version.pk), "model": "fixed-cost"}])
     assert refused.value.code == "unsupported_parameter"

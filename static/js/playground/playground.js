@@ -104,7 +104,8 @@ function versionFields(v, text) {
 
 async function loadBase() {
   if (!cfg.versionId) { baseState = null; return; }
-  base = await api(`${cfg.apiBase}/versions/${cfg.versionId}`);
+  base = cfg.version && cfg.version.id === cfg.versionId ? cfg.version
+    : await api(`${cfg.apiBase}/versions/${cfg.versionId}`);
   const large = base.body === null && base.body_size > cfg.lazyBodyBytes;
   $("large-body").hidden = !large;
   if (large) $("large-body-status").textContent = `Loading a ${(base.body_size / 1048576).toFixed(1)} MB body…`;
@@ -120,13 +121,14 @@ async function loadBase() {
 async function start() {
   system.setReadOnly(true);
   body.setReadOnly(true);
+  const listed = runs.load(); // beside the editors' loading, not after it
   try {
     await openPage();
   } finally {
     system.setReadOnly(false);
     body.setReadOnly(false);
   }
-  runs.load();
+  await listed;
   performance.mark("playground:ready"); // bench/playground_page.py: the editors are writable
 }
 
