@@ -227,9 +227,12 @@ def report_loads(results: dict) -> None:
         print(f"   {label}: p50 {pct(tti[a], .5) / pct(tti[b], .5):.2f}x, "
               f"p95 {pct(tti[a], .95) / pct(tti[b], .95):.2f}x")
     print(f"   goal: big < 300 ms. The path, p50 ms from navigation start ({' / '.join(names)}):")
+    def milestone(name: str, key: str) -> str:
+        seen = [r[key] for r in results[name] if r[key] is not None]  # None: a step this page skips
+        return f"{statistics.median(seen):6.0f}" if seen else f"{'-':>6}"
+
     for key, label in MILESTONES:
-        print("     " + " ".join(f"{statistics.median(r[key] for r in results[n]):6.0f}" for n in names)
-              + f"  {label}")
+        print("     " + " ".join(milestone(n, key) for n in names) + f"  {label}")
     print(f"   server time per request (responseStart - requestStart), p50 ms ({' / '.join(names)}):")
     per: dict[str, dict[str, list[float]]] = {}
     for name in names:
@@ -238,7 +241,8 @@ def report_loads(results: dict) -> None:
                 path = TUID.sub("<id>", re.sub(r"^(page )?https?://[^/]+", r"\1", url))
                 per.setdefault(path, {n: [] for n in names})[name].append(ms)
     for path, each in sorted(per.items()):
-        print("     " + " ".join(f"{statistics.median(each[n]):6.1f}" for n in names) + f"  {path}")
+        print("     " + " ".join(f"{statistics.median(each[n]):6.1f}" if each[n] else f"{'-':>6}"
+                                 for n in names) + f"  {path}")
 
 
 def first_tokens(context, base: str, pid: str, n: int) -> None:
