@@ -22,6 +22,7 @@ from django.contrib.auth import get_user_model
 from django.utils.module_loading import import_string
 
 from core.blobstore import get_blob_store
+from core.storable import storable
 from inference_protocol.pricing import token_cost
 from playground.models import PromptVersion
 from playground.permissions import prompts_visible_to
@@ -30,11 +31,6 @@ from .models import Generation
 
 logger = logging.getLogger(__name__)
 SEARCH_CHARS = 4000
-
-
-def _no_nul(value):
-    """The value without NUL characters (no PostgreSQL text or jsonb holds one)."""
-    return json.loads(json.dumps(value).replace("\\u0000", ""))
 
 
 def _visible(entries: list[tuple[dict, dict]], prompt_of: dict) -> set[tuple[int, str]]:
@@ -105,7 +101,7 @@ def generations_store(entries: list[tuple[dict, dict]]) -> int:
         prompt_id = prompt_of.get(row["prompt_version"])
         if prompt_id is None or (not entry["checked"] and (row["user_id"], prompt_id) not in allowed):
             continue  # a version deleted since, or a claim on a prompt the caller cannot see
-        entry = _no_nul(redact(entry) if redact else entry)
+        entry = storable(redact(entry) if redact else entry)
         rows.append(_generation(row, entry, prompt_id))
     Generation.objects.bulk_create(rows, ignore_conflicts=True)
     return len(rows)

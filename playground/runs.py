@@ -16,6 +16,7 @@ from django.db.models import Q, QuerySet
 
 from core.error_codes import DomainError
 from core.ids import is_uuid
+from core.storable import storable
 
 from . import selectors
 from .bodies import body_text
@@ -82,8 +83,9 @@ def run_not_found() -> DomainError:
 
 def _parsed(text: str, params: dict):
     """The JSON object of a structured-output run (None: plain text, or it does not parse)."""
-    if not params.get("response_format") or params["response_format"].get("type") == "text":
-        return None
+    response_format = params.get("response_format")
+    if not isinstance(response_format, dict) or response_format.get("type") == "text":
+        return None  # none, text, or a refused run's malformed value
     try:
         return json.loads(text)
     except ValueError:
@@ -97,10 +99,12 @@ def run_record(*, run_id, prompt: Prompt, user, version: PromptVersion | None, d
                request_id: str = "") -> PlaygroundRun:
     """Store one ended run; its output is cut to PLAYGROUND_RUN_OUTPUT_MAX_CHARS (flagged)."""
     cap = settings.PLAYGROUND_RUN_OUTPUT_MAX_CHARS
-    kept = {k: params[k] for k in PARAM_FIELDS if k in params}
+    # A refused run is kept as it was asked: nothing in it may stop its record being written.
+    kept = storable({k: params[k] for k in PARAM_FIELDS if k in params})
+    variables, draft, output = storable(variables), storable(draft), storable(output)
     return PlaygroundRun.objects.create(
         id=run_id, prompt=prompt, user=user, version=version, draft=draft, variables=variables,
-        params=kept, model=str(params.get("model", "")), output=output[:cap], output_size=len(output),
+        params=kept, model=str(kept.get("model", "")), output=output[:cap], output_size=len(output),
         output_truncated=len(output) > cap, tool_calls=tool_calls or None,
         parsed=_parsed(output, kept) if len(output) <= cap else None,
         prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, latency_ms=latency_ms,

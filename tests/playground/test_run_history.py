@@ -54,6 +54,15 @@ def test_should_parse_the_object_of_a_structured_run(prompt):
     assert run.params["seed"] == 3 and "stream_options" not in run.params  # only what a run keeps
 
 
+@pytest.mark.parametrize("response_format", [[None, None], "json_object", {"type": "text"}])
+def test_a_refused_runs_malformed_response_format_is_kept_as_sent_and_not_parsed(prompt, response_format):
+    # The fuzzer's case: the gateway refused the run (400), and its record must still be written.
+    run = run_record(run_id=uuid.uuid4(), prompt=None, user=prompt.owner, version=None, draft=None,
+                     variables={}, params={"model": "", "response_format": response_format}, output="",
+                     tool_calls=None, status="error", error_code="invalid_type")
+    assert (run.parsed, run.params["response_format"], run.status) == (None, response_format, "error")
+
+
 def test_should_list_runs_newest_first_in_pages(auth_client, prompt):
     made = [_run(prompt, output=f"out {i}") for i in range(5)]
     first = auth_client.get(f"/api/prompts/{prompt.pk}/runs?page_size=2")
@@ -199,3 +208,15 @@ def test_should_open_the_permalink_page_on_the_prompt_page_and_404_for_others(pr
     stranger.force_login(UserFactory())
     assert stranger.get(f"/runs/{run.pk}/").status_code == 404
     assert owner.get(f"/runs/{uuid.uuid4()}/").status_code == 404
+
+
+def test_a_refused_run_with_nul_and_lone_surrogates_is_stored_readable(prompt):
+    # The fuzzer's second case: PostgreSQL holds neither NUL nor a lone surrogate.
+    run = run_record(run_id=uuid.uuid4(), prompt=None, user=prompt.owner, version=None,
+                     draft={"messages": [{"role": "user", "content": "a\x00b"}]},
+                     variables={"x\ud800": "\udfff"}, params={"model": "m\x00", "stop": ["\ud83d"]},
+                     output="o\x00", tool_calls=None, status="error", error_code="invalid_type")
+    run.refresh_from_db()
+    assert run.draft["messages"][0]["content"] == "ab"
+    assert run.variables == {"x\ufffd": "\ufffd"} and run.params["stop"] == ["\ufffd"]
+    assert (run.model, run.output) == ("m", "o")
