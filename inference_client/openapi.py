@@ -35,7 +35,7 @@ USER = {"type": "string", "maxLength": 256, "pattern": "^[^\\x00]*$", "nullable"
         "description": "Your end user (kept in the usage records; no NUL)."}
 
 
-def _sampling(default_max_tokens: int) -> dict:
+def sampling_properties(default_max_tokens: int) -> dict:
     stop = {"type": "string", "minLength": 1}
     return {
         "max_tokens": {"type": "integer", "minimum": 1, "maximum": settings.INFERENCE_MAX_TOKENS_LIMIT,
@@ -120,7 +120,7 @@ def _chat_request() -> dict:
             "max_completion_tokens": {"type": "integer", "minimum": 1, "nullable": True,
                                       "maximum": settings.INFERENCE_MAX_TOKENS_LIMIT,
                                       "description": "max_tokens' newer name (wins over it)."},
-            **_sampling(settings.INFERENCE_DEFAULT_MAX_TOKENS),
+            **sampling_properties(settings.INFERENCE_DEFAULT_MAX_TOKENS),
             "stream": {"type": "boolean", "nullable": True, "default": False},
             "stream_options": {"type": "object", "nullable": True},
             "response_format": {"type": "object", "nullable": True, "required": ["type"],
@@ -149,7 +149,7 @@ def _text_request() -> dict:
             "model": _model(generating=True),
             "prompt": {"anyOf": [_text(), {"type": "array", "items": _text(), "minItems": 1, "maxItems": 1}],
                        "description": "One prompt (a one-element array is accepted)."},
-            **_sampling(TEXT_DEFAULT_MAX_TOKENS),
+            **sampling_properties(TEXT_DEFAULT_MAX_TOKENS),
             "stream": {"type": "boolean", "nullable": True, "default": False},
             "stream_options": {"type": "object", "nullable": True},
             "logprobs": {"type": "integer", "minimum": 0, "maximum": TEXT_MAX_LOGPROBS, "nullable": True},

@@ -77,7 +77,7 @@ def api_schema(wsgi_app, django_db_blocker):
 
 # The operations that generate need a worker: tests/inference_client/test_fuzz_generation.py
 # fuzzes them against the live stack.
-GENERATION = r"^/v1/(chat/completions|completions|embeddings)$"
+GENERATION = r"^/v1/(chat/completions|completions|embeddings)$|/run$"
 schema = schemathesis.pytest.from_fixture("api_schema").exclude(path_regex=GENERATION)
 
 

@@ -242,6 +242,7 @@ SPECTACULAR_SETTINGS = {
     # they created, then every operation's refusals in the one error shape (core/openapi.py).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "inference_client.openapi.add_generation_operations",
+                             "inference_client.openapi_runs.add_run_operations",
                              "config.openapi.add_request_rules", "core.openapi.require_bodies",
                              "core.openapi.add_links", "core.openapi.add_error_responses"],
 }

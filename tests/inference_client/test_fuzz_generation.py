@@ -1,5 +1,5 @@
-"""The API fuzzer (tests/test_fuzz_api.py) for the three /v1 operations that
-generate: /v1/chat/completions, /v1/completions and /v1/embeddings, over HTTP
+"""The API fuzzer (tests/test_fuzz_api.py) for the operations that
+generate: /v1/chat/completions, /v1/completions, /v1/embeddings and the run routes, over HTTP
 against the live stack (uvicorn, a real Celery worker on the fixed-cost engine,
 the all-MiniLM embeddings worker), with a paid key so that the per-key limits
 seldom refuse. Its server takes at most 64 embedding inputs a call
@@ -68,7 +68,7 @@ def fuzz_key(live_schema):
 
 
 schema = schemathesis.pytest.from_fixture("live_schema").include(
-    path_regex=r"^/v1/(chat/completions|completions|embeddings)$")
+    path_regex=r"^/v1/(chat/completions|completions|embeddings)$|/run$")
 
 
 _turn = itertools.count()
