@@ -186,6 +186,9 @@ def load_once(context, url: str) -> dict:
         const at = (part) => api.find((r) => r.name.includes(part)) || {};
         return { ready: performance.getEntriesByName('playground:ready')[0].startTime, runs: __b.runsPaint,
           html: nav.responseEnd, dcl: nav.domContentLoadedEventEnd,
+          // Static files that went to the server (revalidated or fetched) rather than the cache.
+          static_sent: performance.getEntriesByType('resource')
+            .filter((r) => r.name.includes('/static/') && r.transferSize > 0).length,
           version_sent: at('/versions/').requestStart, version_back: at('/versions/').responseEnd,
           runs_sent: at('/runs?').requestStart, runs_back: at('/runs?').responseEnd,
           server: [['page ' + nav.name, nav.responseStart - nav.requestStart],
@@ -233,6 +236,8 @@ def report_loads(results: dict) -> None:
 
     for key, label in MILESTONES:
         print("     " + " ".join(milestone(n, key) for n in names) + f"  {label}")
+    print("   static files asked of the server per load (not from the cache): "
+          + " / ".join(f"{statistics.mean(r['static_sent'] for r in results[n]):.1f}" for n in names))
     print(f"   server time per request (responseStart - requestStart), p50 ms ({' / '.join(names)}):")
     per: dict[str, dict[str, list[float]]] = {}
     for name in names:
