@@ -15,6 +15,7 @@ from django.conf import settings
 from core.error_codes import DomainError
 from evals.evaluators import evaluator_list
 from inference_protocol.catalog import model_names
+from playground.branches import BRANCH_NAME_PATTERN
 from playground.splits import MAX_VARIANTS, TOTAL_WEIGHT
 from sharing.models import GrantRole, LinkMode
 from webhooks.models import WebhookEvent
@@ -65,6 +66,7 @@ def _rules() -> dict[str, dict]:
     return {
         "VersionCreateRequest": {"properties": {
             **_sampling(), "body": {"nullable": False}, "body_upload": {"nullable": False},
+            "branch": {"pattern": f"^$|{BRANCH_NAME_PATTERN}"},
             # Names are identifiers (templating.NAME): OpenAPI 3.0 has no propertyNames to say it.
             "variables": {"type": "object", "additionalProperties": {
                 "type": "string", "nullable": True, "minLength": 1, "pattern": NO_NUL}}},

@@ -137,6 +137,8 @@ CODES: dict[str, ErrorCode] = {
     "model_not_supported": E(400, "The model does not serve this endpoint."),
     "model_unavailable": E(503, "No worker serves the model right now; retry after `Retry-After`."),
     "invalid_label_name": E(400, "Label names are 1-63 lowercase characters."),
+    "invalid_branch_name": E(400, "Branch names are 1-63 lowercase characters ('/' allowed)."),
+    "branch_exists": E(409, "A new branch named like one the prompt already has."),
     "label_not_found": E(404, "No such label on this prompt."),
     "label_conflict": E(409, "The label does not hold the expected version."),
     "label_protected": E(403, "A protected label only its owner may remove."),

@@ -71,10 +71,13 @@ class PromptDetailApi(PromptScopedApi):
 
 class VersionListApi(PromptScopedApi):
     pagination_class = Page  # the schema documents the cursor page paginated() answers
-    @extend_schema(responses=VersionSerializer(many=True))
+    @extend_schema(responses=VersionSerializer(many=True), parameters=[OpenApiParameter(
+        "branch", str, description="Only the versions saved on this branch.")])
     def get(self, request, prompt_id):
         prompt = request_access(request, prompt_id=prompt_id, need="view")
         versions = selectors.version_list(prompt=prompt).select_related("author")
+        if request.query_params.get("branch"):
+            versions = versions.filter(branch=request.query_params["branch"])
         return paginated(request, self, versions, ("number",),
                          lambda items: VersionSerializer(items, many=True).data)
 
@@ -91,7 +94,7 @@ class VersionListApi(PromptScopedApi):
             messages=v["messages"], variables=v["variables"], response_schema=v["response_schema"],
             tools=v["tools"], tool_choice=v["tool_choice"],
             message=v["message"],
-            version_id=v.get("id"), merge_parent_id=v.get("merge_parent"),
+            version_id=v.get("id"), merge_parent_id=v.get("merge_parent"), branch=v["branch"],
         )
         return Response(VersionSerializer(version, context={"with_body": True}).data,
                         status=status.HTTP_201_CREATED)

@@ -87,6 +87,7 @@ class PromptVersion(models.Model):
                                related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     message = models.TextField(blank=True, default="")
+    branch = models.CharField(max_length=63, default="main")  # playground.branches
 
     model_name = models.CharField(max_length=100)
     temperature = models.FloatField(null=True, blank=True)

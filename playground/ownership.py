@@ -86,8 +86,9 @@ def prompt_fork(*, source: Prompt, version_id, owner, title: str = "") -> Prompt
         version_create(
             prompt=fork, author=owner, body=body_text(version), model_name=version.model_name,
             temperature=version.temperature, max_tokens=version.max_tokens, top_p=version.top_p,
-            stop=version.stop, system=version.system, variables=version.variables,
-            response_schema=version.response_schema, tools=version.tools,
+            seed=version.seed, stop=version.stop, system=version.system, messages=version.messages,
+            variables=version.variables, response_schema=version.response_schema, tools=version.tools,
+            tool_choice=version.tool_choice,
             message=f"Forked from {source.title!r} v{version.number}",
         )
         audit_record(prompt_id=source.pk, actor=owner, action="prompt.fork", target=f"prompt:{fork.pk}",

@@ -35,7 +35,7 @@ FORMAT_VERSION = 1
 # Field -> the JSON types it may hold in a version ("null" included where it may be absent).
 VERSION_TYPES: dict[str, tuple[type, ...]] = {
     "number": (int,), "parent": (int, type(None)), "merge_parent": (int, type(None)),
-    "message": (str,), "model_name": (str,), "temperature": (int, float, type(None)),
+    "message": (str,), "branch": (str,), "model_name": (str,), "temperature": (int, float, type(None)),
     "max_tokens": (int, type(None)), "top_p": (int, float, type(None)), "seed": (int, type(None)),
     "stop": (list,), "system": (str,),
     "messages": (list,), "variables": (dict,),
@@ -68,7 +68,8 @@ def history_export(prompt: Prompt) -> dict[str, Any]:
             "merge_parent": number[str(v.merge_parent_id)] if v.merge_parent_id else None,
             "author": v.author.get_username() if v.author else None,
             "created_at": v.created_at.isoformat(),
-            "message": v.message, "model_name": v.model_name, "temperature": v.temperature,
+            "message": v.message, "branch": v.branch, "model_name": v.model_name,
+            "temperature": v.temperature,
             "max_tokens": v.max_tokens, "top_p": v.top_p, "seed": v.seed, "stop": v.stop, "system": v.system,
             "messages": v.messages, "variables": v.variables,
             "response_schema": v.response_schema, "tools": v.tools, "tool_choice": v.tool_choice,
@@ -144,7 +145,7 @@ def _check_versions(versions: list) -> list[dict]:
     for i, raw in enumerate(versions):
         field = f"versions[{i}]"
         # Fields absent from files written before versions had them.
-        v = _typed(raw, VERSION_TYPES, field=field, optional=("messages", "seed", "tool_choice"),
+        v = _typed(raw, VERSION_TYPES, field=field, optional=("messages", "seed", "tool_choice", "branch"),
                    ignored=VERSION_INFO)
         if v["number"] != i + 1:
             raise _bad(f"{field}.number is {v['number']}: versions are numbered 1, 2, ... in file order.",
@@ -218,7 +219,8 @@ def _create_versions(prompt: Prompt, owner, versions: list[dict]) -> dict[int, P
                 seed=v.get("seed"), stop=v["stop"],
                 system=v["system"], messages=v.get("messages", []), variables=v["variables"],
                 response_schema=v["response_schema"],
-                tools=v["tools"], tool_choice=v.get("tool_choice"), message=v["message"])
+                tools=v["tools"], tool_choice=v.get("tool_choice"), message=v["message"],
+                branch=v.get("branch"), branch_exists_ok=True)
         except DomainError as exc:  # the same rules as any new version, named in the file's terms
             raise DomainError(f"Version {v['number']}: {exc.message}", code=exc.code,
                               field=f"versions[{i}].{FIELD_NAMES.get(exc.field, exc.field)}",

@@ -52,6 +52,9 @@ class VersionCreateSerializer(serializers.Serializer):
     merge_parent = serializers.UUIDField(required=False, allow_null=True, default=None,
                                          help_text="A merge: the other head merged into `parent`.")
     message = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
+    branch = serializers.CharField(required=False, allow_blank=True, default="", help_text=(
+        "A new branch this version starts (a name no version of the prompt has yet); empty: the "
+        "parent's branch (main for the first version)."))
     model = serializers.CharField(required=False, help_text="A key of INFERENCE_MODELS.")
     temperature = serializers.FloatField(required=False, allow_null=True, default=None)
     max_tokens = serializers.IntegerField(required=False, allow_null=True, default=None)
@@ -91,7 +94,8 @@ class VersionSerializer(serializers.ModelSerializer):
     class Meta:
         model = PromptVersion
         fields = ["id", "prompt", "parent", "merge_parent", "number", "depth", "author", "created_at",
-                  "message", "model", "temperature", "max_tokens", "top_p", "seed", "stop", "system",
+                  "message", "branch", "model", "temperature", "max_tokens", "top_p", "seed", "stop",
+                  "system",
                   "messages", "variables", "response_schema", "tools", "tool_choice",
                   "body_size", "body_sha256", "storage", "chain_length", "body", "body_url"]
 
@@ -114,7 +118,7 @@ class TreeNodeSerializer(serializers.ModelSerializer):
     class Meta:
         model = PromptVersion
         fields = ["id", "parent", "merge_parent", "children", "depth", "number", "created_at", "message",
-                  "model", "body_size", "labels"]
+                  "branch", "model", "body_size", "labels"]
 
     def get_children(self, obj) -> list[str]:
         return [str(c) for c in self.context["children"].get(obj.pk, [])]

@@ -20,6 +20,7 @@ from sharing.audit import audit_record
 from webhooks.services import webhook_emit
 
 from .bodies import body_cache, storage_fields
+from .branches import branch_for
 from .label_locks import check_label_unlocked
 from .models import LABEL_NAME_PATTERN, Label, LabelMove, MoveKind, Prompt, PromptVersion
 from .splits import check_variants
@@ -69,6 +70,8 @@ def version_create(
     response_schema: dict | None = None, tools: list | None = None, tool_choice=None, message: str = "",
     version_id=None,
     merge_parent_id=None,
+    branch: str | None = None,
+    branch_exists_ok: bool = False,
 ) -> PromptVersion:
     """Create a child of `parent_id` (or the root). Two edits of one parent make
     two children: nothing is locked but the instant of numbering."""
@@ -90,6 +93,7 @@ def version_create(
         from .merging_service import check_merge_parents
 
         merge_parent = check_merge_parents(prompt=prompt, parent=parent, merge_parent_id=merge_parent_id)
+    branch = branch_for(prompt=prompt, parent=parent, requested=branch, exists_ok=branch_exists_ok)
     if version_id is not None and PromptVersion.objects.filter(pk=version_id).exists():
         raise DomainError("A version with this id already exists.", code="version_exists", field="id")
 
@@ -119,7 +123,7 @@ def version_create(
         version = PromptVersion(
             prompt=prompt, parent=parent, merge_parent=merge_parent, number=number,
             depth=max(parent.depth, merge_parent.depth if merge_parent else 0) + 1 if parent else 0,
-            author=author, message=message, model_name=model_name, temperature=temperature,
+            author=author, message=message, branch=branch, model_name=model_name, temperature=temperature,
             max_tokens=max_tokens, top_p=top_p, seed=seed, stop=stop, system=system, messages=messages,
             variables=variables, response_schema=response_schema, tools=tools, tool_choice=tool_choice,
             body_size=blob.size if blob else len(data),
@@ -129,7 +133,7 @@ def version_create(
         webhook_emit(prompt=prompt, event="version.created", data={
             "version": {"id": str(version.pk), "number": number, "parent": str(parent.pk) if parent else None,
                         "merge_parent": str(merge_parent.pk) if merge_parent else None,
-                        "message": message, "model": model_name,
+                        "branch": branch, "message": message, "model": model_name,
                         "author": author.get_username() if author else None}})
     if text:
         # Keyed by content hash, so correct even if an outer transaction rolls

@@ -89,11 +89,23 @@ def test_should_run_stream_save_branch_diff_and_move_labels(live_url, new_page, 
     page.click("#edit-from-here")
     expect(page.locator("#version-badge")).to_have_text("v1")
     expect(page.locator("#body-input")).to_have_value("Say {{word}} now")
+    expect(page.locator("#branch-badge")).to_have_text("main")
+    expect(page.locator("#branch-select option:checked")).to_have_text("main · v1 (not its tip)")
     page.fill("#body-input", "Shout {{word}}")
+    page.fill("#save-branch", "shout")
     save(page, "branch", 3)
+    # The new branch: in the badge, and the picker lists each branch's tip.
+    expect(page.locator("#branch-badge")).to_have_text("shout")
+    expect(page.locator("#branch-select option")).to_have_text(["shout · v3", "main · v2"])
+    page.select_option("#branch-select", label="main · v2")
+    page.wait_for_url(re.compile(r"\?v="))
+    expect(page.locator("#version-badge")).to_have_text("v2")
+    expect(page.locator("#branch-badge")).to_have_text("main")
+    screenshot(page, "branches")
 
     page.goto(f"{live_url}/prompts/{prompt_id}/history/")
     expect(page.locator("svg.tree g.node")).to_have_count(3)
+    expect(page.locator("svg.tree text.branch")).to_have_text(["⎇ main", "⎇ main", "⎇ shout"])
     open_node(page, 3)
     expect(page.locator("#version-view")).to_contain_text("edit of v1")
 

@@ -23,7 +23,8 @@ IMPORT = "/api/prompts/import"
 
 
 def _history(owner, *, big: str = "") -> Prompt:
-    """v1 root; v2, v3 two branches of v1; v4 merges v3 into v2; v5 (a big body) edits v4.
+    """v1 root; v2, v3 two branches of v1 (v3 on branch see-you); v4 merges v3 into v2;
+    v5 (a big body) edits v4.
     Labels: production (v4, protected), canary (a split v4/v5), dev (v3)."""
     prompt = PromptFactory(owner=owner, title="Support reply")
     v1 = PromptVersionFactory(prompt=prompt, body="Hello {{name}}.\nBye.\n", variables={"name": "World"},
@@ -32,6 +33,7 @@ def _history(owner, *, big: str = "") -> Prompt:
                               variables={"name": "World"}, system="Be brief.", temperature=0.2)
     v3 = PromptVersionFactory(prompt=prompt, parent=v1, body="Hello {{name}}.\nSee you.\n",
                               variables={"name": None}, stop=["\n\n"], max_tokens=64, top_p=0.9,
+                              branch="see-you",
                               response_schema={"type": "object", "properties": {"a": {"type": "string"}}})
     v4 = services.version_create(prompt=prompt, author=owner, parent_id=v2.pk, merge_parent_id=v3.pk,
                                  body="Hi {{name}}.\nSee you.\n", model_name="fixed-cost",
@@ -90,6 +92,7 @@ def test_round_trip_keeps_numbers_parents_merges_hashes_labels_and_stores_big_bo
     assert (document["format"], document["format_version"]) == (FORMAT, 1)
     assert [v["author"] for v in document["versions"]] == [owner.username] * 5
     assert document["versions"][3]["merge_parent"] == 3 and document["versions"][4]["body"] == big
+    assert [v["branch"] for v in document["versions"]] == ["main", "main", "see-you", "main", "main"]
 
     answer = _client(importer).post(IMPORT, document, format="json")
     assert answer.status_code == 201, answer.content

@@ -53,7 +53,8 @@ def test_should_return_the_labelled_version_render_it_as_the_server_does_and_run
     key, raw, prompt, v1, _ = _setup()
     with Promptyard(live, raw) as py:
         version = py.get_prompt(prompt.pk)
-        assert (version.id, version.number, version.model, version.source) == (str(v1.pk), 1, MODEL, "server")
+        assert (version.id, version.number, version.model, version.source, version.branch) == (
+            str(v1.pk), 1, MODEL, "server", "main")
         assert version.template == "Hello {{name}}, be {{tone}}." and version.system == "You are {{tone}}."
         assert version.parameters == {"temperature": 0.0, "max_tokens": 64, "stop": ["@@"]}
         assert version.variables == {"name": None, "tone": "kind"} and version.tools == []

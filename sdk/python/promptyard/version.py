@@ -45,6 +45,7 @@ class PromptVersion:
     # The turns between the system text and the template ({"role", "content", ...} templates).
     messages: tuple[dict, ...] = ()
     tool_choice: Any = None  # with tools: None (auto), "none", "required" or one function
+    branch: str | None = None  # the branch it was saved on (None for a fallback)
     # A split label: this variant's weight, and every variant's (version id, weight).
     weight: int | None = None
     split: tuple[tuple[str, int], ...] | None = None
@@ -136,6 +137,7 @@ def fallback_version(fallback, *, prompt: str, label: str, error: Exception, cli
 def version_from(v: dict, body: str, *, prompt: str, label: str, client) -> PromptVersion:
     return PromptVersion(
         prompt_id=prompt, label=label, id=v["id"], number=v.get("number"), model=v.get("model"),
+        branch=v.get("branch"),
         system=v.get("system") or "", template=body, variables=dict(v.get("variables") or {}),
         parameters={k: v[k] for k in PARAMETER_FIELDS if v.get(k) not in (None, [])},
         response_schema=v.get("response_schema"), tools=list(v.get("tools") or []),

@@ -12,6 +12,7 @@ import { formatOfVersion, formatRequest, rawTurns, readFormat, schemaToSave, sho
 import { MessagesEditor } from "./messages.js";
 import { Params } from "./params.js";
 import { structuredResult, toolCallsResult } from "./result.js";
+import { BranchPicker } from "./branches.js";
 import { RunsPanel } from "./runs.js";
 import { describeRunError, streamChat, tokensPerSecond } from "./stream.js";
 import { VariablesPanel } from "./variables.js";
@@ -84,7 +85,12 @@ function apply(s) {
   if ($("commit-message")) $("commit-message").value = s.message || "";
 }
 
+let branchShown; // the base whose branches the picker lists
 function showBase() {
+  if (!scratch && branchShown !== (base && base.id)) {
+    branchShown = base && base.id;
+    branches.show(base).catch(() => { $("branch-select").hidden = true; });
+  }
   $("version-badge").textContent = scratch ? "scratch" : base ? `v${base.number}` : "unsaved";
   $("version-badge").title = base ? `Editing version ${base.number}; saving makes a child of it` : "";
   const log = $("generations-link");
@@ -197,6 +203,7 @@ async function restoreRun(run) {
   scheduleDraft();
 }
 const runs = new RunsPanel(cfg, { onRestore: restoreRun });
+const branches = new BranchPicker(cfg);
 
 // ---- Save -------------------------------------------------------------
 // The version create fields of an editor state; throws when a JSON field does not parse.
@@ -223,6 +230,7 @@ async function save() {
       return;
     }
     payload.parent = base ? base.id : null;
+    payload.branch = $("save-branch").value.trim();
     if (new TextEncoder().encode(s.body).length > cfg.uploadThreshold) {
       $("upload").hidden = false;
       payload.body_upload = await uploadBody(cfg.apiBase, s.body, (f) => { $("upload-progress").value = f; });
@@ -253,6 +261,7 @@ function saved(created, s) {
   $("discard-draft").hidden = true;
   $("dirty-badge").hidden = true;
   $("commit-message").value = "";
+  if ($("save-branch")) $("save-branch").value = "";
   history.replaceState(null, "", `?v=${created.id}`);
   showBase();
   compare.versionsCache = null;

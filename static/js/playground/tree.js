@@ -26,6 +26,7 @@ function layout(nodes) {
 
 export function drawTree(root, nodes, { selected, compare, onSelect }) {
   const { lane, lanes } = layout(nodes);
+  const byId = new Map(nodes.map((n) => [n.id, n]));
   const row = new Map(nodes.map((n, i) => [n.id, i]));
   const x = (id) => PAD + lane.get(id) * LANE, y = (id) => PAD + row.get(id) * ROW;
   const textX = PAD + lanes * LANE + 4;
@@ -47,7 +48,7 @@ export function drawTree(root, nodes, { selected, compare, onSelect }) {
   }
   for (const n of nodes) {
     const classes = ["node", n.id === selected ? "selected" : "", n.id === compare ? "compare" : ""].join(" ");
-    const label = `Version ${n.number}${n.message ? ": " + n.message : ""}${n.labels.length ? ", labels " + n.labels.join(", ") : ""}`;
+    const label = `Version ${n.number} on ${n.branch}${n.message ? ": " + n.message : ""}${n.labels.length ? ", labels " + n.labels.join(", ") : ""}`;
     const g = svg("g", { class: classes, tabindex: 0, role: "button", "aria-label": label, "data-version": n.id, "data-number": n.number,
                          "aria-pressed": n.id === selected ? "true" : "false" });
     // A full-width row behind the node: the whole line is the click target.
@@ -64,6 +65,13 @@ export function drawTree(root, nodes, { selected, compare, onSelect }) {
                   svg("text", { x: tx + 6, y: y(n.id) + 4 }, name));
       g.append(pill);
       tx += w + 4;
+    }
+    // A branch's name where it starts (the root: main) and on its tips.
+    const parent = n.parent && byId.get(n.parent);
+    if (!parent || parent.branch !== n.branch || !n.children.length) {
+      const text = `⎇ ${n.branch}`;
+      g.append(svg("text", { class: "branch", x: tx, y: y(n.id) + 4, "data-branch": n.branch }, text));
+      tx += 10 + text.length * 6.6;
     }
     const msg = (n.message || "(no message)").slice(0, 48);
     g.append(svg("text", { class: "msg", x: tx + 2, y: y(n.id) + 4 }, msg));
