@@ -25,6 +25,10 @@ LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -
 PIP=".venv/bin/python -m pip --disable-pip-version-check -q"
 stamp=.venv/.promptyard-$profile
 digest=$(cat "$lock" pyproject.toml | sha256sum | cut -d' ' -f1)
+# The pages' bundler (esbuild, package-lock.json): scripts/build_js.sh and its test.
+if [ "$profile" = dev ] && [ ! -x node_modules/.bin/esbuild ]; then
+  npm ci --no-audit --no-fund --silent || echo "warning: npm ci failed; scripts/build_js.sh cannot run" >&2
+fi
 [ "$(cat "$stamp" 2>/dev/null)" = "$digest" ] && exit 0
 
 # llama-cpp-python ships only as source here and compiles for minutes: build its
