@@ -382,9 +382,10 @@ def main() -> None:
         bases = {}
         for label, checkout in [("", None), (", variant", args.checkout)][:1 + bool(args.checkout)]:
             port = free_port()
-            app_dir = ["--app-dir", str(Path(checkout).resolve())] if checkout else []
+            # The other checkout's server runs there: its modules, templates and static files.
+            cwd = {"cwd": Path(checkout).resolve()} if checkout else {}
             bases[label] = stack.enter_context(running_server(
-                uvicorn("config.asgi:application", port) + app_dir, dict(os.environ), port)).base
+                uvicorn("config.asgi:application", port), dict(os.environ), port, **cwd)).base
         p = stack.enter_context(sync_playwright())
         os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # ORM reads beside Playwright's loop
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.error_codes import DomainError
-from core.pagination import Page, paginated
+from core.pagination import Page, first_page, paginated
 
 from .models import PlaygroundRun
 from .runs import run_delete, run_get, run_list
@@ -91,6 +91,17 @@ RUN_LIST_PARAMETERS = [
     OpenApiParameter("mine", {"type": "string", "enum": ["0", "1"]}, description="1: only the caller's runs")]
 
 
+RUN_ORDER = ("-created_at", "-id")
+FIRST_PAGE_SIZE = 20  # the Runs panel's page (static/js/playground/runs.js)
+
+
+def runs_first_page(request, *, prompt_id, path: str) -> dict:
+    """The Runs panel's first page, as GET `path` answers it: the playground page carries it."""
+    runs = run_list(user=request.user, prompt_id=prompt_id)
+    return first_page(request, path, list_rows(runs), RUN_ORDER,
+                      lambda items: [list_summary(r) for r in items], FIRST_PAGE_SIZE)
+
+
 class RunListApi(APIView):
     permission_classes = [AllowAny]  # access_prompt decides (404 for anyone who may not view)
     pagination_class = Page  # the schema documents the cursor page paginated() answers
@@ -110,7 +121,7 @@ class RunListApi(APIView):
         if len(search) > SEARCH_MAX:
             raise DomainError(f"q is at most {SEARCH_MAX} characters.", code="invalid_value", field="q")
         runs = run_list(user=request.user, prompt_id=prompt_id, search=search, mine=mine == "1")
-        return paginated(request, self, list_rows(runs), ("-created_at", "-id"),
+        return paginated(request, self, list_rows(runs), RUN_ORDER,
                          lambda items: [list_summary(r) for r in items])
 
 

@@ -17,6 +17,7 @@ from sharing.kinds import Role
 
 from . import selectors, services
 from .actions import prompt_actions
+from .api_runs import runs_first_page
 from .permissions import access_prompt, prompts_shared_with
 from .runs import run_get
 from .serializers import VersionSerializer
@@ -37,6 +38,10 @@ def _role_context(request, prompt) -> dict:
             "shared_by": None if role == Role.OWNER else prompt.owner.get_username()}
 
 
+def _runs_url(prompt) -> str:
+    return f"/api/prompts/{prompt.pk}/runs" if prompt else "/api/playground/runs"
+
+
 def _page_config(prompt, **extra) -> dict:
     """The page's config; prompt None: the caller's scratch playground."""
     return {
@@ -46,7 +51,7 @@ def _page_config(prompt, **extra) -> dict:
         "role": Role(prompt.access_role).name.lower() if prompt else "owner",
         "apiBase": f"/api/prompts/{prompt.pk}" if prompt else None,
         "runUrl": f"/api/prompts/{prompt.pk}/run" if prompt else "/api/playground/run",
-        "runsUrl": f"/api/prompts/{prompt.pk}/runs" if prompt else "/api/playground/runs",
+        "runsUrl": _runs_url(prompt),
         # The models a prompt may run on (they generate text), with their parameters and prices.
         "catalog": generating_cards(),
         "defaultModel": settings.DEFAULT_MODEL,
@@ -108,7 +113,8 @@ def playground(request, prompt_id):
         "is_owner": prompt.access_role == Role.OWNER,
         **context,
         "config": _page_config(prompt, versionId=version_id, version=initial, runId=run_id,
-                               actions=context["actions"]),
+                               actions=context["actions"],
+                               runs=runs_first_page(request, prompt_id=prompt.pk, path=_runs_url(prompt))),
     })
 
 
@@ -123,7 +129,9 @@ def scratch_playground(request):
             raise Http404("Run not found.")
         run_id = str(run.pk)
     return render(request, "playground/playground.html", {
-        "prompt": None, "is_owner": True, "config": _page_config(None, versionId=None, runId=run_id)})
+        "prompt": None, "is_owner": True, "config": _page_config(
+            None, versionId=None, runId=run_id,
+            runs=runs_first_page(request, prompt_id=None, path=_runs_url(None)))})
 
 
 @login_required

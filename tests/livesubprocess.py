@@ -47,14 +47,15 @@ class Server:
 
 @contextmanager
 def running_server(args: list[str], env: dict, port: int, timeout: float = 120, *,
-                   program: tuple[str, ...] = (sys.executable,), ready_path: str = "/login/"):
-    """``program`` with ``args``, until ``ready_path`` answers on ``port`` (any status)."""
+                   program: tuple[str, ...] = (sys.executable,), ready_path: str = "/login/",
+                   cwd: Path = ROOT):
+    """``program`` with ``args`` in ``cwd``, until ``ready_path`` answers on ``port`` (any status)."""
     # Output goes to a file, not a pipe: nothing drains a pipe while a test runs,
     # and a server whose 64 KiB pipe buffer fills blocks on its next log line.
     # The deadline is generous: loading SmolLM2 on a loaded 2-core machine took
     # over 60 s once (a passing start returns as soon as the server answers).
     with tempfile.TemporaryFile("w+") as log:
-        proc = subprocess.Popen([*program, *args], cwd=ROOT, env={**env, "PYTHONUNBUFFERED": "1"},
+        proc = subprocess.Popen([*program, *args], cwd=cwd, env={**env, "PYTHONUNBUFFERED": "1"},
                                 stdout=log, stderr=subprocess.STDOUT, text=True)
         server = Server(f"http://127.0.0.1:{port}", proc, log)
         try:

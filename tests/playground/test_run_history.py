@@ -2,6 +2,8 @@
 it, delete) and saving a run as a test case. Runs here are stored by the
 service the run route calls; test_run_history_live.py stores them from real runs."""
 
+import json
+import re
 import uuid
 
 import pytest
@@ -220,3 +222,25 @@ def test_a_refused_run_with_nul_and_lone_surrogates_is_stored_readable(prompt):
     assert run.draft["messages"][0]["content"] == "ab"
     assert run.variables == {"x\ufffd": "\ufffd"} and run.params["stop"] == ["\ufffd"]
     assert (run.model, run.output) == ("m", "o")
+
+
+def _page_config(html: bytes) -> dict:
+    return json.loads(re.search(rb'id="page-config" type="application/json">(.*?)</script>', html, re.S)[1])
+
+
+def test_the_playground_page_carries_the_runs_first_page_as_the_api_answers_it(auth_client, prompt):
+    for i in range(23):
+        _run(prompt, output=f"out {i}")
+    carried = _page_config(auth_client.get(f"/prompts/{prompt.pk}/").content)["runs"]
+    asked = auth_client.get(f"/api/prompts/{prompt.pk}/runs?page_size=20").json()
+    assert carried == asked and len(carried["results"]) == 20
+    rest = auth_client.get(carried["next"]).json()  # its next link pages on in the API
+    assert [r["first_line"] for r in rest["results"]] == ["out 2", "out 1", "out 0"]
+
+
+def test_the_scratch_playground_carries_only_the_callers_scratch_runs(auth_client, user, prompt):
+    _run(prompt, output="named")
+    mine = _run(None, user, output="scratch")
+    _run(None, UserFactory(), output="someone else's")
+    carried = _page_config(auth_client.get("/playground/").content)["runs"]
+    assert [r["id"] for r in carried["results"]] == [str(mine.id)] and carried["next"] is None

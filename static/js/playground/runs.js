@@ -18,6 +18,7 @@ function versionText(run) {
 export class RunsPanel {
   constructor(cfg, { onRestore }) {
     this.base = cfg.runsUrl;
+    this.first = cfg.runs || null; // the first page, carried in the page's HTML
     this.onRestore = onRestore;
     this.next = null;
     this.caseRun = null;
@@ -36,7 +37,9 @@ export class RunsPanel {
     const q = $("runs-search").value.trim();
     const url = more && this.next ? this.next : `${this.base}?page_size=20${q ? `&q=${encodeURIComponent(q)}` : ""}`;
     try {
-      const page = await api(url);
+      const carried = !more && !q && this.first;
+      this.first = null; // once: later loads (a run, a search) ask the server
+      const page = carried || await api(url);
       const rows = page.results.map((run) => this.row(run));
       if (more) $("runs-body").append(...rows); else $("runs-body").replaceChildren(...rows);
       this.next = page.next;
