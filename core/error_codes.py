@@ -193,6 +193,8 @@ CODES: dict[str, ErrorCode] = {
     "import_not_found": E(404, "No such import."),
     "run_not_found": E(404, "No such run."),
     "generation_not_found": E(404, "No such generation, or the account cannot see it."),
+    "alert_not_found": E(404, "No such regression alert on this prompt."),
+    "alert_resolved": E(409, "The regression alert was already rolled back or dismissed (`status`)."),
     "run_finished": E(409, "The run already finished."),
     "run_active": E(409, "The run is queued or running: cancel it first."),
     "columns_required": E(400, "A run needs at least one column."),

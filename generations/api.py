@@ -70,10 +70,17 @@ def _when(request, name: str) -> datetime.datetime | None:
     raw = request.query_params.get(name)
     if raw is None:
         return None
-    value = parse_datetime(raw)
+    try:
+        value = parse_datetime(raw)
+        # In UTC: PostgreSQL refuses offsets past 15:59 that Python parses (up to 23:59).
+        if value is not None:
+            value = value.astimezone(datetime.UTC) if timezone.is_aware(value) else \
+                value.replace(tzinfo=datetime.UTC)
+    except (ValueError, OverflowError):  # a date that does not exist, or past year 1 in UTC
+        value = None
     if value is None:
         raise DomainError(f"{name} must be an ISO 8601 date and time.", code="invalid_value", field=name)
-    return value if timezone.is_aware(value) else timezone.make_aware(value, datetime.UTC)
+    return value
 
 
 def _choice(request, name: str, allowed) -> str:

@@ -50,3 +50,43 @@ class Generation(models.Model):
                    models.Index(fields=["prompt_id", "status", "-created_at", "-id"],
                                 name="generation_status"),
                    models.Index(fields=["prompt_id", "model", "-created_at", "-id"], name="generation_model")]
+
+
+class AlertStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    ROLLED_BACK = "rolled_back", "Rolled back"
+    DISMISSED = "dismissed", "Dismissed"
+
+
+class RegressionAlert(models.Model):
+    """A check of the regression alarm (generations.regression) that fired on a
+    label's move: the figures of the new version beside the previous one's."""
+
+    id = models.BigAutoField(primary_key=True)
+    prompt = models.ForeignKey("playground.Prompt", on_delete=models.CASCADE, related_name="+")
+    label = models.CharField(max_length=63)
+    version = models.ForeignKey("playground.PromptVersion", on_delete=models.CASCADE, related_name="+")
+    previous_version = models.ForeignKey("playground.PromptVersion", on_delete=models.CASCADE,
+                                         related_name="+")
+    move_id = models.BigIntegerField()  # the LabelMove checked: each check fires once per move
+    moved_at = models.DateTimeField()
+    rule = models.CharField(max_length=100)  # the check: error_rate, latency_p95, ttft_p50, score:<name>
+    value = models.FloatField()  # the new version's figure (a rate, milliseconds or a mean score)
+    previous_value = models.FloatField()
+    count = models.PositiveIntegerField()  # the samples behind each side
+    previous_count = models.PositiveIntegerField()
+    p_value = models.FloatField()
+    status = models.CharField(max_length=12, choices=AlertStatus.choices, default=AlertStatus.OPEN)
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["prompt", "status", "-id"], name="regression_alert_prompt")]
+        constraints = [
+            models.UniqueConstraint(fields=["move_id", "rule"], name="uniq_regression_alert_move"),
+            models.UniqueConstraint(fields=["prompt", "label", "version", "rule"],
+                                    condition=models.Q(status="open"), name="uniq_regression_alert_open"),
+        ]

@@ -9,6 +9,7 @@ from django.utils.http import urlencode
 
 from core.errors import page_not_found
 from playground import selectors as prompt_selectors
+from sharing.kinds import Role
 
 from .api import LIST_HEAD_CHARS, comparison
 from .charts import line_charts
@@ -89,5 +90,6 @@ def version_generations(request, prompt_id, version_id):
                               since=figures["since"], until=figures["until"]),
         "generations": page[:PAGE_SIZE], "older": older, "newest": f"?{urlencode(kept)}",
         "head_chars": LIST_HEAD_CHARS,
-        "config": {"prompt": {"id": str(prompt.pk)}, "version": str(version.pk)},
+        "config": {"prompt": {"id": str(prompt.pk)}, "version": str(version.pk),
+                   "role": Role(prompt.access_role).name.lower()},
     })

@@ -43,7 +43,10 @@ from schemathesis.specs.openapi.checks import (
 from accounts.models import Team
 from accounts.services import team_create, team_invite, team_member_add
 from evals.models import DatasetImport
+from generations.models import RegressionAlert
+from playground.models import LabelMove
 from playground.ownership import transfer_offer
+from playground.services import label_move
 from tests.factories import ApiKeyFactory, LabelFactory, PromptFactory, PromptVersionFactory, UserFactory
 
 pytestmark = [pytest.mark.needs_services, pytest.mark.django_db]
@@ -86,6 +89,19 @@ def _created(response, status=201):
     return response.json()
 
 
+def _regression_alert(version, moved_to) -> RegressionAlert:
+    """An open alert of label `staging`, moved from `version` to `moved_to`."""
+    prompt = version.prompt
+    LabelFactory(version=version, name="staging")
+    label_move(prompt=prompt, name="staging", version_id=moved_to.pk, expected_version_id=version.pk,
+               actor=prompt.owner)
+    move = LabelMove.objects.filter(label__name="staging").latest("id")
+    return RegressionAlert.objects.create(
+        prompt=prompt, label="staging", version=moved_to, previous_version=version, move_id=move.pk,
+        moved_at=move.created_at, rule="latency_p95", value=400.0, previous_value=100.0, count=60,
+        previous_count=60, p_value=1e-6)
+
+
 @pytest.fixture
 def fuzz_data(db, settings):
     """What the path parameters resolve to: objects of the authenticated user (made
@@ -101,6 +117,7 @@ def fuzz_data(db, settings):
     prompt_id = str(version.prompt_id)
     # Two edits of it: heads to diff and merge.
     ours, theirs = (PromptVersionFactory(prompt=version.prompt, parent=version) for _ in range(2))
+    alert = _regression_alert(version, ours)
     # What is waiting for the user: an invitation to a friend's team, a prompt offered to them.
     invitation = team_invite(team=team_create(owner=friend, name="friends"), user=user, invited_by=friend)
     offer = transfer_offer(prompt=PromptFactory(owner=friend), actor=friend, username=user.username)
@@ -164,6 +181,7 @@ def fuzz_data(db, settings):
             "file_id": upload["id"],
             "batch_id": batch["id"],
             "model": model,
+            "alert_id": alert.pk,
         },
         # Under /api/datasets/, the dataset's own.
         "dataset_path": {"version_id": dataset_version, "grant_id": dataset_grant["id"],

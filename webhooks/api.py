@@ -37,7 +37,7 @@ class EndpointCreateSerializer(serializers.Serializer):
     url = serializers.CharField(trim_whitespace=False, allow_blank=True,
                                 help_text="https URL on a public address")
     events = serializers.JSONField(help_text="A list of: version.created, label.moved, share.created, "
-                                             "share.revoked")
+                                             "share.revoked, version.regressed")
     prompt = serializers.UUIDField(required=False, allow_null=True, default=None,
                                    help_text="One prompt you own; omitted: all of them")
     description = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)

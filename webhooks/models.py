@@ -20,6 +20,7 @@ class WebhookEvent(models.TextChoices):
     LABEL_MOVED = "label.moved", "Label moved (also undo, redo, removal)"
     SHARE_CREATED = "share.created", "Share created (link or grant)"
     SHARE_REVOKED = "share.revoked", "Share revoked (link or grant)"
+    VERSION_REGRESSED = "version.regressed", "Version regressed after a label move (regression alarm)"
 
 
 def new_secret() -> str:

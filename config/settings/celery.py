@@ -10,6 +10,7 @@ default) and Celery is not used.
 from core.env import env_bool, env_float, env_str
 
 from .base import REDIS_URL, VAR_DIR
+from .generations import REGRESSION_CHECK_INTERVAL_S
 from .webhooks import WEBHOOK_QUEUE, WEBHOOK_SWEEP_INTERVAL_S
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
@@ -51,6 +52,11 @@ CELERY_BEAT_SCHEDULE = {
     # Generations past retention (generations/retention.py), hourly, on the same workers.
     "generations-sweep": {"task": "generations.sweep", "schedule": 3600,
                           "options": {"queue": WEBHOOK_QUEUE, "expires": 3600}},
+    # The regression alarm (generations/regression.py), on the same workers.
+    "generations-regression-check": {"task": "generations.regression_check",
+                                     "schedule": REGRESSION_CHECK_INTERVAL_S,
+                                     "options": {"queue": WEBHOOK_QUEUE,
+                                                 "expires": REGRESSION_CHECK_INTERVAL_S}},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULER = "config.celery:BeatScheduler"

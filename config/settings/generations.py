@@ -22,3 +22,18 @@ GENERATIONS_OUTPUT_MAX_CHARS = env_int("GENERATIONS_OUTPUT_MAX_CHARS", 16 * 1024
 # A dotted path to fn(generation: dict) -> dict run on each generation before it is
 # stored (PII redaction: docs/generations.md); "" for none.
 GENERATIONS_REDACT = env_str("GENERATIONS_REDACT", "")
+
+# The regression alarm (generations/regression.py, docs/generations.md): after a
+# label moves, its new version's generations since the move are compared with the
+# previous version's over as long before it, for REGRESSION_WINDOW_S after the move.
+REGRESSION_WINDOW_S = env_int("REGRESSION_WINDOW_S", 6 * 3600)
+# How often the check runs (the beat entry, or a thread of the embedded default).
+REGRESSION_CHECK_INTERVAL_S = env_int("REGRESSION_CHECK_INTERVAL_S", 300)
+# Nothing fires on fewer generations than this on either side (scores: samples).
+REGRESSION_MIN_SAMPLES = env_int("REGRESSION_MIN_SAMPLES", 50)
+# One-sided significance level of every check.
+REGRESSION_ALPHA = env_float("REGRESSION_ALPHA", 0.01)
+# A latency or TTFT check fires only on a rise of at least this share of the
+# previous version's figure (0.2: +20%); a score check on a drop of this share.
+REGRESSION_MIN_RISE = env_float("REGRESSION_MIN_RISE", 0.2)
+REGRESSION_MIN_SCORE_DROP = env_float("REGRESSION_MIN_SCORE_DROP", 0.05)

@@ -10,21 +10,28 @@ from generations.store import generations_store
 _ids = itertools.count()
 
 
-def log(version, user, *, label="", output="Hi Ada", variables=None, status="ok", model="fixed-cost",
-        latency_ms=100, ttft_ms=20, checked=True, at=None, error_code="", completion_tokens=3) -> str:
+def log(version, user, **fields) -> str:
     """Store one generation of `version` called by `user`; its request id."""
+    pair = entry(version, user, **fields)
+    generations_store([pair])
+    return pair[0]["request_id"]
+
+
+def entry(version, user, *, label="", output="Hi Ada", variables=None, status="ok", model="fixed-cost",
+          latency_ms=100, ttft_ms=20, checked=True, at=None, error_code="", completion_tokens=3
+          ) -> tuple[dict, dict]:
+    """The (usage record, log entry) pair of one generation, as the record stage queues it."""
     request_id = f"gen-test-{next(_ids)}-{uuid.uuid4().hex[:8]}"
     row = {"user_id": user.pk, "api_key_id": None, "request_id": request_id, "model": model, "version": "",
            "tier": "free", "prompt_tokens": 5, "completion_tokens": completion_tokens,
            "latency_ms": latency_ms,
            "ttft_ms": ttft_ms, "cache_hit": "", "status": status, "error_code": error_code, "end_user": "",
            "prompt_version": str(version.pk), "prompt_label": label, "eval_run": None}
-    entry = {"source": "run" if checked else "v1", "checked": checked,
+    logged = {"source": "run" if checked else "v1", "checked": checked,
              "variables": {"name": "Ada"} if variables is None else variables,
              "messages": [{"role": "user", "content": "Hello Ada!"}], "params": {"temperature": 0.0},
              "output": output, "at": time.time() if at is None else at}
-    generations_store([(row, entry)])
-    return request_id
+    return row, logged
 
 
 def scrub(entry: dict) -> dict:

@@ -105,11 +105,15 @@ def test_should_filter_and_page_the_list_newest_first(world):
     assert [g["variables"] for g in found] == [{"name": "user 3"}]
     assert client.get(base, {"since": "2999-01-01T00:00:00Z"}).json()["results"] == []
     assert len(client.get(base, {"until": "2999-01-01T00:00:00Z"}).json()["results"]) == 10
+    # An offset PostgreSQL would refuse (past 15:59) is read in UTC.
+    assert len(client.get(base, {"until": "8511-01-10T05:37:07+18:21"}).json()["results"]) == 10
 
 
 @pytest.mark.parametrize("params, field", [({"status": "weird"}, "status"), ({"since": "yesterday"}, "since"),
                                            ({"version": "v2"}, "version"), ({"q": "x" * 201}, "q"),
-                                           ({"sort": "id"}, "sort")])
+                                           ({"sort": "id"}, "sort"),
+                                           ({"since": "2026-02-30T00:00:00Z"}, "since"),
+                                           ({"until": "0001-01-01T00:00:00+18:21"}, "until")])
 def test_should_refuse_bad_list_filters_at_the_field(world, params, field):
     r = _client(world["owner"]).get(f"/api/prompts/{world['prompt'].pk}/generations", params)
     assert r.status_code == 400 and r.json()["error"]["field"] == field

@@ -15,7 +15,7 @@ from webhooks.models import WebhookDelivery
 
 pytestmark = pytest.mark.django_db
 PUBLIC = "https://93.184.216.34/hooks"  # an IP literal: no DNS needed to accept it
-ALL = ["version.created", "label.moved", "share.created", "share.revoked"]
+ALL = ["version.created", "label.moved", "share.created", "share.revoked", "version.regressed"]
 
 
 @pytest.fixture(autouse=True)
