@@ -14,7 +14,7 @@ import datetime
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -25,6 +25,7 @@ from playground.api import PromptScopedApi
 from playground.permissions import request_access
 from sharing.kinds import Role
 
+from .evaluators import NAME, evaluator_list
 from .models import OnlineEvalRule
 from .online import rule_counts, rule_create, rule_delete, rule_update, version_online_figures
 
@@ -45,9 +46,23 @@ class OnlineEvalRuleSerializer(serializers.ModelSerializer):
         return rule_counts(rule, since=timezone.now() - datetime.timedelta(days=COUNTS_DAYS))
 
 
+# The evaluators a rule may name: none that compares with an expected output but
+# `contains` (its own `value`); each one's arguments are checked by the evaluator.
+USABLE = [e.name for e in evaluator_list() if not e.needs_expected or e.name == "contains"]
+
+
+@extend_schema_field({"oneOf": [
+    {"type": "string", "enum": USABLE},
+    {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {
+        "name": {"type": "string", "enum": USABLE}, "args": {"type": "object"},
+        "as": {"type": "string", "pattern": NAME.pattern}}}]})
+class EvaluatorField(serializers.JSONField):
+    pass
+
+
 class OnlineEvalRuleRequestSerializer(serializers.Serializer):
-    evaluator = serializers.JSONField(help_text='An evaluator name, or {"name", "args", "as"} as a run takes '
-                                                "them; none that needs an expected output.")
+    evaluator = EvaluatorField(help_text='An evaluator name, or {"name", "args", "as"} as a run takes them; '
+                                         "none that needs an expected output.")
     sample_rate = serializers.FloatField(min_value=0.0, max_value=1.0,
                                          help_text="The share of generations scored (0..1).")
     label = serializers.CharField(max_length=63, required=False, allow_blank=True, default="",
@@ -58,7 +73,7 @@ class OnlineEvalRuleRequestSerializer(serializers.Serializer):
 
 
 class OnlineEvalRuleUpdateSerializer(OnlineEvalRuleRequestSerializer):
-    evaluator = serializers.JSONField(required=False)
+    evaluator = EvaluatorField(required=False)
     sample_rate = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
     label = serializers.CharField(max_length=63, required=False, allow_blank=True)
     version = serializers.UUIDField(required=False, allow_null=True)
