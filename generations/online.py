@@ -37,11 +37,15 @@ def _matches(rule, g: dict) -> bool:
             and (rule.version_id is None or str(rule.version_id) == str(g["version_id"])))
 
 
-def online_sample(request_ids: list[str]) -> None:
-    """Pick and queue the sampled generations among those just stored (by request id)."""
-    stored = list(Generation.objects.filter(request_id__in=request_ids).values(
+def online_sample(rows: list[Generation]) -> None:
+    """Pick and queue the sampled generations among those just stored: one
+    query for the rules of their prompts, and one for their ids when there are any."""
+    rules = rules_for({g.prompt_id for g in rows})
+    if not rules:
+        return
+    # bulk_create(ignore_conflicts) sets no ids: read them back.
+    stored = list(Generation.objects.filter(request_id__in=[g.request_id for g in rows]).values(
         "id", "prompt_id", "version_id", "label", "status"))
-    rules = rules_for({g["prompt_id"] for g in stored})
     for rule in rules:
         picked = [g for g in stored if _matches(rule, g) and sampled(rule.pk, g["id"], rule.sample_rate)]
         if not picked:

@@ -114,6 +114,6 @@ def generations_store(entries: list[tuple[dict, dict]]) -> int:
 def _online(rows: list[Generation]) -> None:
     """Online evaluation's share of the batch (generations.online); a failure there never fails the write."""
     try:
-        online_sample([g.request_id for g in rows])
+        online_sample(rows)
     except Exception:
         logger.exception("online evaluation sampling failed; the generations are stored")
