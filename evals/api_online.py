@@ -4,8 +4,9 @@
     PATCH/DELETE /api/prompts/<id>/online-evals/<rule_id>    change or delete one
     GET          /api/prompts/<id>/versions/<vid>/online-scores   a version's online scores
 
-Viewers read (a share link's holder sees no scores: they come from the
-generations log, which is for accounts); editors manage rules.
+Viewers read (a share link's holder sees neither: the scores come from the
+generations log, which is for accounts); editors manage rules. Rule changes
+are in the prompt's audit log (online_eval.created, .changed, .deleted).
 """
 
 from __future__ import annotations
@@ -30,6 +31,14 @@ from .models import OnlineEvalRule
 from .online import rule_counts, rule_create, rule_delete, rule_update, version_online_figures
 
 COUNTS_DAYS = 1  # a rule's counters in the list: the last day's
+
+
+def _for_account(request, prompt_id):
+    """The prompt, for an account that may view it (a share link's holder: 403)."""
+    prompt = request_access(request, prompt_id=prompt_id, need="view")
+    if prompt.access_role < Role.VIEWER:
+        raise DomainError("A share link does not show online evaluation.", code="forbidden")
+    return prompt
 
 
 class OnlineEvalRuleSerializer(serializers.ModelSerializer):
@@ -84,7 +93,7 @@ class OnlineEvalListApi(PromptScopedApi):
     @extend_schema(responses=OnlineEvalRuleSerializer(many=True), description="The prompt's online "
                    "evaluation rules, with their counters.")
     def get(self, request, prompt_id):
-        prompt = request_access(request, prompt_id=prompt_id, need="view")
+        prompt = _for_account(request, prompt_id)
         rules = OnlineEvalRule.objects.filter(prompt=prompt)
         return Response(OnlineEvalRuleSerializer(rules, many=True).data)
 
@@ -114,7 +123,7 @@ class OnlineEvalDetailApi(PromptScopedApi):
     @extend_schema(responses={204: None}, description="Delete a rule and its scores.")
     def delete(self, request, prompt_id, rule_id):
         prompt = request_access(request, prompt_id=prompt_id, need="edit")
-        rule_delete(prompt=prompt, rule_id=rule_id)
+        rule_delete(prompt=prompt, rule_id=rule_id, user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -133,9 +142,7 @@ class VersionOnlineScoresApi(PromptScopedApi):
         if unknown:
             raise DomainError(f"Unrecognized query parameter: {unknown[0]}.", code="unknown_parameter",
                               field=unknown[0])
-        prompt = request_access(request, prompt_id=prompt_id, need="view")
-        if prompt.access_role < Role.VIEWER:
-            raise DomainError("A share link does not show online scores.", code="forbidden")
+        prompt = _for_account(request, prompt_id)
         version = prompt_selectors.version_get(prompt=prompt, version_id=version_id)
         days = request.query_params.get("days", "7")
         if not days.isdigit() or not 1 <= int(days) <= 90:

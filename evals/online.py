@@ -27,6 +27,7 @@ from django.db.models import F
 
 from core.error_codes import DomainError
 from playground import selectors as prompt_selectors
+from sharing.audit import audit_record
 
 from .evaluators import check_evaluators, evaluator_get
 from .models import OnlineCount, OnlineEvalRule, OnlineScore
@@ -70,9 +71,18 @@ def rule_create(*, prompt, user, evaluator, sample_rate: float, label: str = "",
             raise DomainError(f"A prompt has at most {settings.ONLINE_EVAL_MAX_RULES} online evaluation "
                               "rules (ONLINE_EVAL_MAX_RULES): delete one first.",
                               code="too_many_online_rules")
-        return OnlineEvalRule.objects.create(prompt=prompt, label=label, version=version, key=resolved["key"],
+        rule = OnlineEvalRule.objects.create(prompt=prompt, label=label, version=version, key=resolved["key"],
                                              evaluator=resolved, sample_rate=sample_rate, enabled=enabled,
                                              created_by=user)
+        _audit(rule, user, "online_eval.created")
+    return rule
+
+
+def _audit(rule: OnlineEvalRule, user, action: str) -> None:
+    audit_record(prompt_id=rule.prompt_id, actor=user, action=action, target=f"online_eval:{rule.pk}",
+                 detail={"evaluator": rule.evaluator, "sample_rate": rule.sample_rate, "label": rule.label,
+                         "version": str(rule.version_id) if rule.version_id else None,
+                         "enabled": rule.enabled})
 
 
 def rule_get(*, prompt, rule_id) -> OnlineEvalRule:
@@ -95,12 +105,15 @@ def rule_update(*, prompt, rule_id, user, changes: dict) -> OnlineEvalRule:
         if name in changes:
             setattr(rule, name, changes[name])
     rule.save()
+    _audit(rule, user, "online_eval.changed")
     return rule
 
 
-def rule_delete(*, prompt, rule_id) -> None:
+def rule_delete(*, prompt, rule_id, user) -> None:
     """Delete a rule and its scores (disable it to keep them)."""
-    rule_get(prompt=prompt, rule_id=rule_id).delete()
+    rule = rule_get(prompt=prompt, rule_id=rule_id)
+    _audit(rule, user, "online_eval.deleted")
+    rule.delete()
 
 
 def rules_for(prompt_ids) -> list[OnlineEvalRule]:

@@ -3,9 +3,10 @@ stores a batch, the enabled rules of its prompts pick their share of the new
 generations (a hash per rule and generation) and queue their scoring, a task
 (generations.online_score) per rule and ONLINE_EVAL_BATCH generations, on
 ONLINE_EVAL_QUEUE; with no broker (the embedded default) on a thread of this
-process. The writer never waits for it: a publish that fails (the broker
-away) counts the generations as lost, and for ONLINE_EVAL_BROKER_BACKOFF_S
-the next batches' are counted lost without trying."""
+process (past EMBEDDED_BACKLOG waiting tasks, counted as lost). The writer
+never waits for it: a publish that fails (the broker away) counts the
+generations as lost, and for ONLINE_EVAL_BROKER_BACKOFF_S the next batches'
+are counted lost without trying."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from .selectors import generation_output
 logger = logging.getLogger(__name__)
 TASK = "generations.online_score"
 _embedded = ThreadPoolExecutor(max_workers=1, thread_name_prefix="online-eval")
+EMBEDDED_BACKLOG = 100  # tasks waiting for the embedded thread; past it, counted as lost
+_pending = 0
 _down_until = 0.0
 _lock = threading.Lock()
 
@@ -58,9 +61,15 @@ def online_sample(rows: list[Generation]) -> None:
 
 
 def _queue(rule_id: int, ids: list[int]) -> None:
-    global _down_until
+    global _down_until, _pending
     if not settings.CELERY_BROKER_URL:
-        _embedded.submit(_run_embedded, rule_id, ids)
+        with _lock:
+            full = _pending >= EMBEDDED_BACKLOG
+            _pending += 0 if full else 1
+        if full:  # a flood the one thread cannot keep up with: shed it, counted
+            count(rule_id, lost=len(ids))
+        else:
+            _embedded.submit(_run_embedded, rule_id, ids)
         return
     if time.monotonic() < _down_until:
         count(rule_id, lost=len(ids))
@@ -75,12 +84,15 @@ def _queue(rule_id: int, ids: list[int]) -> None:
 
 
 def _run_embedded(rule_id: int, ids: list[int]) -> None:
+    global _pending
     try:
         online_score(rule_id, ids)
     except Exception:  # logged; the generations stay unscored
         logger.exception("online scoring of rule %s failed", rule_id)
     finally:
         close_old_connections()
+        with _lock:
+            _pending -= 1
 
 
 def online_score(rule_id: int, ids: list[int]) -> int:

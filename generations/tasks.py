@@ -12,7 +12,11 @@ def sweep() -> int:
     return generations_sweep()
 
 
-@shared_task(name="generations.online_score", ignore_result=True)
-def online_score(rule_id: int, generation_ids: list[int]) -> int:
-    """Score a rule's sampled generations (generations.online)."""
-    return online_scoring(rule_id, generation_ids)
+@shared_task(name="generations.online_score", bind=True, ignore_result=True, max_retries=3)
+def online_score(self, rule_id: int, generation_ids: list[int]) -> int:
+    """Score a rule's sampled generations (generations.online). Again on a
+    failure (the database away): what was scored is skipped then."""
+    try:
+        return online_scoring(rule_id, generation_ids)
+    except Exception as exc:
+        raise self.retry(exc=exc, countdown=2 ** self.request.retries) from exc

@@ -17,6 +17,7 @@ from generations import online as generations_online
 from generations.models import Generation
 from generations.store import generations_store
 from sharing import services as sharing
+from sharing.models import AuditEvent
 from tests.factories import PromptFactory, PromptVersionFactory, UserFactory
 from tests.inference_worker.workers import delete_queues
 
@@ -101,6 +102,15 @@ def test_editors_manage_rules_viewers_read_them_and_others_get_404(world):
     assert r.status_code == 404 and _code(r) == "online_rule_not_found"
     r = _client(world["viewer"]).get(_scores_url(world))
     assert r.status_code == 200 and r.json()["scores"] == {}
+    # A share link shows the prompt, not what accounts ran through it.
+    _, token = sharing.link_create(actor=world["owner"], mode="public", prompt=world["prompt"])
+    for path in (_url(world), _scores_url(world)):
+        r = APIClient().get(path, HTTP_X_SHARE_TOKEN=token)
+        assert r.status_code == 403 and _code(r) == "forbidden", path
+    actions = AuditEvent.objects.filter(prompt_id=world["prompt"].pk, action__startswith="online_eval.")
+    assert sorted(actions.values_list("action", "actor_name")) == sorted([
+        ("online_eval.changed", world["editor"].username), ("online_eval.created", world["editor"].username),
+        ("online_eval.created", world["owner"].username), ("online_eval.deleted", world["editor"].username)])
 
 
 def test_evaluators_that_need_an_expected_output_and_bad_rules_are_refused(world, settings):
