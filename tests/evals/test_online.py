@@ -121,6 +121,7 @@ def test_evaluators_that_need_an_expected_output_and_bad_rules_are_refused(world
     contains = {"name": "contains", "args": {"value": "Ada"}}
     r = client.post(_url(world), {"evaluator": contains, "sample_rate": 1}, format="json")
     assert r.status_code == 201, r.content  # its own value: no expected output needed
+    rule = r.json()["id"]
     for body, code in (({"evaluator": "nope", "sample_rate": 1}, "unknown_evaluator"),
                        ({"evaluator": "regex", "sample_rate": 1}, "invalid_evaluator_args"),
                        ({"evaluator": "json_valid", "sample_rate": 1.5}, "max_value"),
@@ -131,6 +132,8 @@ def test_evaluators_that_need_an_expected_output_and_bad_rules_are_refused(world
                          "sample_rate": 1}, "prompt_not_found")):
         r = client.post(_url(world), body, format="json")
         assert r.status_code in (400, 404) and _code(r) == code, (body, r.content)
+    r = client.patch(_url(world, rule), {"evaluator": "exact"}, format="json")
+    assert r.status_code == 400 and _code(r) == "evaluator_needs_expected"
     settings.ONLINE_EVAL_MAX_RULES = 2
     r = client.post(_url(world), {"evaluator": "json_valid", "sample_rate": 1}, format="json")
     assert r.status_code == 201
@@ -166,11 +169,15 @@ def test_sampling_is_a_hash_of_rule_and_generation_at_the_rule_rate(world):
              for rate in (1.0, 0.5, 0.0)}
     other = rule_create(prompt=world["prompt"], user=owner, evaluator="json_valid", sample_rate=1.0,
                         label="staging")
+    newer = PromptVersionFactory(prompt=world["prompt"], parent=version)
+    pinned = rule_create(prompt=world["prompt"], user=owner, evaluator="json_valid", sample_rate=1.0,
+                         version_id=newer.pk)
     _batch(version, owner, 200)
     ids = list(Generation.objects.filter(version_id=version.pk).values_list("pk", flat=True))
     assert len(ids) == 200
     assert _sampled_count(rules[1.0]) == 200
-    assert _sampled_count(rules[0.0]) == 0 and _sampled_count(other) == 0  # rate 0; another label
+    # Rate 0; another label; another version.
+    assert _sampled_count(rules[0.0]) == _sampled_count(other) == _sampled_count(pinned) == 0
     half = [g for g in ids if sampled(rules[0.5].pk, g, 0.5)]
     assert _sampled_count(rules[0.5]) == len(half) and 70 <= len(half) <= 130
     assert half == [g for g in ids if sampled(rules[0.5].pk, g, 0.5)]  # the same answer again
