@@ -7,6 +7,7 @@ from accounts import urls as accounts_urls
 from chat import urls as chat_urls
 from core.blob_views import blob_local
 from core.errors import api_not_found
+from evals import page_urls as eval_pages
 from evals import urls as eval_urls
 from generations import urls as generation_urls
 from inference_client import urls as inference_urls
@@ -50,6 +51,7 @@ urlpatterns = [
     path("chat/", include(chat_urls.pages)),
     path("prompts/", include("playground.page_urls")),
     path("prompts/", include(generation_urls.pages)),
+    path("prompts/", include(eval_pages.prompt_pages)),
     path("playground/", playground_views.scratch_playground, name="scratch-playground"),
     path("runs/<str:run_id>/", playground_views.run_permalink, name="run-permalink"),
     path("evals/", include("evals.page_urls")),

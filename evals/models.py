@@ -273,3 +273,63 @@ class DatasetPin(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+
+
+class OnlineEvalRule(models.Model):
+    """A share of a prompt's production generations scored by one evaluator
+    (evals.online): all its versions, or only those run through `label`, or
+    only `version`'s. Which generations are scored is a hash of the rule and
+    the generation (evals.online.sampled), so it never changes on a rerun."""
+
+    prompt = models.ForeignKey("playground.Prompt", on_delete=models.CASCADE, related_name="online_rules")
+    label = models.CharField(max_length=63, blank=True, default="")  # "": any label, and calls by id
+    version = models.ForeignKey("playground.PromptVersion", null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="+")
+    key = models.CharField(max_length=64)  # the evaluator's name, or its `as`: the scores' key
+    evaluator = models.JSONField()  # {"key", "name", "version", "args"} (evaluators.check_evaluators)
+    sample_rate = models.FloatField()  # 0..1
+    enabled = models.BooleanField(default=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["prompt", "enabled"], name="online_rule_prompt")]
+
+
+class OnlineScore(models.Model):
+    """One rule's score of one generation (a plain id: scores outlive the log's
+    retention). `score` None: the generation could not be scored (`error`)."""
+
+    rule = models.ForeignKey(OnlineEvalRule, on_delete=models.CASCADE, related_name="scores")
+    generation_id = models.BigIntegerField()
+    prompt_version = models.ForeignKey("playground.PromptVersion", on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=64)
+    score = models.FloatField(null=True)
+    passed = models.BooleanField(null=True)
+    reason = models.TextField(blank=True, default="")
+    error = models.CharField(max_length=64, blank=True, default="")
+    generated_at = models.DateTimeField()  # the generation's time: windows and buckets read it
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rule", "generation_id"], name="uniq_online_score")]
+        indexes = [models.Index(fields=["prompt_version", "generated_at"], name="online_score_version")]
+
+
+class OnlineCount(models.Model):
+    """Per rule and minute: generations sampled, skipped (a failed generation:
+    nothing to score), scored, failed (the evaluator or judge could not score)
+    and lost (never queued: the broker was away)."""
+
+    rule = models.ForeignKey(OnlineEvalRule, on_delete=models.CASCADE, related_name="counts")
+    minute = models.DateTimeField()
+    sampled = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    scored = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    lost = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rule", "minute"], name="uniq_online_count")]

@@ -9,3 +9,8 @@ urlpatterns = [
     path("datasets/<uuid:dataset_id>/", views.dataset_page, name="evals-dataset"),
     path("runs/<uuid:run_id>/", views.run_page, name="evals-run"),
 ]
+
+# Under /prompts/, beside playground.page_urls.
+prompt_pages = [
+    path("<uuid:prompt_id>/online-evals/", views.online_evals_page, name="prompt-online-evals"),
+]

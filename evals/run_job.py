@@ -48,7 +48,7 @@ class _Column:
         self.body = body_text(self.version)
 
 
-class _Judge:
+class JudgePrompt:
     def __init__(self, spec: dict):
         self.key = spec["key"]
         self.threshold = float(spec["args"].get("threshold", 0.5))
@@ -65,7 +65,7 @@ def _lane(run: EvalRun):
     return import_string(settings.EVAL_LANE)(user=run.owner, eval_run=run.pk)
 
 
-def _chat_body(request_id: str, *, model: str, messages: list, params: dict) -> dict:
+def chat_body(request_id: str, *, model: str, messages: list, params: dict) -> dict:
     """The /v1/chat/completions body of one cell (the lane checks it as /v1 does)."""
     body = {"model": model, "messages": messages, **params}
     # Seeded from the cell's id where sampling draws, so a regenerated cell replays
@@ -102,7 +102,7 @@ def _execute(job: Job, run: EvalRun, cells: list, lane, judges: list) -> list[Ev
             continue
         request_id = cell_request_id(run.pk, column.pk, row["id"], repeat)
         requests.append({"request_id": request_id, "prompt_version": str(col.version.pk),
-                         "body": _chat_body(request_id, model=column.model_name, messages=messages,
+                         "body": chat_body(request_id, model=column.model_name, messages=messages,
                                             params=column.params)})
         submitted.append((row, col, repeat))
     events = _run_lane(job, lane, requests)
@@ -141,8 +141,8 @@ def _judge_all(job: Job, run: EvalRun, done: list, lane, judges: list) -> list[d
             cell_id = cell_request_id(run.pk, col.column.pk, row["id"], repeat)
             request_id = uuid.uuid5(CELL_NAMESPACE, f"{cell_id}/judge/{judge.key}").hex
             requests.append({"request_id": request_id, "prompt_version": str(judge.version.pk),
-                             "body": _chat_body(request_id, model=judge.version.model_name, messages=messages,
-                                                params=judge.params)})
+                             "body": chat_body(request_id, model=judge.version.model_name, messages=messages,
+                                               params=judge.params)})
             pending.append(index)
         events = _run_lane(job, lane, requests)
         if events is None:
@@ -193,7 +193,7 @@ def _start(job: Job) -> _Work:
     job.rows().filter(started_at__isnull=True).update(started_at=timezone.now())
     run = EvalRun.objects.select_related("owner").get(pk=job.pk)
     columns = [_Column(c) for c in run.columns.select_related("prompt_version__payload_blob")]
-    judges = [_Judge(spec) for spec in run.evaluators if spec["name"] == "judge"]
+    judges = [JudgePrompt(spec) for spec in run.evaluators if spec["name"] == "judge"]
     done = set(EvalResult.objects.filter(run=run).values_list("column_id", "row_id", "repeat"))
     rows = list(run.dataset_version.rows.order_by("index").values("id", "index", "variables", "expected"))
     pending = [(row, col, repeat) for row in rows for col in columns for repeat in range(run.repeats)

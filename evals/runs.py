@@ -132,7 +132,7 @@ def _check_model(model, params: dict, field: str) -> None:
                           f"{uses}: run it on a model that does.", code="unsupported_parameter", field=field)
 
 
-def _check_judges(user, specs: list[dict]) -> None:
+def check_judges(user, specs: list[dict]) -> None:
     """Each judge names a prompt version the user may view, with a response
     schema that has score and reason, on a model that constrains to it."""
     for spec in specs:
@@ -219,7 +219,7 @@ def evalrun_create(*, user, dataset_id, columns, evaluators, version_id=None, na
     if not isinstance(name, str) or len(name) > 200:
         raise DomainError("name is at most 200 characters.", code="invalid_name", field="name")
     specs = check_evaluators(evaluators)
-    _check_judges(user, specs)
+    check_judges(user, specs)
     checked = _check_columns(user, columns)
     with transaction.atomic():
         RUN_JOB.slot_check(user)

@@ -2,7 +2,7 @@ from django.urls import path
 
 from sharing.api import subject_urls
 
-from . import api, api_gate, api_pins, api_results, api_run_cases, api_runs
+from . import api, api_gate, api_online, api_pins, api_results, api_run_cases, api_runs
 from .permissions import DATASET
 
 D = "<uuid:dataset_id>"
@@ -21,7 +21,7 @@ dataset_urls = [
     *subject_urls(DATASET.name),
 ]
 
-# A prompt's evaluation gates and pinned dataset, under /api/prompts/ beside playground.urls.
+# A prompt's gates, pinned dataset and online evaluation, under /api/prompts/ beside playground.urls.
 L = "<uuid:prompt_id>/labels/<str:name>"
 gate_urls = [
     path("<uuid:prompt_id>/gates", api_gate.PromptGateListApi.as_view(), name="api-prompt-gates"),
@@ -31,6 +31,11 @@ gate_urls = [
     path("<uuid:prompt_id>/eval-pin", api_pins.PromptPinApi.as_view(), name="api-prompt-eval-pin"),
     path("<uuid:prompt_id>/versions/<str:version_id>/eval-deltas", api_pins.VersionDeltasApi.as_view(),
          name="api-version-eval-deltas"),
+    path("<uuid:prompt_id>/online-evals", api_online.OnlineEvalListApi.as_view(), name="api-online-evals"),
+    path("<uuid:prompt_id>/online-evals/<str:rule_id>", api_online.OnlineEvalDetailApi.as_view(),
+         name="api-online-eval"),
+    path("<uuid:prompt_id>/versions/<str:version_id>/online-scores",
+         api_online.VersionOnlineScoresApi.as_view(), name="api-version-online-scores"),
 ]
 
 eval_urls = [

@@ -1,15 +1,22 @@
-"""Browser pages for evaluations: datasets and runs, the run's grid. Thin: access
+"""Browser pages for evaluations: datasets and runs, the run's grid, a prompt's
+online evaluation rules. Thin: access
 checks, then a small JSON config for the JS module; everything else goes
 through the REST API."""
+
+import datetime
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
 
 from core.errors import page_not_found
+from playground.permissions import access_prompt
 from sharing.kinds import Role
 
+from .models import OnlineEvalRule
+from .online import rule_counts
 from .permissions import access_dataset, access_run, datasets_visible_to, runs_visible_to
 
 
@@ -44,3 +51,20 @@ def run_page(request, run_id):
     return render(request, "evals/run.html", {"run": run, "config": {
         "page": "run", "run": str(run.pk), "mayDelete": may_delete,
         "datasetUrl": reverse("evals-dataset", args=[dataset.pk])}})
+
+
+@login_required
+def online_evals_page(request, prompt_id):
+    """A prompt's online evaluation rules (evals.online): each with its rate,
+    filter, the last day's counters; editors add, pause and delete them."""
+    with page_not_found("Prompt"):
+        prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
+    since = timezone.now() - datetime.timedelta(days=1)
+    rules = [{"rule": rule, "counts": rule_counts(rule, since=since), "rate": f"{rule.sample_rate * 100:g}%"}
+             for rule in OnlineEvalRule.objects.filter(prompt=prompt).select_related("version")]
+    versions = prompt.versions.order_by("-number").values("id", "number")[:200]
+    can_edit = prompt.access_role >= Role.EDITOR
+    return render(request, "evals/online.html", {
+        "prompt": prompt, "rules": rules, "versions": versions, "can_edit": can_edit,
+        "max_rules": settings.ONLINE_EVAL_MAX_RULES,
+        "config": {"page": "online", "prompt": str(prompt.pk), "canEdit": can_edit}})

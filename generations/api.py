@@ -27,6 +27,7 @@ from core.error_codes import DomainError
 from core.ids import is_uuid
 from core.jsonbody import validated
 from core.pagination import Page, paginated
+from evals.online import version_online_figures
 from evals.serializers import DatasetVersionSerializer
 from playground import selectors as prompt_selectors
 
@@ -176,10 +177,13 @@ def comparison(*, user, prompt, version, label: str, days: int, bucket: str) -> 
         "bucket": bucket,
         "version": {"id": str(version.pk), "number": version.number,
                     "evals": version_eval_scores(user=user, version=version),
+                    "online": version_online_figures(version_id=version.pk, since=since, until=until,
+                                                     bucket=bucket),
                     **version_metrics(version_id=version.pk, since=since, label=label, bucket=bucket)},
         "previous": None if previous is None else {
             "id": str(previous.pk), "number": previous.number,
             "evals": version_eval_scores(user=user, version=previous),
+            "online": version_online_figures(version_id=previous.pk, since=since, until=until, bucket=bucket),
             **version_metrics(version_id=previous.pk, since=since, label=label, bucket=bucket)}}
 
 
@@ -194,8 +198,9 @@ class VersionMetricsApi(APIView):
         responses=OpenApiTypes.OBJECT,
         description="Count, latency p50/p95 and mean (95% CI), TTFT, tokens, cost and error rate "
                     "(95% Wilson CI) per time bucket, beside the split's control or the version the label "
-                    "held before; and the evaluation runs of each (mean score and 95% interval per "
-                    "evaluator) whose dataset the caller may see.")
+                    "held before; the evaluation runs of each (mean score and 95% interval per "
+                    "evaluator) whose dataset the caller may see; and each one's online scores per evaluator "
+                    "(count, mean and 95% interval, pass rate, per bucket).")
     def get(self, request, prompt_id, version_id):
         unknown = sorted(set(request.query_params) - METRIC_PARAMS)
         if unknown:

@@ -23,21 +23,22 @@ def _series(buckets: list[dict], key: str, x_of, top: float) -> dict:
 
 
 def line_charts(current: list[dict], previous: list[dict] | None, *, since: datetime.datetime,
-                until: datetime.datetime) -> list[dict]:
-    """Each chart of CHARTS over the window since..until: its title, the top of
-    its scale, and each version's line (a bucket at its start's time)."""
+                until: datetime.datetime, charts: tuple = CHARTS) -> list[dict]:
+    """Each chart of `charts` ((key, title, unit) rows) over the window
+    since..until: its title, the top of its scale, and each version's line (a
+    bucket at its start's time)."""
     span = max((until - since).total_seconds(), 1.0)
 
     def x_of(at: datetime.datetime) -> float:
         return PAD + min(max((at - since).total_seconds() / span, 0.0), 1.0) * (WIDTH - 2 * PAD)
 
-    charts = []
-    for key, title, unit in CHARTS:
+    out = []
+    for key, title, unit in charts:
         values = [b[key] for b in current + (previous or []) if b[key] is not None]
         top = float(max(values)) if values else 0.0
         shown_top = (f"{top * 100:.1f}%" if unit == "%" else f"${top:,.6f}" if unit == "$"
                      else f"{top:,.4g} {unit}".strip())
-        charts.append({"key": key, "title": title, "top": shown_top if values else None, "width": WIDTH,
-                       "height": HEIGHT, "current": _series(current, key, x_of, top),
-                       "previous": _series(previous, key, x_of, top) if previous is not None else None})
-    return charts
+        out.append({"key": key, "title": title, "top": shown_top if values else None, "width": WIDTH,
+                    "height": HEIGHT, "current": _series(current, key, x_of, top),
+                    "previous": _series(previous, key, x_of, top) if previous is not None else None})
+    return out

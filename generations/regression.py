@@ -27,12 +27,12 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from evals.online import version_score_samples
 from playground.models import Label, LabelMove
 from sharing.audit import audit_record
 from webhooks.services import webhook_emit
 
 from .models import AlertStatus, Generation, RegressionAlert
-from .scores import version_score_samples
 from .stats import mann_whitney_u, quantile, two_proportion_z
 
 log = logging.getLogger(__name__)

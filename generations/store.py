@@ -7,7 +7,8 @@ X-Prompt-Version claim (not checked on the request's path), only when its caller
 may view the prompt: no one logs into a prompt they cannot see. Outputs and
 messages past GENERATIONS_INLINE_MAX_CHARS go to the object store; the row keeps
 an output's head (the record stage cut the output at GENERATIONS_OUTPUT_MAX_CHARS).
-GENERATIONS_REDACT, when set, sees every entry first.
+GENERATIONS_REDACT, when set, sees every entry first. Once stored, online
+evaluation's rules pick their share of them (generations.online).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from playground.models import PromptVersion
 from playground.permissions import prompts_visible_to
 
 from .models import Generation
+from .online import online_sample
 
 logger = logging.getLogger(__name__)
 SEARCH_CHARS = 4000
@@ -104,4 +106,14 @@ def generations_store(entries: list[tuple[dict, dict]]) -> int:
         entry = storable(redact(entry) if redact else entry)
         rows.append(_generation(row, entry, prompt_id))
     Generation.objects.bulk_create(rows, ignore_conflicts=True)
+    if rows:
+        _online(rows)
     return len(rows)
+
+
+def _online(rows: list[Generation]) -> None:
+    """Online evaluation's share of the batch (generations.online); a failure there never fails the write."""
+    try:
+        online_sample(rows)
+    except Exception:
+        logger.exception("online evaluation sampling failed; the generations are stored")

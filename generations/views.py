@@ -63,6 +63,28 @@ def _eval_rows(figures: dict) -> list[dict]:
     return sorted(rows, key=lambda row: row["finished_at"])
 
 
+def _score(s: dict | None) -> str:
+    if not s or s["mean"] is None:
+        return "–"
+    return (f"{s['mean']:.2f} ({s['ci95'][0]:.2f}–{s['ci95'][1]:.2f}) · pass {s['pass_rate'] * 100:.0f}% "
+            f"· n={s['count']:,}" + (f" · {s['failed']} unscored" if s["failed"] else ""))
+
+
+def _online(figures: dict) -> tuple[list[dict], list[dict]]:
+    """Per evaluator key: the row of the online scores table (this version and
+    the one compared with), and its mean score's chart over the window."""
+    current, previous = figures["version"]["online"], (figures["previous"] or {}).get("online")
+    rows, charts = [], []
+    for key in sorted(set(current) | set(previous or {})):
+        mine, theirs = current.get(key), (previous or {}).get(key)
+        rows.append({"key": key, "current": _score(mine), "previous": _score(theirs)})
+        charts += line_charts((mine or {}).get("buckets", []),
+                              None if previous is None else (theirs or {}).get("buckets", []),
+                              since=figures["since"], until=figures["until"],
+                              charts=(("mean", f"{key}: mean score", ""),))
+    return rows, charts
+
+
 def version_generations(request, prompt_id, version_id):
     with page_not_found("Version"):
         prompt = prompt_for_log(request, prompt_id=prompt_id)
@@ -83,9 +105,11 @@ def version_generations(request, prompt_id, version_id):
     previous_shown = _shown(previous["total"] if previous else None)
     totals = [{"name": name, "current": current_shown[key], "previous": previous_shown.get(key)}
               for key, name in TOTAL_ROWS]
+    online_rows, online_charts = _online(figures)
     return render(request, "generations/version.html", {
         "prompt": prompt, "version": version, "filters": f, "days_choices": DAYS, "statuses": STATUSES,
         "figures": figures, "previous": previous, "totals": totals, "eval_rows": _eval_rows(figures),
+        "online_rows": online_rows, "online_charts": online_charts,
         "charts": line_charts(figures["version"]["buckets"], previous["buckets"] if previous else None,
                               since=figures["since"], until=figures["until"]),
         "generations": page[:PAGE_SIZE], "older": older, "newest": f"?{urlencode(kept)}",

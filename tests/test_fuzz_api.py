@@ -145,6 +145,8 @@ def fuzz_data(db, settings):
     run = _created(client.post("/api/evals/runs", {
         "dataset": dataset["id"], "evaluators": ["exact"],
         "columns": [{"prompt": prompt_id, "version": str(version.pk)}]}, format="json"))
+    rule = _created(client.post(f"/api/prompts/{prompt_id}/online-evals",
+                                {"evaluator": "json_valid", "sample_rate": 0.5}, format="json"))
     endpoint = _created(client.post("/api/webhooks", {"url": "https://93.184.216.34/hook",
                                                       "events": ["label.moved"]}, format="json"))
     model = client.get("/v1/models").json()["data"][0]["id"]
@@ -180,6 +182,7 @@ def fuzz_data(db, settings):
             "endpoint_id": endpoint["id"],
             "file_id": upload["id"],
             "batch_id": batch["id"],
+            "rule_id": rule["id"],
             "model": model,
             "alert_id": alert.pk,
         },
@@ -379,6 +382,9 @@ STATE_DEPENDENT = {
     "invalid_csv": "the same", "invalid_csv_header": "the same",
     "invalid_format": "an imported file whose name says neither csv nor jsonl, and no format",
     "dataset_empty": "an import's text with no rows",
+    "invalid_evaluator_args": "an evaluator's arguments, which depend on the evaluator named (a regex's RE2 "
+                              "pattern, a JSON Schema, a judge's prompt version)",
+    "evaluator_needs_expected": "contains without its own value (a field required by another's value)",
     "null_characters_not_allowed": "a NUL in a row's free-form metadata (keys included): OpenAPI 3.0 "
                                    "has no propertyNames to forbid it in any key",
 }

@@ -6,6 +6,7 @@ Every value can be set by an environment variable of the same name.
 from core.env import env_float, env_int, env_str
 
 from .celery import CELERY_BROKER_URL
+from .webhooks import WEBHOOK_QUEUE
 
 # Largest dataset version (rows) and largest variable value / expected output (bytes).
 EVAL_DATASET_MAX_ROWS = env_int("EVAL_DATASET_MAX_ROWS", 100_000)
@@ -67,3 +68,14 @@ EVAL_BOOTSTRAP_RESAMPLES = env_int("EVAL_BOOTSTRAP_RESAMPLES", 1000)
 # a pattern that needs more is refused).
 USER_PATTERN_MAX_CHARS = env_int("USER_PATTERN_MAX_CHARS", 1000)
 USER_PATTERN_MAX_MEM = env_int("USER_PATTERN_MAX_MEM", 8 * 1024 * 1024)
+
+# Online evaluation (evals/online.py): the most rules one prompt may have, the
+# Celery queue its scoring tasks go to (by default the webhooks workers', which
+# also run the generations sweep; with no broker a thread of the process that
+# stores the generations scores them), and the most generations in one task.
+ONLINE_EVAL_MAX_RULES = env_int("ONLINE_EVAL_MAX_RULES", 10)
+ONLINE_EVAL_QUEUE = env_str("ONLINE_EVAL_QUEUE", WEBHOOK_QUEUE)
+ONLINE_EVAL_BATCH = env_int("ONLINE_EVAL_BATCH", 50)
+# After a failed publish (the broker away), sampled generations are counted as
+# lost without trying again for this many seconds: the writer never waits on it.
+ONLINE_EVAL_BROKER_BACKOFF_S = env_float("ONLINE_EVAL_BROKER_BACKOFF_S", 30.0)

@@ -424,7 +424,12 @@ var ARGS = {
   )
 };
 var withCode = (text) => text.split("`").map((part, i) => i % 2 ? el("code", { text: part }) : part);
-function evaluatorPicker({ container, note, evaluators }) {
+function evaluatorPicker({
+  container,
+  note,
+  evaluators,
+  emptyNote = "No evaluator picked: the run stores each output and scores nothing."
+}) {
   const shown = evaluators.filter((e) => e.name !== "judge");
   container.replaceChildren(
     ...shown.map((e) => {
@@ -454,7 +459,7 @@ function evaluatorPicker({ container, note, evaluators }) {
   }
   function describe() {
     const names = picked().map((d) => d.dataset.evaluator);
-    note.textContent = names.length ? `Scored by ${names.join(", ")}.` : "No evaluator picked: the run stores each output and scores nothing.";
+    note.textContent = names.length ? `Scored by ${names.join(", ")}.` : emptyNote;
   }
   describe();
   function specs() {

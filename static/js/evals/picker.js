@@ -18,7 +18,8 @@ const ARGS = {
 // A doc's `names` as code.
 const withCode = (text) => text.split("`").map((part, i) => (i % 2 ? el("code", { text: part }) : part));
 
-export function evaluatorPicker({ container, note, evaluators }) {
+export function evaluatorPicker({ container, note, evaluators,
+                                 emptyNote = "No evaluator picked: the run stores each output and scores nothing." }) {
   const shown = evaluators.filter((e) => e.name !== "judge");
   container.replaceChildren(
     ...shown.map((e) => {
@@ -38,8 +39,7 @@ export function evaluatorPicker({ container, note, evaluators }) {
   }
   function describe() {
     const names = picked().map((d) => d.dataset.evaluator);
-    note.textContent = names.length ? `Scored by ${names.join(", ")}.`
-      : "No evaluator picked: the run stores each output and scores nothing.";
+    note.textContent = names.length ? `Scored by ${names.join(", ")}.` : emptyNote;
   }
   describe();
 
