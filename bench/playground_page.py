@@ -14,23 +14,17 @@ Seeded once (kept between runs; --reseed starts over): a prompt of 1,000
 versions (a chain of edits through playground.services.version_create) and
 10,000 history runs, and a baseline prompt of 1 version and 1 run. It prints:
 
-1. time to interactive of /prompts/<id>/ (navigation start -> the later of
-   the `playground:ready` mark, set at the end of playground.js's start() when
-   the editors are writable, and the first paint after the runs table got its
-   rows), p50/p95 over N warm-cache loads, the big prompt over the baseline;
-   and each request's server time (resource timing: responseStart - requestStart);
-2. the first token's display delay over ~20 runs: from the first content chunk
-   at fetch level (a tee of the run's response) and from the backend's TTFT (the
-   run row's ttft_ms, counted from the request's start) to the first paint
-   after the output's text node got it (a MutationObserver, then the frame);
-3. six Side-by-side columns streaming at once: frames longer than 50 ms and
-   frames dropped (requestAnimationFrame gaps), long animation frames, and the
-   main thread's busy share (CDP Performance.getMetrics TaskDuration) while
-   they stream.
+1. time to interactive of /prompts/<id>/ (navigation start -> the later of the
+   `playground:ready` mark, end of playground.js's start(), and the first paint of
+   the runs table), p50/p95 over N warm-cache loads, big prompt over baseline, and
+   each request's server time (resource timing: responseStart - requestStart);
+2. the first token's display delay over ~20 runs: from the first chunk at fetch
+   level and from the backend's TTFT (the run row's ttft_ms) to its first paint;
+3. six Side-by-side columns streaming at once: frames over 50 ms, dropped frames,
+   long animation frames, the main thread's busy share (CDP TaskDuration).
 
---checkout: a second server runs another git worktree's code (a change to the
-page against this checkout, say); its loads alternate with this one's, and the
-report gives both and their ratio (compare only within a run: this VM drifts).
+--checkout: a second server runs another git worktree's code, in its directory;
+its loads alternate with this one's, and the report gives both and their ratio.
 
 --profile writes a Chrome trace of one big-prompt load and of the six columns
 (/tmp/playground-*.json) and prints the main thread's top events.
@@ -189,7 +183,6 @@ def load_once(context, url: str) -> dict:
           // Static files that went to the server (revalidated or fetched) rather than the cache.
           static_sent: performance.getEntriesByType('resource')
             .filter((r) => r.name.includes('/static/') && r.transferSize > 0).length,
-          version_sent: at('/versions/').requestStart, version_back: at('/versions/').responseEnd,
           runs_sent: at('/runs?').requestStart, runs_back: at('/runs?').responseEnd,
           server: [['page ' + nav.name, nav.responseStart - nav.requestStart],
                    ...api.map((r) => [r.name, r.responseStart - r.requestStart])] }; }""")
@@ -209,8 +202,8 @@ def page_loads(targets: dict[str, tuple], n: int) -> dict:
     return results
 
 
-MILESTONES = [("html", "page's HTML in"), ("dcl", "modules run (DOMContentLoaded)"),
-              ("version_sent", "version asked"), ("version_back", "version in"), ("ready", "ready mark"),
+# Runs asked/in: "-" where the page carries the runs' first page (since 2026-12-06).
+MILESTONES = [("html", "page's HTML in"), ("dcl", "modules run (DOMContentLoaded)"), ("ready", "ready mark"),
               ("runs_sent", "runs asked"), ("runs_back", "runs in"), ("runs", "runs table painted")]
 
 
@@ -230,6 +223,7 @@ def report_loads(results: dict) -> None:
         print(f"   {label}: p50 {pct(tti[a], .5) / pct(tti[b], .5):.2f}x, "
               f"p95 {pct(tti[a], .95) / pct(tti[b], .95):.2f}x")
     print(f"   goal: big < 300 ms. The path, p50 ms from navigation start ({' / '.join(names)}):")
+
     def milestone(name: str, key: str) -> str:
         seen = [r[key] for r in results[name] if r[key] is not None]  # None: a step this page skips
         return f"{statistics.median(seen):6.0f}" if seen else f"{'-':>6}"

@@ -63,14 +63,16 @@ def _rules() -> dict[str, dict]:
         "metadata": {"type": "object"}, "key": UUID}}
     link = {"properties": {"mode": {"enum": list(LinkMode.values)},
                            "role": {"enum": [GrantRole.VIEWER.value]}}}
+    version = {
+        **_sampling(), "body": {"nullable": False}, "branch": {"pattern": f"^$|{BRANCH_NAME_PATTERN}"},
+        # Names are identifiers (templating.NAME): OpenAPI 3.0 has no propertyNames to say it.
+        "variables": {"type": "object", "additionalProperties": {
+            "type": "string", "nullable": True, "minLength": 1, "pattern": NO_NUL}}}
     return {
-        "VersionCreateRequest": {"properties": {
-            **_sampling(), "body": {"nullable": False}, "body_upload": {"nullable": False},
-            "branch": {"pattern": f"^$|{BRANCH_NAME_PATTERN}"},
-            # Names are identifiers (templating.NAME): OpenAPI 3.0 has no propertyNames to say it.
-            "variables": {"type": "object", "additionalProperties": {
-                "type": "string", "nullable": True, "minLength": 1, "pattern": NO_NUL}}},
-            **_one_of("body", "body_upload")},
+        "VersionCreateRequest": {"properties": {**version, "body_upload": {"nullable": False}},
+                                 **_one_of("body", "body_upload")},
+        # A scratch draft's first version (playground/api_scratch.py): the same fields, inline.
+        "ScratchVersionRequest": {"properties": version},
         "BodyUploadRequest": {"properties": {"upload": {"pattern": NO_NUL}}},
         # A file (multipart) or its text; JSON carries the text alone.
         "ImportRequestRequest": _one_of("file", "text"),

@@ -21,6 +21,7 @@ from core.streaming import for_request
 
 from . import selectors, services
 from .bodies import body_object_key, body_range, body_text
+from .branches import BRANCH_NAME_PATTERN, check_branch_name
 from .calls.builder import version_render
 from .diffing import line_diff, word_diff
 from .matching import Budget
@@ -72,12 +73,14 @@ class PromptDetailApi(PromptScopedApi):
 class VersionListApi(PromptScopedApi):
     pagination_class = Page  # the schema documents the cursor page paginated() answers
     @extend_schema(responses=VersionSerializer(many=True), parameters=[OpenApiParameter(
-        "branch", str, description="Only the versions saved on this branch.")])
+        "branch", {"type": "string", "pattern": BRANCH_NAME_PATTERN},
+        description="Only the versions saved on this branch.")])
     def get(self, request, prompt_id):
         prompt = request_access(request, prompt_id=prompt_id, need="view")
         versions = selectors.version_list(prompt=prompt).select_related("author")
-        if request.query_params.get("branch"):
-            versions = versions.filter(branch=request.query_params["branch"])
+        if (branch := request.query_params.get("branch")) is not None:
+            check_branch_name(branch)
+            versions = versions.filter(branch=branch)
         return paginated(request, self, versions, ("number",),
                          lambda items: VersionSerializer(items, many=True).data)
 

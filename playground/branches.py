@@ -17,6 +17,12 @@ DEFAULT_BRANCH = "main"
 BRANCH_NAME_PATTERN = r"^[a-z0-9][a-z0-9._/-]{0,62}$"
 
 
+def check_branch_name(name: str) -> None:
+    if not re.fullmatch(BRANCH_NAME_PATTERN, name):
+        raise DomainError("Branch names are 1-63 characters: lowercase letters, digits, '.', '_', '/' or "
+                          "'-', starting with a letter or digit.", code="invalid_branch_name", field="branch")
+
+
 def branch_for(*, prompt: Prompt, parent: PromptVersion | None, requested: str | None,
                exists_ok: bool = False) -> str:
     """The branch a new version goes on: its parent's (or main) unless `requested`
@@ -25,9 +31,7 @@ def branch_for(*, prompt: Prompt, parent: PromptVersion | None, requested: str |
     inherited = parent.branch if parent is not None else DEFAULT_BRANCH
     if not requested or requested == inherited:
         return inherited
-    if not re.fullmatch(BRANCH_NAME_PATTERN, requested):
-        raise DomainError("Branch names are 1-63 characters: lowercase letters, digits, '.', '_', '/' or "
-                          "'-', starting with a letter or digit.", code="invalid_branch_name", field="branch")
+    check_branch_name(requested)
     if not exists_ok and PromptVersion.objects.filter(prompt=prompt, branch=requested).exists():
         raise DomainError(f"Branch {requested!r} already exists: open its tip to save on it, or pick "
                           "another name.", code="branch_exists", field="branch")

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import transaction
 
 from core.error_codes import DomainError
+from core.storable import storable
 
 from .models import Prompt, PromptVersion, ScratchDraft
 from .services import prompt_create, version_create
@@ -30,6 +31,8 @@ def draft_put(*, user, state) -> dict:
     PLAYGROUND_SCRATCH_MAX_BYTES): it is checked when it runs or is saved."""
     if not isinstance(state, dict):
         raise DomainError("state must be a JSON object.", code="invalid_type", field="state")
+    # As typed, but for what jsonb cannot hold (NUL, a lone surrogate): autosave never fails on it.
+    state = storable(state)
     size = len(json.dumps(state, ensure_ascii=False).encode("utf-8"))
     limit = settings.PLAYGROUND_SCRATCH_MAX_BYTES
     if size > limit:

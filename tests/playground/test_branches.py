@@ -59,6 +59,8 @@ def test_the_api_takes_a_branch_lists_it_on_tips_and_filters_versions_by_it():
     assert sorted((h["branch"], h["number"]) for h in heads) == [("main", 3), ("terse", 2)]
     listed = api.get(f"/api/prompts/{prompt.pk}/versions?branch=terse").json()["results"]
     assert [v["number"] for v in listed] == [2]
+    malformed = api.get(f"/api/prompts/{prompt.pk}/versions", {"branch": "Not a branch\x00"})
+    assert malformed.status_code == 400 and malformed.json()["error"]["code"] == "invalid_branch_name"
     taken = api.post(f"/api/prompts/{prompt.pk}/versions",
                      {"parent": str(root.pk), "body": "Other {{name}}.", "branch": "terse"}, format="json")
     assert taken.status_code == 409 and taken.json()["error"]["code"] == "branch_exists"

@@ -37,6 +37,15 @@ def test_should_keep_each_users_draft_apart(db):
     assert _client().get(DRAFT).status_code in (401, 403)
 
 
+def test_should_keep_a_draft_with_nul_and_lone_surrogates_as_near_as_the_database_holds(db):
+    # The fuzzer's case: jsonb holds neither, and autosave must not fail (it was a 500).
+    user = UserFactory()
+    raw = '{"state": {"body": "a\\u0000b", "x\\ud800": ["\\udfff"]}}'
+    put = _client(user).generic("PUT", DRAFT, raw, content_type="application/json")
+    assert put.status_code == 200
+    assert ScratchDraft.objects.get(user=user).state == {"body": "ab", "x\ufffd": ["\ufffd"]}
+
+
 def test_should_refuse_an_oversize_draft_and_keep_the_last_one(db, settings):
     settings.PLAYGROUND_SCRATCH_MAX_BYTES = 100
     user = UserFactory()
