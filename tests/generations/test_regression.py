@@ -9,8 +9,10 @@ import datetime
 import pytest
 
 from core.error_codes import DomainError
+from evals.online import rule_create
 from generations.alerts import alert_dismiss, alert_rollback
-from generations.models import AlertStatus, RegressionAlert
+from generations.models import AlertStatus, Generation, RegressionAlert
+from generations.online import online_score
 from generations.regression import compare, moves_to_check, regression_check
 from generations.store import generations_store
 from playground import protection
@@ -135,6 +137,23 @@ def test_should_fire_a_score_check_on_a_drop_and_not_on_a_small_one(settings):
     assert [(f.check, f.value, f.previous_value) for f in dropped] == [("score:exact", 0.5, 0.75)]
     assert compare({"score:exact": [1.0] * 44 + [0.0] * 16}, old) == []
     assert compare({"score:other": [0.0] * 60}, old) == []  # a score of one side only
+
+
+def test_should_raise_a_score_alert_from_the_online_evaluation_of_production_traffic(world):
+    move = _move(world)
+    t = move.created_at.timestamp()
+    valid = '{"ok": true}'
+    generations_store([entry(world["v1"], world["owner"], label="production", output=valid, at=t - N - 1 + i)
+                       for i in range(N)])
+    generations_store([entry(world["v2"], world["owner"], label="production", at=t + 1 + i,
+                             output=valid if i % 3 == 0 else "Sure! Here it is.") for i in range(N)])
+    # The rule comes after the traffic (nothing sampled as it was stored): scored here, all of it.
+    rule = rule_create(prompt=world["prompt"], user=world["owner"], evaluator="json_valid", sample_rate=1.0)
+    online_score(rule.pk, list(Generation.objects.values_list("pk", flat=True)))
+    raised = _check(move)
+    assert [a.rule for a in raised] == ["score:json_valid"]  # latency, TTFT and errors alike
+    assert (raised[0].previous_value, round(raised[0].value, 2)) == (1.0, 0.33)
+    assert (raised[0].count, raised[0].previous_count) == (N, N)
 
 
 def test_should_check_only_labels_that_still_hold_the_version_alone(world):
