@@ -5,6 +5,11 @@
 # default. Extra args go to pytest (both passes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# npm installs the pinned esbuild that checks the committed page bundles (scripts/build_js.sh).
+if ! command -v npm >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null) \
+    || echo "warning: could not install npm; the bundle check will fail" >&2
+fi
 scripts/install.sh --dev
 
 # Chromium for the browser tests (Debian's package; Playwright drives it).
