@@ -33,7 +33,7 @@ def paginated(request: Request, view: APIView, queryset: QuerySet[Any], ordering
 
 
 def first_page(request: HttpRequest, path: str, queryset: QuerySet[Any], ordering: Sequence[str],
-               serialize: Callable[[list[Any]], Any], page_size: int) -> dict:
+               serialize: Callable[[list[Any]], Any], page_size: int) -> dict[str, Any]:
     """The first page of `queryset` as GET `path`?page_size=N answers it (its `next` link
     included), for a page that carries it in its HTML: one round trip fewer."""
     query = urlencode({"page_size": page_size})

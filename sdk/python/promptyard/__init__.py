@@ -6,6 +6,9 @@
     version.render({"name": "Ada"})["messages"]
     version.run({"name": "Ada"})
 
+    py.production.generations(prompt_id, label="production")   # what it does in production
+    py.production.alerts(prompt_id)                             # regression alerts; rollback, dismiss
+
     from promptyard.webhooks import verify      # a webhook receiver's check
     event = verify(body, headers, secret)
 """

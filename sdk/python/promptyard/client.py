@@ -22,6 +22,7 @@ from .errors import (
     PromptyardError,
     ServerUnavailable,
 )
+from .production import Call, Production
 from .version import LabelValue, PromptVersion, choose, fallback_version, label_value, versions_of
 
 DEFAULT_TTL = 60.0
@@ -101,6 +102,11 @@ class _Base:
         if fallback is not None:
             return fallback_version(fallback, prompt=prompt, label=label, error=exc, client=self)
         raise exc
+
+    @property
+    def production(self) -> Production:
+        """Generations, version figures, online scores and regression alerts (promptyard.production)."""
+        return Production(self)
 
 
 class Promptyard(_Base):
@@ -186,6 +192,24 @@ class Promptyard(_Base):
         if response.status_code != 200:
             raise _error_from(response, what=f"GET {path}")
         return response
+
+    def _call(self, call: Call, url: str | None = None) -> dict:
+        try:
+            response = self._http.request(call.method, url or call.path, params=None if url else call.params,
+                                          json=call.body, timeout=self.timeout)
+        except httpx.TransportError as exc:
+            raise _transport_error(exc) from exc
+        if not response.is_success:
+            raise _error_from(response, what=f"{call.method} {call.path}")
+        return _json(response)
+
+    def _pages(self, call: Call) -> Iterator[dict]:
+        page = self._call(call)
+        while True:
+            yield from page["results"]
+            if not page.get("next"):
+                return
+            page = self._call(call, url=page["next"])
 
     def _fetch(self, prompt: str, label: str) -> LabelValue:
         data = _json(self._get(_label_path(prompt, label)))
@@ -298,6 +322,26 @@ class AsyncPromptyard(_Base):
         if response.status_code != 200:
             raise _error_from(response, what=f"GET {path}")
         return response
+
+    async def _call(self, call: Call, url: str | None = None) -> dict:
+        try:
+            response = await self._http.request(call.method, url or call.path,
+                                                params=None if url else call.params, json=call.body,
+                                                timeout=self.timeout)
+        except httpx.TransportError as exc:
+            raise _transport_error(exc) from exc
+        if not response.is_success:
+            raise _error_from(response, what=f"{call.method} {call.path}")
+        return _json(response)
+
+    async def _pages(self, call: Call) -> AsyncIterator[dict]:
+        page = await self._call(call)
+        while True:
+            for item in page["results"]:
+                yield item
+            if not page.get("next"):
+                return
+            page = await self._call(call, url=page["next"])
 
     async def _fetch(self, prompt: str, label: str) -> LabelValue:
         data = _json(await self._get(_label_path(prompt, label)))
