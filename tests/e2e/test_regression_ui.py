@@ -1,12 +1,15 @@
-"""The regression alarm in a real browser: production traffic runs v1 through
-the label, the label moves to v2 (longer answers, so the fixed-cost engine is
-slower), more traffic, the check runs and raises an alert; the playground and
+"""The regression alarm in a real browser: production traffic through /v1 runs
+v1 under its label (X-Prompt-Version, X-Prompt-Label), the label moves to v2
+(longer answers, so the fixed-cost engine is slower), more traffic, the check
+runs and raises an alert; the playground and
 the version page show the banner, one click moves the label back to v1 and the
 banner says so, and it is gone on the next load."""
 
 import contextlib
 import datetime
+import json
 
+import httpx
 import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
@@ -14,10 +17,10 @@ from playwright.sync_api import expect
 from generations.models import AlertStatus, Generation, RegressionAlert
 from generations.regression import regression_check
 from playground import services as playground_services
+from playground.bodies import body_text
 from playground.models import Label, LabelMove
 from tests.e2e.conftest import screenshot
-from tests.e2e.test_generations_ui import RUN
-from tests.e2e.test_playground_ui import sign_up
+from tests.e2e.test_playground_ui import create_api_key, sign_up
 from tests.factories import PromptFactory, PromptVersionFactory
 from tests.polling import wait_for
 
@@ -35,13 +38,19 @@ def _screenshot_on_failure(page, name):
         raise
 
 
-def _traffic(page, prompt, version, names):
-    run = f"/api/prompts/{prompt.pk}/labels/production/run"
+def _traffic(live_url, key, version, names):
+    """An application's calls through /v1, naming the saved version and label it rendered."""
     for name in names:
-        assert page.evaluate(RUN, [run, name]) == 200
-    # The usage writer logs the runs in its batches, off the request's path.
+        content = body_text(version).replace("{{name}}", name)
+        answer = httpx.post(f"{live_url}/v1/chat/completions", timeout=30,
+                            json={"model": "fixed-cost", "messages": [{"role": "user", "content": content}]},
+                            headers={"Authorization": f"Bearer {key}", "X-Prompt-Version": str(version.pk),
+                                     "X-Prompt-Label": "production",
+                                     "X-Prompt-Variables": json.dumps({"name": name})})
+        assert answer.status_code == 200, answer.text
+    # The usage writer logs the calls in its batches, off the request's path.
     logged = Generation.objects.filter(version_id=version.pk, label="production")
-    wait_for(lambda: logged.count() >= len(names), what="the runs in the generations log")
+    wait_for(lambda: logged.count() >= len(names), what="the calls in the generations log")
 
 
 def test_should_raise_show_and_roll_back_a_regression(live_url, new_page, console_errors, settings):
@@ -55,13 +64,14 @@ def test_should_raise_show_and_roll_back_a_regression(live_url, new_page, consol
     playground_services.label_move(prompt=prompt, name="production", version_id=fast.pk,
                                    expected_version_id=None, actor=owner)
     with _screenshot_on_failure(page, "regression"):
+        key = create_api_key(page)
         page.goto(f"{live_url}/prompts/{prompt.pk}/")
         expect(page.locator("#regression-alerts")).to_be_hidden()
         names = [f"Ada{i}" for i in range(RUNS)]
-        _traffic(page, prompt, fast, names)
+        _traffic(live_url, key, fast, names)
         playground_services.label_move(prompt=prompt, name="production", version_id=slow.pk,
                                        expected_version_id=fast.pk, actor=owner)
-        _traffic(page, prompt, slow, names)
+        _traffic(live_url, key, slow, names)
         move = LabelMove.objects.filter(to_version=slow).get()
         # The check as its next tick would run it, ten minutes after the move.
         raised = regression_check(now=move.created_at + datetime.timedelta(minutes=10))
