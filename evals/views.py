@@ -4,6 +4,7 @@ checks, then a small JSON config for the JS module; everything else goes
 through the REST API."""
 
 import datetime
+import json
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -60,7 +61,8 @@ def online_evals_page(request, prompt_id):
     with page_not_found("Prompt"):
         prompt = access_prompt(user=request.user, prompt_id=prompt_id, need="view")
     since = timezone.now() - datetime.timedelta(days=1)
-    rules = [{"rule": rule, "counts": rule_counts(rule, since=since), "rate": f"{rule.sample_rate * 100:g}%"}
+    rules = [{"rule": rule, "counts": rule_counts(rule, since=since), "rate": f"{rule.sample_rate * 100:g}%",
+              "args": json.dumps(rule.evaluator.get("args") or {}, ensure_ascii=False)}
              for rule in OnlineEvalRule.objects.filter(prompt=prompt).select_related("version")]
     versions = prompt.versions.order_by("-number").values("id", "number")[:200]
     can_edit = prompt.access_role >= Role.EDITOR

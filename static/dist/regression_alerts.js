@@ -131,14 +131,15 @@ function render(alerts) {
         rollback.disabled = dismiss.disabled = true;
         try {
           for (const a of group) await api(`${base}/${a.id}/dismiss`, { method: "POST" });
-          banner.remove();
-          box.hidden = !box.children.length;
+          settle(banner, `Dismissed: ${label} stays on v${first.version.number}.`, true);
         } catch (err) {
           note.textContent = `Could not dismiss: ${err.message}`;
           rollback.disabled = dismiss.disabled = false;
         }
       });
       banner.append(el("div", { class: "regression-actions" }, rollback, dismiss));
+    } else {
+      banner.append(el("p", { class: "hint", text: `An editor of this prompt can move ${label} back to v${back}.` }));
     }
     return banner;
   }));

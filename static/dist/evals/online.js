@@ -182,25 +182,31 @@ document.addEventListener("click", (event) => {
 });
 async function form() {
   const evaluators = await api("/api/evals/evaluators");
-  const usable = evaluators.filter((e) => !e.needs_expected || e.name === "contains");
+  const usable = evaluators.filter((e) => !e.needs_expected || e.name === "contains").map((e) => e.name === "contains" ? { ...e, needs_expected: false } : e);
   const picker = evaluatorPicker({
     container: $("evaluator-boxes"),
     note: $("evaluator-note"),
     evaluators: usable,
     emptyNote: "No evaluator picked."
   });
-  $("online-form").addEventListener("submit", (event) => {
+  const formError = $("online-form-error");
+  $("online-form").addEventListener("submit", async (event) => {
     event.preventDefault();
-    act(async () => {
+    showAlert(formError, "");
+    try {
       const specs = picker.specs();
       if (!specs.length) throw new Error("Pick an evaluator.");
+      if (specs.includes("contains")) throw new Error("contains: give the text to find.");
       const common = {
         sample_rate: Number($("online-rate").value) / 100,
         label: $("online-label").value.trim(),
         version: $("online-version").value || null
       };
       for (const evaluator of specs) await api(base, { method: "POST", body: { ...common, evaluator } });
-    });
+      window.location.reload();
+    } catch (err) {
+      showAlert(formError, err.message);
+    }
   });
 }
 if (cfg.canEdit) form().catch((err) => showAlert($("page-error"), err.message));
