@@ -118,7 +118,7 @@ def test_should_render_the_chat_page_for_a_signed_in_user(users, client):
     assert client.get("/chat/").status_code == 302
     client.force_login(users[0])
     page = client.get("/chat/")
-    assert page.status_code == 200 and "js/chat.js" in page.text and 'data-user-id="' in page.text
+    assert page.status_code == 200 and "dist/chat.js" in page.text and 'data-user-id="' in page.text
 
 
 def test_should_find_people_by_exact_name_or_shared_team_and_hide_blocks_like_absence(users):
