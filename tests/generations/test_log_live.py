@@ -15,6 +15,7 @@ from inference_client.models import UsageRecord
 from playground import services as playground_services
 from tests.factories import ApiKeyFactory, PromptFactory, PromptVersionFactory, UserFactory
 from tests.inference_client.conftest import (
+    GENERATIONS_LIMITS,
     METRICS_HEADERS,
     gateway_worker,
     stack_env,
@@ -28,8 +29,7 @@ pytestmark = pytest.mark.needs_services
 MODEL = "gen-fixed-cost"
 MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.02, "per_token_s": 0.001}}
 PRICES = {MODEL: {"input": 1.0, "output": 2.0}}
-STACK = {"INFERENCE_MODELS": json.dumps(MODELS), "GENERATIONS_INLINE_MAX_CHARS": "100",
-         "GENERATIONS_PREVIEW_CHARS": "50", "INFERENCE_PRICES": json.dumps(PRICES)}
+STACK = {"INFERENCE_MODELS": json.dumps(MODELS), "INFERENCE_PRICES": json.dumps(PRICES)}
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +47,9 @@ def gen_server(django_db_setup, django_db_blocker, gen_worker):
 @pytest.fixture
 def live(gen_server, gen_worker, transactional_db, _clean_cache, settings):
     settings.INFERENCE_MODELS = MODELS
-    # The usage writer may run here (draining the stream) as well as in the server: the same limits.
-    settings.GENERATIONS_INLINE_MAX_CHARS = int(STACK["GENERATIONS_INLINE_MAX_CHARS"])
+    # The usage writer may run here (draining the stream) as well as in the servers: the same limits.
+    for name, value in GENERATIONS_LIMITS.items():
+        setattr(settings, name, int(value))
     wait_for_worker(MODEL)
     yield gen_server
     wait_for(_stream_empty, what="the usage writer to store every record")

@@ -36,10 +36,15 @@ METRICS_TOKEN = "gateway-tests-metrics-token"
 METRICS_HEADERS = {"Authorization": f"Bearer {METRICS_TOKEN}"}
 
 
+# Every live server of a test process shares its Redis database, so any of their usage
+# writers may store another stack's generations: all log alike (small, to reach the object store).
+GENERATIONS_LIMITS = {"GENERATIONS_INLINE_MAX_CHARS": "100", "GENERATIONS_PREVIEW_CHARS": "50"}
+
+
 def stack_env(**extra) -> dict:
     env = dict(os.environ, INFERENCE_MODELS=json.dumps(MODELS), HEARTBEAT_INTERVAL_S="0.2",
                HEARTBEAT_TTL_S="2", LOG_LEVEL="WARNING", METRICS_TOKEN=METRICS_TOKEN,
-               SEMANTIC_CACHE_EMBEDDING_MODEL=EMBED)
+               SEMANTIC_CACHE_EMBEDDING_MODEL=EMBED, **GENERATIONS_LIMITS)
     env.update(extra)
     return env
 
