@@ -5,7 +5,7 @@ raises an alert (RegressionAlert, an audit entry, the webhook event
 `version.regressed`). generations.alerts moves the label back or dismisses it.
 
 The checks are data (CHECKS, and one `score:<name>` check per evaluator whose
-scores generations.scores has for both versions): which samples each reads,
+online evaluation (evals.online) scored for both versions): which samples each reads,
 the figure it shows, its one-sided test (generations.stats) and the smallest
 change worth an alert. A check fires when both sides hold at least
 REGRESSION_MIN_SAMPLES samples, the change is at least that smallest one and
