@@ -997,12 +997,15 @@ function fillPickers() {
     $2(id).value = byId(keep) ? keep : pick.id;
   }
 }
+var opening = 0;
 async function openVersion(id) {
+  const seq = ++opening;
   const view = $2("version-view");
   $2("edit-from-here").href = `${cfg.playgroundUrl}?v=${id}`;
   view.replaceChildren(el("p", { class: "hint", text: "Loading\u2026" }));
   try {
     const v = await api(`${cfg.apiBase}/versions/${id}`);
+    if (seq !== opening) return;
     const params = [["temperature", v.temperature], ["top_p", v.top_p], ["max_tokens", v.max_tokens], ["seed", v.seed]].filter(([, x]) => x !== null).map(([k, x]) => `${k} ${x}`).join(" \xB7 ") || "defaults";
     const meta = el("dl", { class: "version-meta" });
     const origin = v.merge_parent ? ` (merge of ${vname(v.merge_parent)} into ${vname(v.parent)})` : v.parent ? ` (edit of ${vname(v.parent)})` : " (root)";
@@ -1038,8 +1041,10 @@ tool calls: ${JSON.stringify(m.tool_calls)}` : "") })
     const text = await loadBody(v, { lazyBytes: cfg.lazyBodyBytes, onProgress: (f) => {
       progress.value = f;
     } });
+    if (seq !== opening) return;
     progress.replaceWith(text.length > 1e5 ? virtualText(text) : el("pre", { class: "ro-text", text, tabindex: 0 }));
   } catch (err) {
+    if (seq !== opening) return;
     view.replaceChildren(el("p", { class: "error", text: `Could not open this version: ${err.message}` }));
   }
 }

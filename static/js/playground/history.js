@@ -49,12 +49,16 @@ function fillPickers() {
 }
 
 // ---- One version, read-only ------------------------------------------
+let opening = 0; // the latest openVersion: an earlier one answering late must not replace it
+
 async function openVersion(id) {
+  const seq = ++opening;
   const view = $("version-view");
   $("edit-from-here").href = `${cfg.playgroundUrl}?v=${id}`;
   view.replaceChildren(el("p", { class: "hint", text: "Loading…" }));
   try {
     const v = await api(`${cfg.apiBase}/versions/${id}`);
+    if (seq !== opening) return;
     const params = [["temperature", v.temperature], ["top_p", v.top_p], ["max_tokens", v.max_tokens], ["seed", v.seed]]
       .filter(([, x]) => x !== null).map(([k, x]) => `${k} ${x}`).join(" · ") || "defaults";
     const meta = el("dl", { class: "version-meta" });
@@ -75,9 +79,11 @@ async function openVersion(id) {
         el("pre", { class: "ro-text", text: m.content + (m.tool_calls ? `\ntool calls: ${JSON.stringify(m.tool_calls)}` : "") })]),
       el("strong", { text: "Last user message (template)" }), progress);
     const text = await loadBody(v, { lazyBytes: cfg.lazyBodyBytes, onProgress: (f) => { progress.value = f; } });
+    if (seq !== opening) return;
     // Big bodies get the virtualised viewer; small ones a plain block.
     progress.replaceWith(text.length > 100_000 ? virtualText(text) : el("pre", { class: "ro-text", text, tabindex: 0 }));
   } catch (err) {
+    if (seq !== opening) return;
     view.replaceChildren(el("p", { class: "error", text: `Could not open this version: ${err.message}` }));
   }
 }
