@@ -17,6 +17,7 @@ from inference_protocol.backend import Backend
 from inference_protocol.heartbeat import read_heartbeats
 from inference_protocol.queues import (
     DEVICE_QUEUE_REDECLARE_S,
+    GENERATE_MANY_TASK,
     GENERATE_TASK,
     device_queue,
     queue_for,
@@ -25,6 +26,9 @@ from inference_protocol.queues import (
 # An inline publish is a write to an open socket; one the broker does not take
 # within this long (it stopped reading: a memory alarm) fails, and the thread retries it.
 INLINE_PUBLISH_TIMEOUT_S = 0.25
+# Requests published together (Publisher) go out as one message per queue, of at
+# most this many: a worker holds a message's requests until the last one ends.
+MAX_PER_MESSAGE = 16
 
 
 class CeleryBackend(Backend):
@@ -34,19 +38,29 @@ class CeleryBackend(Backend):
 
     def submit(self, request, producer=None, device=None, timeout=None, retry=True, route=None):
         """To the device's own queue when routing chose one, else the model's shared queue.
+        ``route``: what ``_queue`` answered for it, if the caller asked already."""
+        self._send([request], producer, route or self._queue(request, device), timeout, retry)
+
+    def _send(self, requests, producer, route, timeout=None, retry=True):
+        """One message for ``requests`` (all bound for ``route``): the task of one
+        request, or of several (GENERATE_MANY_TASK) when they were published together.
 
         The message is Celery's own (protocol 2, from ``app.amqp.as_task_v2``),
         published with kombu straight to the queue: ``send_task``'s routing,
         option merging and signals were 40% of a publish's CPU, on the path of
-        every request (bench/overhead.py), for a task whose queue is already known.
-        ``route``: what ``_queue`` answered for it, if the caller asked already."""
+        every request (bench/overhead.py), for a task whose queue is already known."""
         app = current_app
-        queue, declared = route or self._queue(request, device)
+        queue, declared = route
+        first = requests[0].request_id
+        if len(requests) == 1:
+            task, args, task_id = GENERATE_TASK, [requests[0].to_dict()], first
+        else:
+            task, args = GENERATE_MANY_TASK, [[request.to_dict() for request in requests]]
+            task_id = f"{first}+{len(requests)}"
         # argsrepr: Celery would put a repr of the messages (user text) in the
-        # headers, for logs and monitors; the request id is enough there.
-        message = app.amqp.as_task_v2(request.request_id, GENERATE_TASK, args=[request.to_dict()],
-                                      argsrepr=f"<request {request.request_id}>", kwargsrepr="{}",
-                                      ignore_result=True)
+        # headers, for logs and monitors; the request ids are enough there.
+        message = app.amqp.as_task_v2(task_id, task, args=args, kwargsrepr="{}", ignore_result=True,
+                                      argsrepr=f"<{len(requests)} request(s) {first}>")
         with app.producer_or_acquire(producer) as producer:
             producer.publish(message.body, exchange=queue.exchange, routing_key=queue.routing_key,
                              headers=message.headers, serializer=app.conf.task_serializer,
@@ -69,6 +83,15 @@ class CeleryBackend(Backend):
         last = self._declared_at.get(queue.name)
         return queue, last is not None and time.monotonic() - last < DEVICE_QUEUE_REDECLARE_S
 
+    def _grouped(self, items: list) -> list[tuple[tuple[Queue, bool], list]]:
+        """(route, requests) per message: by queue, at most MAX_PER_MESSAGE each."""
+        by_queue: dict[str, tuple[tuple[Queue, bool], list]] = {}
+        for request, device in items:
+            route = self._queue(request, device)
+            by_queue.setdefault(route[0].name, (route, []))[1].append(request)
+        return [(route, requests[i:i + MAX_PER_MESSAGE]) for route, requests in by_queue.values()
+                for i in range(0, len(requests), MAX_PER_MESSAGE)]
+
     async def asubmit(self, request, device=None):
         await self._publisher.publish((request, device))
 
@@ -76,15 +99,14 @@ class CeleryBackend(Backend):
     def _publisher(self) -> Publisher:
         return Publisher(self._publish_batch, self._publish_now)
 
-    def _publish_now(self, item) -> bool:
+    def _publish_now(self, items: list) -> bool:
         """Publish on the caller's thread (the event loop) if it is a plain write to
-        an open socket: a declared queue (a declaration waits for the broker's
-        answer), a connected producer (connecting waits too), the write bounded by
+        an open socket: declared queues (a declaration waits for the broker's
+        answer), a connected producer (connecting waits too), each write bounded by
         INLINE_PUBLISH_TIMEOUT_S, no retry. False: nothing was sent, the thread
-        should publish it."""
-        request, device = item
-        route = self._queue(request, device)
-        if not route[1]:
+        should publish them."""
+        groups = self._grouped(items)
+        if not all(route[1] for route, _ in groups):
             return False
         try:
             producer = current_app.producer_pool.acquire(block=False)
@@ -93,23 +115,22 @@ class CeleryBackend(Backend):
         try:
             if not producer.connection.connected:
                 return False
-            # The same route: the window can't lapse in between and make this declare.
-            self.submit(request, producer=producer, device=device, timeout=INLINE_PUBLISH_TIMEOUT_S,
-                        retry=False, route=route)
+            for route, requests in groups:
+                # The same route: the window can't lapse in between and make this declare.
+                self._send(requests, producer, route, timeout=INLINE_PUBLISH_TIMEOUT_S, retry=False)
         finally:
             producer.release()
         return True
 
     def _publish_batch(self, items: list) -> list[Exception | None]:
-        errors: list[Exception | None] = []
+        failed: dict[str, Exception] = {}  # request id -> what publishing its message raised
         with current_app.producer_or_acquire() as producer:  # one connection for the batch
-            for request, device in items:
+            for route, requests in self._grouped(items):
                 try:
-                    self.submit(request, producer=producer, device=device)
-                    errors.append(None)
-                except Exception as exc:  # this request fails; the others still go
-                    errors.append(exc)
-        return errors
+                    self._send(requests, producer, route)
+                except Exception as exc:  # these requests fail; the others still go
+                    failed.update((request.request_id, exc) for request in requests)
+        return [failed.get(request.request_id) for request, _ in items]
 
     def live_workers(self, model=None):
         return read_heartbeats(model)

@@ -1,15 +1,18 @@
 """Generation tasks reach the broker from the event loop when it can, else from
-one publisher thread per process.
+one publisher thread per process; those published in the same turn of the event
+loop go together (the backend sends them as one message per queue).
 
-kombu's publish is blocking. A publish that finds the broker connection idle and
-healthy runs inline on the event loop: a small write to a socket that is already
-open, with no retry, so it cannot wait on a reconnect; the two thread hops it
-saves were 0.6 ms of the gateway's overhead at one connection (bench/overhead.py).
-Everything else goes to the thread: a publish while another one is in progress
-(under load, requests queue there and go out many per wake-up), the first one
-(which connects), and every one after a failure until the thread has published
-again (the thread retries and reconnects; a request whose inline publish failed
-is retried there too).
+kombu's publish is blocking. Publishes gathered in a turn of the loop are sent at
+the end of it (``call_soon``): under load many requests reach this stage in the
+same turn, and one message for all of them costs the gateway, the broker and
+the worker about what one request did (bench/gateway.py). When the broker
+connection is idle and healthy they are sent inline on the event loop: small
+writes to a socket that is already open, with no retry, so they cannot wait on a
+reconnect; the two thread hops this saves were 0.6 ms of the gateway's overhead
+at one connection (bench/overhead.py). Everything else goes to the thread: a
+publish while another one is in progress, the first one (which connects), and
+every one after a failure until the thread has published again (the thread
+retries and reconnects; requests whose inline publish failed are retried there too).
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ class Publisher:
     raises what publishing it raised; False: it sent nothing, the thread should."""
 
     def __init__(self, publish_batch: Callable[[list], list[Exception | None]],
-                 publish_now: Callable[[object], bool]):
+                 publish_now: Callable[[list], bool]):
         self.publish_batch = publish_batch
         self.publish_now = publish_now
         self._pending: deque[tuple[object, asyncio.Future]] = deque()
+        # Per event loop: what this turn of it published so far (sent at its end).
+        self._gathering: dict[asyncio.AbstractEventLoop, list[tuple[object, asyncio.Future]]] = {}
         self._wake = threading.Event()
         self._busy = threading.Lock()  # held while anyone publishes: one publish at a time
         self._inline = False  # the thread published last time without an error
@@ -40,18 +45,29 @@ class Publisher:
 
     async def publish(self, item) -> None:
         """Returns once the broker has it; raises what publishing it raised."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        gathering = self._gathering.get(loop)
+        if gathering is None:
+            gathering = self._gathering[loop] = []
+            loop.call_soon(self._flush, loop)
+        gathering.append((item, future))
+        await future
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The end of a turn of ``loop``: send what it gathered, inline if it can."""
+        batch = self._gathering.pop(loop)
         if self._inline and not self._pending and self._busy.acquire(blocking=False):
             try:
-                if self.publish_now(item):
+                if self.publish_now([item for item, _ in batch]):
+                    _resolve([(future, None) for _, future in batch])
                     return
-            except Exception:  # the connection broke: the thread retries it, reconnecting
+            except Exception:  # the connection broke: the thread retries them, reconnecting
                 self._inline = False
             finally:
                 self._busy.release()
-        future = asyncio.get_running_loop().create_future()
-        self._pending.append((item, future))
+        self._pending.extend(batch)
         self._wake.set()
-        await future
 
     def _run(self) -> None:
         while True:

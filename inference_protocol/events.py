@@ -65,6 +65,10 @@ class EventLog(abc.ABC):
         """(the terminal event or None, whether a cancel was asked), at once."""
         return self.final(request_id), self.cancelled(request_id)
 
+    def states(self, request_ids: list[str]) -> list[tuple[Event | None, bool]]:
+        """``state`` of each request."""
+        return [self.state(request_id) for request_id in request_ids]
+
     @abc.abstractmethod
     def cancel(self, request_id: str) -> None:
         """The client went away: ask the worker to drop the request (a mark
@@ -151,11 +155,19 @@ class RedisEventLog(EventLog):
         return PipelineWriter(self.redis, name="event-writer")
 
     def state(self, request_id: str) -> tuple[Event | None, bool]:
+        return self.states([request_id])[0]
+
+    def states(self, request_ids: list[str]) -> list[tuple[Event | None, bool]]:
+        """One round trip for all of them."""
+        if not request_ids:
+            return []
         pipe = self.redis.pipeline(transaction=False)
-        pipe.get(self._result(request_id))
-        pipe.exists(self._cancel_key(request_id))
-        raw, cancelled = pipe.execute()
-        return (json.loads(raw) if raw else None), bool(cancelled)
+        for request_id in request_ids:
+            pipe.get(self._result(request_id))
+            pipe.exists(self._cancel_key(request_id))
+        replies = pipe.execute()
+        return [((json.loads(raw) if raw else None), bool(cancelled))
+                for raw, cancelled in zip(replies[::2], replies[1::2], strict=True)]
 
     async def astore(self, request_id: str, event: Event) -> bool:
         aredis = get_aredis()

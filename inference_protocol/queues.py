@@ -5,7 +5,8 @@ import functools
 from kombu import Queue
 
 QUEUE_PREFIX = "gpu."
-GENERATE_TASK = "inference.generate"
+GENERATE_TASK = "inference.generate"             # args: [one request]
+GENERATE_MANY_TASK = "inference.generate_many"   # args: [[requests]], published together
 
 
 def queue_for(model: str) -> str:

@@ -110,97 +110,142 @@ def run_generation(request: GenerationRequest, log: EventLog, *, attempt: int = 
     ``request.n`` choices run as n sequences submitted together (they join the
     same steps); their token events carry ``index`` and an offset each, and the
     done event lists them under ``choices``."""
-    # A redelivered task, or a batch line (a resumed batch resubmits the lines it
+    return run_generations([request], log, attempt=attempt)[0]
+
+
+def run_generations(requests: list[GenerationRequest], log: EventLog, *,
+                    attempt: int = 1) -> list[dict[str, Any] | None]:
+    """``run_generation`` for several requests on one thread (a broker message
+    that carries several): all are submitted before any is waited on, so they
+    join the same steps, and their first look at the log is one round trip."""
+    runs = [_Generation(request, log, attempt) for request in requests]
+    # A redelivered message, or a batch line (a resumed batch resubmits the lines it
     # had in flight), may have finished already: look before generating (one
     # result, not two). An interactive first delivery has a fresh id, so it
     # starts at once and looks while the engine runs: a Redis round trip off the
     # request's path; a result or a cancel mark found then stops it within a step.
-    look_first = attempt > 1 or request.priority == Priority.BATCH.wire
-    if look_first:
-        finished, cancelled = log.state(request.request_id)
-        if finished is not None:
-            return finished
+    first = [run for run in runs if run.look_first]
+    for run, state in zip(first, log.states([run.request.request_id for run in first]), strict=True):
+        run.found(state)
     _watch(log)
-    inputs = request.inputs
-    n = len(inputs) if inputs else max(1, request.n)
-    offsets = [0] * n
+    for run in runs:
+        run.submit()
+    later = [run for run in runs if run.event is None and not run.look_first]
+    for run, state in zip(later, log.states([run.request.request_id for run in later]), strict=True):
+        run.found(state)
+    return [run.finish() for run in runs]
 
-    def on_token_for(index: int, seq: Sequence):
-        if not request.stream:
-            return None  # the done event carries the text
-        sent = 0
 
-        def on_token(delta: str) -> None:
-            nonlocal sent
-            event = {"type": "token", "attempt": attempt, "offset": offsets[index], "text": delta}
-            if n > 1:
-                event["index"] = index
-            logprobs = seq.meta.get("logprobs")
-            if logprobs is not None:
-                event["logprobs"], sent = logprobs[sent:], len(logprobs)
-            log.append(request.request_id, event)
-            offsets[index] += len(delta)
-        return on_token
+class _Generation:
+    """One request: found finished (``found``), else submitted, then waited on
+    and its terminal event written (``finish``)."""
 
-    group = _Group()
-    seqs: list[Sequence] = []
-    finishing: list[tuple[dict[str, Any], Future[Any]]] = []
+    def __init__(self, request: GenerationRequest, log: EventLog, attempt: int):
+        self.request, self.log, self.attempt = request, log, attempt
+        self.look_first = attempt > 1 or request.priority == Priority.BATCH.wire
+        self.event: dict[str, Any] | None = None   # the terminal event, once known
+        self.cancelled = False
+        self.group = _Group()
+        self.seqs: list[Sequence] = []
+        self.finishing: list[tuple[dict[str, Any], Future[Any]]] = []
+        self.failure: Exception | None = None
 
-    def on_done(result) -> None:
-        # n = 1, on the scheduler thread as the result comes: the terminal write is
-        # queued before this task's thread wakes (a thread hand-off off the path).
-        event = _done_event(request, seqs, [result], scheduler.name)
-        finishing.append((event, log.finish_async(request.request_id, event)))
+    def found(self, state: tuple[dict[str, Any] | None, bool]) -> None:
+        finished, self.cancelled = state
+        if finished is not None:
+            if self.group.handles:
+                self.group.cancel("it has a result already")
+            self.event = finished
 
-    try:
-        scheduler = get_scheduler(request.model)
-        embeds = "embeddings" in scheduler.engine.features
-        if embeds != bool(inputs):
-            raise EngineError(f"model {request.model} " + ("computes embeddings only" if embeds else
-                              "does not compute embeddings"), code="unsupported_parameter")
-        for index in range(n):
-            messages = [{"role": "user", "content": inputs[index]}] if inputs else request.messages
-            seqs.append(Sequence(id=request.request_id if n == 1 else f"{request.request_id}/{index}",
-                                 messages=messages, params=sampling_params(request, index)))
-        # Together: the n choices join one step, where the engine can share their prompt's prefill.
-        items = [(seq, on_token_for(index, seq)) for index, seq in enumerate(seqs)]
-        group.handles = submit_together(request.model, items, request.priority, timeout=request.timeout_s,
-                                        on_done=on_done if n == 1 else None)
-        if not look_first:
-            finished, cancelled = log.state(request.request_id)
-            if finished is not None:
-                group.cancel("it has a result already")
-                return finished
-        results = _wait(group, log, request.request_id, cancelled)
-    except Exception as exc:  # whatever failed, the client gets a terminal event, not a timeout
-        group.cancel("the request failed")
-        code, message = getattr(exc, "code", None), str(exc)
-        if code == "duplicate_request" and not group.handles:
-            # The same request is already running here (a redelivered task and a
-            # resubmission of it, e.g. a resumed batch): that attempt writes the result.
-            logger.info("request %s is already running here; leaving it to that attempt", request.request_id)
-            return {"type": "duplicate", "request_id": request.request_id}
-        if not isinstance(code, str):  # not a request-level error: a bug or an engine crash
-            logger.exception("request %s failed unexpectedly", request.request_id)
-            code, message = "engine_error", f"{type(exc).__name__}: {exc}"
-        event = {"type": "error", "code": code, "message": message,
-                 "retry_after": getattr(exc, "retry_after", None)}
-        if code == "cancelled":  # what the engine spent on it, and on it after the cancel
-            event["completion_tokens"] = sum(h.completion_tokens for h in group.handles)
-            event["tokens_after_cancel"] = sum(h.tokens_after_cancel for h in group.handles)
-        written = log.finish_async(request.request_id, event)
-    else:
-        # n = 1: the scheduler thread built the done event and queued its write
-        # as the result came (on_done), before this thread woke.
-        if finishing:
-            event, written = finishing[0]
-        else:
-            event = _done_event(request, seqs, results, scheduler.name)
+    def submit(self) -> None:
+        if self.event is not None:
+            return
+        request, log = self.request, self.log
+        inputs = request.inputs
+        n = len(inputs) if inputs else max(1, request.n)
+        offsets = [0] * n
+
+        def on_token_for(index: int, seq: Sequence):
+            if not request.stream:
+                return None  # the done event carries the text
+            sent = 0
+
+            def on_token(delta: str) -> None:
+                nonlocal sent
+                event = {"type": "token", "attempt": self.attempt, "offset": offsets[index], "text": delta}
+                if n > 1:
+                    event["index"] = index
+                logprobs = seq.meta.get("logprobs")
+                if logprobs is not None:
+                    event["logprobs"], sent = logprobs[sent:], len(logprobs)
+                log.append(request.request_id, event)
+                offsets[index] += len(delta)
+            return on_token
+
+        def on_done(result) -> None:
+            # n = 1, on the scheduler thread as the result comes: the terminal write is
+            # queued before this task's thread wakes (a thread hand-off off the path).
+            event = _done_event(request, self.seqs, [result], self.scheduler.name)
+            self.finishing.append((event, log.finish_async(request.request_id, event)))
+
+        try:
+            self.scheduler = get_scheduler(request.model)
+            embeds = "embeddings" in self.scheduler.engine.features
+            if embeds != bool(inputs):
+                raise EngineError(f"model {request.model} " + ("computes embeddings only" if embeds else
+                                  "does not compute embeddings"), code="unsupported_parameter")
+            for index in range(n):
+                messages = [{"role": "user", "content": inputs[index]}] if inputs else request.messages
+                seq_id = request.request_id if n == 1 else f"{request.request_id}/{index}"
+                params = sampling_params(request, index)
+                self.seqs.append(Sequence(id=seq_id, messages=messages, params=params))
+            # Together: the n choices join one step, where the engine can share their prompt's prefill.
+            items = [(seq, on_token_for(index, seq)) for index, seq in enumerate(self.seqs)]
+            self.group.handles = submit_together(request.model, items, request.priority,
+                                                 timeout=request.timeout_s,
+                                                 on_done=on_done if n == 1 else None)
+        except Exception as exc:
+            self.failure = exc
+
+    def finish(self) -> dict[str, Any] | None:
+        """Wait for the result and write the terminal event; returns it."""
+        if self.event is not None:
+            return self.event  # found finished
+        request, log = self.request, self.log
+        try:
+            if self.failure is not None:
+                raise self.failure
+            results = _wait(self.group, log, request.request_id, self.cancelled)
+        except Exception as exc:  # whatever failed, the client gets a terminal event, not a timeout
+            self.group.cancel("the request failed")
+            code, message = getattr(exc, "code", None), str(exc)
+            if code == "duplicate_request" and not self.group.handles:
+                # The same request is already running here (a redelivered task and a
+                # resubmission of it, e.g. a resumed batch): that attempt writes the result.
+                logger.info("request %s is already running here; leaving it to that attempt",
+                            request.request_id)
+                return {"type": "duplicate", "request_id": request.request_id}
+            if not isinstance(code, str):  # not a request-level error: a bug or an engine crash
+                logger.exception("request %s failed unexpectedly", request.request_id)
+                code, message = "engine_error", f"{type(exc).__name__}: {exc}"
+            event = {"type": "error", "code": code, "message": message,
+                     "retry_after": getattr(exc, "retry_after", None)}
+            if code == "cancelled":  # what the engine spent on it, and on it after the cancel
+                event["completion_tokens"] = sum(h.completion_tokens for h in self.group.handles)
+                event["tokens_after_cancel"] = sum(h.tokens_after_cancel for h in self.group.handles)
             written = log.finish_async(request.request_id, event)
-    if not written.result():
-        logger.info("request %s finished twice; keeping the first result", request.request_id)
-        return log.final(request.request_id)
-    return event
+        else:
+            # n = 1: the scheduler thread built the done event and queued its write
+            # as the result came (on_done), before this thread woke.
+            if self.finishing:
+                event, written = self.finishing[0]
+            else:
+                event = _done_event(request, self.seqs, results, self.scheduler.name)
+                written = log.finish_async(request.request_id, event)
+        if not written.result():
+            logger.info("request %s finished twice; keeping the first result", request.request_id)
+            return log.final(request.request_id)
+        return event
 
 
 def _done_event(request: GenerationRequest, seqs: list[Sequence], results: list,

@@ -24,8 +24,8 @@ from inference_protocol import config
 from inference_protocol.devices import DeviceState, publish_state
 from inference_protocol.events import RedisEventLog
 from inference_protocol.generation import GenerationRequest
-from inference_protocol.queues import GENERATE_TASK, device_queue, model_of_queue
-from inference_worker.generation import run_generation
+from inference_protocol.queues import GENERATE_MANY_TASK, GENERATE_TASK, device_queue, model_of_queue
+from inference_worker.generation import run_generation, run_generations
 from inference_worker.heartbeat import HeartbeatThread
 from inference_worker.identity import WORKER_ID
 from inference_worker.runtime import get_scheduler, loaded_schedulers, stop_all
@@ -45,6 +45,17 @@ def _log() -> RedisEventLog:
 def generate(self, request: dict[str, Any]) -> dict[str, Any] | None:
     attempt = 1 + int(bool(self.request.delivery_info.get("redelivered")))
     return run_generation(GenerationRequest(**request), _log(), attempt=attempt)
+
+
+@shared_task(bind=True, name=GENERATE_MANY_TASK, acks_late=True, reject_on_worker_lost=True,
+             ignore_result=True)
+def generate_many(self, requests: list[dict[str, Any]]) -> None:
+    """Requests a gateway published in one message (inference_client/backend.py):
+    acknowledged when every one of them has its terminal event, so a worker lost
+    midway has the message redelivered, and the ones that finished answer from
+    the log (run_generation is idempotent per request id)."""
+    attempt = 1 + int(bool(self.request.delivery_info.get("redelivered")))
+    run_generations([GenerationRequest(**request) for request in requests], _log(), attempt=attempt)
 
 
 @dataclasses.dataclass

@@ -1,6 +1,7 @@
-"""The gateway's publisher: inline on the event loop while the broker connection
-is known good, through its thread otherwise (the first publish, one that cannot
-be a plain write, every one after a failure until the thread succeeds again).
+"""The gateway's publisher: what one turn of the event loop publishes goes
+together; inline on the event loop while the broker connection is known good,
+through its thread otherwise (the first publish, one that cannot be a plain
+write, every one after a failure until the thread succeeds again).
 
 The two callables stand in for kombu here only to record which thread ran them;
 tests/inference_worker/test_celery_worker.py and test_service_faults.py drive the
@@ -19,6 +20,7 @@ class Broker:
 
     def __init__(self):
         self.sent: list[tuple[str, str]] = []  # (item, "loop" or "thread")
+        self.calls: list[list[str]] = []       # the items of each inline publish
         self.inline = True       # publish_now can be a plain write
         self.fail_now = False    # publish_now raises (the connection broke)
         self.fail_batch = False  # the thread's publish fails too
@@ -27,12 +29,13 @@ class Broker:
     def where(self) -> str:
         return "loop" if threading.get_ident() == self.loop_thread else "thread"
 
-    def publish_now(self, item) -> bool:
+    def publish_now(self, items) -> bool:
         if self.fail_now:
             raise ConnectionResetError("broker went away")
         if not self.inline:
             return False
-        self.sent.append((item, self.where()))
+        self.calls.append(items)
+        self.sent += [(item, self.where()) for item in items]
         return True
 
     def publish_batch(self, items):
@@ -112,10 +115,38 @@ def test_should_queue_for_the_thread_while_it_is_publishing():
         assert await asyncio.to_thread(publishing.wait, 5)
         broker.inline = True
         behind = asyncio.ensure_future(publisher.publish("behind it"))
-        await asyncio.sleep(0)  # let it try: the thread holds the broker, so it must queue
+        await asyncio.sleep(0)  # its turn ends: the thread holds the broker, so it must queue
+        await asyncio.sleep(0)
         assert not behind.done()
         release.set()
         await asyncio.wait_for(asyncio.gather(held, behind), 5)
         return broker.sent
 
     assert run(scenario()) == [("warm", "thread"), ("held", "thread"), ("behind it", "thread")]
+
+
+def test_should_send_what_one_turn_of_the_loop_published_in_one_inline_call():
+    async def scenario():
+        broker = Broker()
+        publisher = Publisher(broker.publish_batch, broker.publish_now)
+        await publisher.publish("warm")
+        await asyncio.gather(*(publisher.publish(name) for name in ("a", "b", "c")))
+        await publisher.publish("alone")
+        return broker.calls
+
+    assert run(scenario()) == [["a", "b", "c"], ["alone"]]
+
+
+def test_should_answer_each_publisher_of_a_turn_even_if_one_went_away():
+    async def scenario():
+        broker = Broker()
+        publisher = Publisher(broker.publish_batch, broker.publish_now)
+        await publisher.publish("warm")
+        gone = asyncio.ensure_future(publisher.publish("gone"))
+        stays = asyncio.ensure_future(publisher.publish("stays"))
+        await asyncio.sleep(0)  # both gathered
+        gone.cancel()           # its client disconnected before the turn ended
+        await asyncio.wait_for(stays, 5)
+        return broker.calls, gone.cancelled()
+
+    assert run(scenario()) == ([["gone", "stays"]], True)

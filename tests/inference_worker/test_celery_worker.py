@@ -1,10 +1,12 @@
 """The GPU worker for real: Celery over RabbitMQ, events and heartbeats in Redis."""
 
+import asyncio
 import os
 import signal
 import uuid
 
 import pytest
+from celery import current_app
 
 from inference_client.backend import CeleryBackend
 from inference_protocol.backend import live_workers
@@ -102,15 +104,48 @@ def test_should_fail_only_the_bad_request_with_a_clear_error(fleet):
     assert failed["type"] == "error" and failed["code"] == "context_length_exceeded"
 
 
-def test_should_redeliver_requests_of_a_killed_worker_and_complete_each_once(model):
+def _publish_together(backend: CeleryBackend, requests: list[GenerationRequest]) -> None:
+    """As the gateway's event loop does with requests that reach the publish stage in one turn."""
+    async def together():
+        await asyncio.gather(*(backend.asubmit(request) for request in requests))
+    asyncio.run(together())
+
+
+def _messages_in(queue: str) -> int:
+    with current_app.connection_for_write() as conn:
+        return conn.default_channel.queue_declare(queue=queue, passive=True).message_count
+
+
+def test_should_send_requests_published_together_as_one_message_and_run_each(model):
+    backend = CeleryBackend()
+    current_app.amqp.queues.select_add(f"gpu.{model}")  # declared as a worker of it would
+    with current_app.connection_for_write() as conn:
+        current_app.amqp.queues[f"gpu.{model}"].bind(conn.default_channel).declare()
+    requests = [_request(model, f"together {i}") for i in range(5)]
+    _publish_together(backend, requests)
+    assert _messages_in(f"gpu.{model}") == 1
+    spec = {model: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.05}}
+    with celery_worker(spec, [f"gpu.{model}"], name="together"):
+        for i, request in enumerate(requests):
+            done = backend.result(request.request_id, timeout_s=30)
+            assert done["type"] == "done" and done["result"]["text"] == f"together {i}"[::-1]
+        # Acknowledged once every request ended: nothing left to redeliver.
+        wait_for(lambda: _messages_in(f"gpu.{model}") == 0, timeout=10, what="the message acknowledged")
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["a message each", "one message for all"])
+def test_should_redeliver_requests_of_a_killed_worker_and_complete_each_once(model, together):
     backend = CeleryBackend()
     # Slow calls so the first worker is surely holding requests when it dies.
     spec = {model: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 4.0}}
     requests = [_request(model, f"survive {i}") for i in range(6)]
     with celery_worker(spec, [f"gpu.{model}"], name="doomed") as doomed:
         _wait_live(model)
-        for request in requests:
-            backend.submit(request)
+        if together:
+            _publish_together(backend, requests)
+        else:
+            for request in requests:
+                backend.submit(request)
         wait_for(lambda: any(h["running"] for h in live_workers(model)), timeout=30,
                  what="the first worker to start a batch")
         with celery_worker(spec, [f"gpu.{model}"], name="rescuer"):
