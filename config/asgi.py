@@ -19,6 +19,7 @@ from core.asgi import ApiHandler, PrefixRouter  # noqa: E402
 from core.bodylimit import BodyLimitMiddleware  # noqa: E402
 from core.startup import check_secret_key, tune_gc  # noqa: E402
 from inference_client.control.documents import PublishedFloor  # noqa: E402
+from inference_client.refusals import RefusalGate  # noqa: E402
 from inference_protocol.config import start_watcher  # noqa: E402
 from inference_protocol.config_floor import add_floor_store  # noqa: E402
 
@@ -28,9 +29,11 @@ if settings.CONFIG_SIGNING_KEY:  # the control plane: its published documents ar
 # The newest signed config document, then its pub/sub and poll (inference_protocol.config).
 start_watcher()
 
-# /v1 (the OpenAI-compatible API) skips the page middleware: see core/asgi.py.
-api_app = ApiHandler(settings.API_MIDDLEWARE,
-                     signal_free=("/v1/chat/completions", "/v1/completions", "/v1/embeddings"))
+# /v1 (the OpenAI-compatible API) skips the page middleware: see core/asgi.py. A key
+# its requests bucket refused is refused again from memory until its Retry-After
+# (inference_client/refusals.py).
+generation_paths = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings")
+api_app = RefusalGate(ApiHandler(settings.API_MIDDLEWARE, signal_free=generation_paths), generation_paths)
 
 application = ProtocolTypeRouter(
     {

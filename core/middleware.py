@@ -22,7 +22,7 @@ from .errors import service_unavailable_response
 
 _request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
 # A client-supplied id is kept only if it is short and plain (it ends up in logs and JSON).
-_REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
 # The next handler: a response, or (in an async chain) an awaitable of one.
 GetResponse = Callable[[HttpRequest], Any]
@@ -84,7 +84,7 @@ class RequestIdMiddleware(_Middleware):
     @staticmethod
     def _enter(request: Any) -> contextvars.Token[str]:
         incoming = request.headers.get("X-Request-ID", "")
-        request.request_id = incoming if _REQUEST_ID_RE.fullmatch(incoming) else uuid.uuid4().hex
+        request.request_id = incoming if REQUEST_ID_RE.fullmatch(incoming) else uuid.uuid4().hex
         return _request_id.set(request.request_id)
 
 

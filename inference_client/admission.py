@@ -271,7 +271,7 @@ async def settle(*, model: str, request_id: str, buckets: list[Bucket], deltas: 
     await script(_SETTLE, redis)(keys=keys, args=[*_adjust_args(buckets, deltas), request_id, record])
 
 
-def _duration(ms: int) -> str:
+def duration_text(ms: int) -> str:
     """OpenAI's reset format: '1s', '6m0s', '20ms'."""
     ms = max(0, int(ms))
     if ms < 1000:
@@ -290,5 +290,5 @@ def ratelimit_headers(decision: Decision) -> dict[str, str]:
         if state:
             headers[f"x-ratelimit-limit-{suffix}"] = str(state["limit"])
             headers[f"x-ratelimit-remaining-{suffix}"] = str(state["remaining"])
-            headers[f"x-ratelimit-reset-{suffix}"] = _duration(state["reset_ms"])
+            headers[f"x-ratelimit-reset-{suffix}"] = duration_text(state["reset_ms"])
     return headers

@@ -21,6 +21,7 @@ from core.errors import domain_error_response, json_error
 from core.monitoring import monitoring_allowed
 from inference_client import metrics as m
 from inference_client import selectors
+from inference_client.refusals import remember_refusal
 from inference_client.rendering import completion_body, embeddings_body, error_status, sse
 from inference_client.request_params import check_body_size, parse_json
 from inference_client.services import completion_create
@@ -54,7 +55,7 @@ async def embeddings(request):
     """Vectors for one input or a batch, through the same admission and scheduler."""
     if request.method != "POST":
         return json_error("method_not_allowed", "Use POST for /v1/embeddings.")
-    model = None
+    model = api_key = None
     try:
         api_key = await authenticate(request)
         check_body_size(int(request.META.get("CONTENT_LENGTH") or 0))
@@ -64,6 +65,7 @@ async def embeddings(request):
                                              params=embed.params, kind="embed")
     except DomainError as exc:
         _count(model, exc.status)
+        remember_refusal(request, exc, getattr(api_key, "tier", ""))
         return domain_error_response(exc)
     headers = {**completion.headers, "x-request-id": completion.request_id}
     try:
@@ -85,7 +87,7 @@ async def embeddings(request):
 async def _generate(request, check, *, kind: str, path: str):
     if request.method != "POST":
         return json_error("method_not_allowed", f"Use POST for {path}.")
-    model = None
+    model = caller = None
     started = time.perf_counter()
     try:
         caller = await authenticate(request)
@@ -100,6 +102,7 @@ async def _generate(request, check, *, kind: str, path: str):
             fingerprint=headers.fingerprint, prompt_ref=headers.prompt_ref)
     except DomainError as exc:
         _count(model, exc.status)
+        remember_refusal(request, exc, getattr(caller, "tier", ""))
         return domain_error_response(exc)
     completion.timings = {"authenticate": (authenticated - started) * 1000,
                           "parse": (parsed - authenticated) * 1000, **completion.timings}

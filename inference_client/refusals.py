@@ -1,0 +1,121 @@
+"""Refusals answered from memory: once an API key's requests-per-minute bucket
+refuses it, this process refuses that key's generation calls again until the
+refusal's Retry-After has passed, before Django, the key cache or Redis see them.
+
+A key that keeps sending past its limit (a flood, a client that ignores
+Retry-After) would otherwise cost a whole request's work per refusal: parsing,
+authentication, an admission round trip. Answered here, a refusal is a header
+scan and a dictionary look-up (bench/gateway.py --flood), so refusals cannot
+crowd out the requests that are admitted.
+
+Only the requests bucket is remembered: it refuses every call of the key alike,
+whatever its model or size, until it refills (a tokens refusal depends on the
+request's size, a model's capacity on the model). Calls with an Idempotency-Key
+go through (a retry may be owed an earlier generation's result). What the
+memory may answer differently from the full path, for at most one Retry-After:
+a key revoked meanwhile gets this 429, not a 401, and a raised limit applies
+once the refusal runs out, as for a client that honours Retry-After.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from core.asgi import ASGIApp, Receive, Scope, Send
+from core.error_codes import DomainError
+from core.errors import error_body
+from core.middleware import REQUEST_ID_RE
+from inference_client import metrics as m
+from inference_client.admission import duration_text
+
+# Keys remembered at once (a process serving more refused keys forgets the oldest).
+MAX_REMEMBERED = 10_000
+
+
+class RefusalMemory:
+    """Raw Authorization header -> (until, tier, requests per minute)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._refused: dict[bytes, tuple[float, str, str]] = {}
+
+    def remember(self, authorization: bytes, retry_after_ms: int, tier: str, limit: str) -> None:
+        now = self.clock()
+        if len(self._refused) >= MAX_REMEMBERED:
+            self._refused = {k: v for k, v in self._refused.items() if v[0] > now}
+            while len(self._refused) >= MAX_REMEMBERED:
+                del self._refused[next(iter(self._refused))]
+        self._refused[authorization] = (now + retry_after_ms / 1000, tier, limit)
+
+    def refusal(self, authorization: bytes) -> tuple[int, str, str] | None:
+        """(milliseconds left, tier, limit) while the key is refused, else None."""
+        entry = self._refused.get(authorization)
+        if entry is None:
+            return None
+        left_ms = math.ceil((entry[0] - self.clock()) * 1000)
+        if left_ms <= 0:
+            del self._refused[authorization]
+            return None
+        return left_ms, entry[1], entry[2]
+
+
+memory = RefusalMemory()
+
+
+def remember_refusal(request: Any, exc: DomainError, tier: str) -> None:
+    """After the full path's refusal of ``request`` (by a caller of ``tier``), from the view."""
+    if exc.code != "rate_limit_exceeded" or exc.extra.get("reason") != "requests":
+        return
+    authorization = request.headers.get("Authorization", "")
+    if not authorization.startswith("Bearer ") or request.headers.get("Idempotency-Key"):
+        return
+    memory.remember(authorization.encode("latin-1"), int(exc.headers["retry-after-ms"]), tier,
+                    exc.headers.get("x-ratelimit-limit-requests", ""))
+
+
+class RefusalGate:
+    """ASGI, in front of the API app: POSTs to ``paths`` by a remembered key are
+    refused here, with the full path's body and headers."""
+
+    def __init__(self, app: ASGIApp, paths: tuple[str, ...], memory: RefusalMemory = memory) -> None:
+        self.app, self.paths, self.memory = app, frozenset(paths), memory
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
+        if scope["type"] == "http" and scope["path"] in self.paths and scope["method"] == "POST":
+            authorization = request_id = b""
+            for name, value in scope["headers"]:
+                if name == b"authorization":
+                    authorization = value
+                elif name == b"idempotency-key":
+                    return await self.app(scope, receive, send)
+                elif name == b"x-request-id":
+                    request_id = value
+            refusal = self.memory.refusal(authorization) if authorization else None
+            if refusal is not None:
+                return await _refuse(send, *refusal, request_id)
+        return await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send, left_ms: int, tier: str, limit: str, request_id: bytes) -> None:
+    m.REJECTED.labels(tier, "requests").inc()
+    m.REQUESTS.labels("unknown", "429").inc()
+    body = json.dumps(error_body(
+        "rate_limit_exceeded", f"Rate limit reached for requests per minute ({tier} tier). Please try "
+        f"again in {left_ms / 1000:.1f}s.", 429, reason="requests")).encode()
+    incoming = request_id.decode("latin-1")
+    request_id = (incoming if REQUEST_ID_RE.fullmatch(incoming) else uuid.uuid4().hex).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+               (b"retry-after", str(max(1, math.ceil(left_ms / 1000))).encode()),
+               (b"retry-after-ms", str(left_ms).encode()),
+               (b"x-ratelimit-remaining-requests", b"0"),
+               (b"x-ratelimit-reset-requests", duration_text(left_ms).encode()),
+               (b"x-request-id", request_id)]
+    if limit:
+        headers.append((b"x-ratelimit-limit-requests", limit.encode()))
+    await send({"type": "http.response.start", "status": 429, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

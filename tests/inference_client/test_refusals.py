@@ -1,0 +1,132 @@
+"""Refusals answered from memory (inference_client/refusals.py): a key its
+requests bucket refused is refused again before Django and Redis, until its
+Retry-After; the answer is the full path's; other keys, other paths and calls
+with an Idempotency-Key go through."""
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+from core.redis import get_aredis
+from inference_client.refusals import MAX_REMEMBERED, RefusalGate, RefusalMemory
+from tests.inference_client.conftest import MODEL, make_key, uvicorn_server
+
+PATH = "/v1/chat/completions"
+KEY = b"Bearer py_refused"
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+class App:
+    """The app behind the gate: counts what reaches it."""
+
+    def __init__(self):
+        self.calls = 0
+
+    async def __call__(self, scope, receive, send):
+        self.calls += 1
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+
+def call(gate, *, path=PATH, method="POST", headers=((b"authorization", KEY),)):
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    scope = {"type": "http", "path": path, "method": method, "headers": list(headers)}
+    asyncio.run(gate(scope, receive, send))
+    start, body = sent
+    return start["status"], dict(start["headers"]), json.loads(body["body"])
+
+
+@pytest.fixture
+def gate():
+    clock, app = Clock(), App()
+    memory = RefusalMemory(clock)
+    return RefusalGate(app, (PATH,), memory), memory, clock, app
+
+
+def test_should_refuse_a_remembered_key_without_the_app_until_its_retry_after(gate):
+    gate, memory, clock, app = gate
+    memory.remember(KEY, 2500, "free", "1")
+    status, headers, body = call(gate)
+    assert (status, app.calls) == (429, 0)
+    assert body["error"]["code"] == "rate_limit_exceeded" and body["error"]["reason"] == "requests"
+    assert body["error"]["type"] == "rate_limit_error"
+    assert headers[b"retry-after"] == b"3" and headers[b"retry-after-ms"] == b"2500"
+    assert headers[b"x-ratelimit-limit-requests"] == b"1"
+    assert headers[b"x-ratelimit-remaining-requests"] == b"0"
+    assert len(headers[b"x-request-id"]) == 32
+    clock.now += 2.0
+    assert call(gate)[1][b"retry-after-ms"] == b"500"
+    clock.now += 0.5
+    assert call(gate)[0] == 200 and app.calls == 1
+
+
+def test_should_let_through_other_keys_paths_methods_and_idempotent_retries(gate):
+    gate, memory, clock, app = gate
+    memory.remember(KEY, 10_000, "free", "1")
+    assert call(gate, headers=[(b"authorization", b"Bearer py_other")])[0] == 200
+    assert call(gate, path="/v1/models")[0] == 200
+    assert call(gate, method="GET")[0] == 200
+    assert call(gate, headers=[(b"authorization", KEY), (b"idempotency-key", b"k1")])[0] == 200
+    assert call(gate, headers=[])[0] == 200
+    assert app.calls == 5
+    # A client's own request id comes back; one that is not plain is replaced.
+    for sent, plain in ((b"abc-1", True), (b"a b", False)):
+        echoed = call(gate, headers=[(b"authorization", KEY), (b"x-request-id", sent)])[1][b"x-request-id"]
+        assert (echoed == sent) is plain
+
+
+def test_should_forget_the_oldest_key_past_its_bound():
+    clock = Clock()
+    memory = RefusalMemory(clock)
+    for i in range(MAX_REMEMBERED + 1):
+        memory.remember(f"Bearer k{i}".encode(), 60_000, "free", "1")
+    assert memory.refusal(b"Bearer k0") is None
+    assert memory.refusal(f"Bearer k{MAX_REMEMBERED}".encode()) is not None
+    # Expired entries go first.
+    clock.now += 61
+    memory.remember(b"Bearer fresh", 60_000, "free", "1")
+    assert memory.refusal(b"Bearer k1") is None and memory.refusal(b"Bearer fresh") is not None
+
+
+@pytest.fixture
+def one_a_minute(django_db_blocker, worker, transactional_db):
+    with uvicorn_server(django_db_blocker, RATE_LIMIT_FREE_RPM="1") as base:
+        yield base
+
+
+@pytest.mark.needs_services
+async def test_should_answer_a_flooding_key_from_memory_as_the_full_path_would(one_a_minute):
+    key, raw = await asyncio.to_thread(make_key, "free")
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "memo"}], "max_tokens": 4}
+    auth = {"Authorization": f"Bearer {raw}"}
+    async with httpx.AsyncClient(base_url=one_a_minute, timeout=30) as http:
+        assert (await http.post(PATH, json=body, headers=auth)).status_code == 200
+        full = await http.post(PATH, json=body, headers=auth)  # refused by Redis
+        # The bucket forgotten in Redis: only the process's memory can refuse now.
+        await get_aredis().delete(f"rl:k:k{key.pk}:r")
+        remembered = await http.post(PATH, json=body, headers={**auth, "X-Request-ID": "flood-1"})
+        assert full.status_code == remembered.status_code == 429
+        assert full.json()["error"]["code"] == remembered.json()["error"]["code"] == "rate_limit_exceeded"
+        assert remembered.json()["error"]["reason"] == "requests"
+        assert 1 <= int(remembered.headers["Retry-After"]) <= int(full.headers["Retry-After"])
+        assert remembered.headers["x-ratelimit-limit-requests"] == full.headers["x-ratelimit-limit-requests"]
+        assert remembered.headers["x-request-id"] == "flood-1"
+        # A retry with an Idempotency-Key takes the full path, which admits it now.
+        retried = await http.post(PATH, json=body, headers={**auth, "Idempotency-Key": "memo-1"})
+        assert retried.status_code == 200, retried.text
