@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from django.conf import settings
 
 from accounts.keycache import revoked_mark
-from core.redis import script
+from core.redis import run_script, script
 from core.vocabulary import Tier
 from inference_protocol import config
 from inference_protocol.devices import devices_key
@@ -221,7 +221,7 @@ async def admit(*, buckets: list[Bucket], model: str, request_id: str, check_que
     mark = revoked_mark(api_key_id if api_key_id is not None else 0)  # no key id 0 exists
     keys = [b.key for b in buckets] + [inflight_key(model), TICK_KEY, mark,
                                          devices_key(devices_of or model)]
-    reply = await script(_ADMIT, redis)(keys=keys, args=argv)
+    reply = await run_script(_ADMIT, keys, argv, redis)
     status, retry_ms, tick, failed = (int(x) for x in reply[:4])
     states = {}
     for i, bucket in enumerate(buckets if len(reply) > 4 else ()):  # none when uninitialised
@@ -268,7 +268,7 @@ async def settle(*, model: str, request_id: str, buckets: list[Bucket], deltas: 
     """Release the request's in-flight slot, correct its token charge and
     append its usage record (unless ``record`` is empty), in one atomic round trip."""
     keys = [b.key for b in buckets] + [inflight_key(model), stream]
-    await script(_SETTLE, redis)(keys=keys, args=[*_adjust_args(buckets, deltas), request_id, record])
+    await run_script(_SETTLE, keys, [*_adjust_args(buckets, deltas), request_id, record], redis)
 
 
 def duration_text(ms: int) -> str:
