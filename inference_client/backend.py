@@ -15,12 +15,7 @@ from kombu.exceptions import LimitExceeded
 from inference_client.publisher import Publisher
 from inference_protocol.backend import Backend
 from inference_protocol.heartbeat import read_heartbeats
-from inference_protocol.queues import (
-    DEVICE_QUEUE_REDECLARE_S,
-    GENERATE_TASK,
-    device_queue,
-    queue_for,
-)
+from inference_protocol.queues import GENERATE_TASK, QUEUE_REDECLARE_S, queue_for
 
 # An inline publish is a write to an open socket; one the broker does not take
 # within this long (it stopped reading: a memory alarm) fails, and the thread retries it.
@@ -32,8 +27,8 @@ class CeleryBackend(Backend):
         super().__init__(log)
         self._declared_at: dict[str, float] = {}  # queue -> when this process last declared it
 
-    def submit(self, request, producer=None, device=None, timeout=None, retry=True, route=None):
-        """To the device's own queue when routing chose one, else the model's shared queue.
+    def submit(self, request, producer=None, timeout=None, retry=True, route=None):
+        """To the model's queue.
 
         The message is Celery's own (protocol 2, from ``app.amqp.as_task_v2``),
         published with kombu straight to the queue: ``send_task``'s routing,
@@ -41,7 +36,7 @@ class CeleryBackend(Backend):
         every request (bench/overhead.py), for a task whose queue is already known.
         ``route``: what ``_queue`` answered for it, if the caller asked already."""
         app = current_app
-        queue, declared = route or self._queue(request, device)
+        queue, declared = route or self._queue(request)
         # argsrepr: Celery would put a repr of the messages (user text) in the
         # headers, for logs and monitors; the request id is enough there.
         message = app.amqp.as_task_v2(request.request_id, GENERATE_TASK, args=[request.to_dict()],
@@ -54,36 +49,28 @@ class CeleryBackend(Backend):
                              timeout=timeout, retry=retry, retry_policy=app.conf.task_publish_retry_policy,
                              **message.properties)
         if not declared:
-            now = time.monotonic()
-            # Past the window an entry is of no use: drop those (a device id per worker start).
-            self._declared_at = {name: at for name, at in self._declared_at.items()
-                                 if now - at < DEVICE_QUEUE_REDECLARE_S}
-            self._declared_at[queue.name] = now
+            self._declared_at[queue.name] = time.monotonic()
 
-    def _queue(self, request, device) -> tuple[Queue, bool]:
+    def _queue(self, request) -> tuple[Queue, bool]:
         """The queue to publish to, and whether this process declared it within the window."""
-        if device:
-            queue = device_queue(request.model, device)
-        else:
-            queue = current_app.amqp.queues[queue_for(request.model)]
+        queue = current_app.amqp.queues[queue_for(request.model)]
         last = self._declared_at.get(queue.name)
-        return queue, last is not None and time.monotonic() - last < DEVICE_QUEUE_REDECLARE_S
+        return queue, last is not None and time.monotonic() - last < QUEUE_REDECLARE_S
 
-    async def asubmit(self, request, device=None):
-        await self._publisher.publish((request, device))
+    async def asubmit(self, request):
+        await self._publisher.publish(request)
 
     @functools.cached_property
     def _publisher(self) -> Publisher:
         return Publisher(self._publish_batch, self._publish_now)
 
-    def _publish_now(self, item) -> bool:
+    def _publish_now(self, request) -> bool:
         """Publish on the caller's thread (the event loop) if it is a plain write to
         an open socket: a declared queue (a declaration waits for the broker's
         answer), a connected producer (connecting waits too), the write bounded by
         INLINE_PUBLISH_TIMEOUT_S, no retry. False: nothing was sent, the thread
         should publish it."""
-        request, device = item
-        route = self._queue(request, device)
+        route = self._queue(request)
         if not route[1]:
             return False
         try:
@@ -94,8 +81,8 @@ class CeleryBackend(Backend):
             if not producer.connection.connected:
                 return False
             # The same route: the window can't lapse in between and make this declare.
-            self.submit(request, producer=producer, device=device, timeout=INLINE_PUBLISH_TIMEOUT_S,
-                        retry=False, route=route)
+            self.submit(request, producer=producer, timeout=INLINE_PUBLISH_TIMEOUT_S, retry=False,
+                        route=route)
         finally:
             producer.release()
         return True
@@ -103,9 +90,9 @@ class CeleryBackend(Backend):
     def _publish_batch(self, items: list) -> list[Exception | None]:
         errors: list[Exception | None] = []
         with current_app.producer_or_acquire() as producer:  # one connection for the batch
-            for request, device in items:
+            for request in items:
                 try:
-                    self.submit(request, producer=producer, device=device)
+                    self.submit(request, producer=producer)
                     errors.append(None)
                 except Exception as exc:  # this request fails; the others still go
                     errors.append(exc)
