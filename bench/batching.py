@@ -40,8 +40,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from inference_client.routing import choose  # noqa: E402
-from inference_protocol.devices import DeviceState  # noqa: E402
 from inference_worker.clock import VirtualClock, run_until_idle  # noqa: E402
 from inference_worker.engines.base import SamplingParams, Sequence  # noqa: E402
 from inference_worker.engines.fixed_cost import FixedCostEngine  # noqa: E402
@@ -232,63 +230,6 @@ SYSTEMS = {
 }
 
 
-def run_fleet(arrivals: list[float], devices: int, policy: str, hold: float = 0.0) -> Run:
-    """Several devices behind one router, simulated together (the router needs
-    every device's state at each arrival). Each device follows the real
-    scheduler's rule for a fixed-batch engine: when free, it seals whatever
-    waits (up to N), holding an idle device's batch open for at most ``hold``
-    seconds (SchedulerConfig.max_wait_ms) or until it is full. ``policy``:
-    "round-robin" (a shared queue: the broker's turn order) or "soonest"
-    (inference_client.routing.choose, the gateway's own function, on the
-    states the devices would publish)."""
-    busy_until = [0.0] * devices          # running call's end, or held batch's start
-    running = [False] * devices
-    queues: list[collections.deque[float]] = [collections.deque() for _ in range(devices)]
-    events: list[tuple[float, int, int]] = []   # (time, kind 0 = hold ends / 1 = call ends, device)
-    latencies: list[float] = []
-    finishes: list[float] = []
-    calls = inputs = 0
-
-    def start(d: int, now: float) -> None:
-        nonlocal calls, inputs
-        batch = [queues[d].popleft() for _ in range(min(N, len(queues[d])))]
-        busy_until[d], running[d] = now + CALL, True
-        heapq.heappush(events, (now + CALL, 1, d))
-        latencies.extend(now + CALL - t for t in batch)
-        finishes.extend([now + CALL] * len(batch))
-        calls, inputs = calls + 1, inputs + len(batch)
-
-    def run_events(until: float) -> None:
-        while events and events[0][0] <= until:
-            t, kind, d = heapq.heappop(events)
-            if kind == 1:
-                running[d] = False
-                if queues[d]:
-                    start(d, t)
-            elif not running[d] and queues[d] and busy_until[d] <= t:
-                start(d, t)  # the hold ended
-
-    for i, t in enumerate(arrivals):
-        run_events(t)
-        if policy == "round-robin":
-            d = i % devices
-        else:
-            states = [DeviceState(device=str(d), at=t, busy_until=busy_until[d], waiting=len(queues[d]),
-                                  running=N if running[d] else 0, max_batch_size=N, step_s=CALL,
-                                  fixed_batch=True, hold_s=hold) for d in range(devices)]
-            d = int(choose(states, t).device)
-        queues[d].append(t)
-        if not running[d]:
-            if len(queues[d]) >= N or hold <= 0:
-                start(d, t)
-            elif len(queues[d]) == 1:  # an idle device's first request opens a hold
-                busy_until[d] = t + hold
-                heapq.heappush(events, (t + hold, 0, d))
-    run_events(math.inf)
-    return Run(len(arrivals) / arrivals[-1], served_rate(arrivals, finishes, arrivals[-1]), latencies,
-               inputs / max(1, calls))
-
-
 def fmt_ratio(theirs: float, ours: float) -> str:
     return f"{theirs / ours:.2f}x" if ours > 0 and math.isfinite(theirs) else "n/a"
 
@@ -365,24 +306,6 @@ def main() -> int:
               f"achieved {merged.served:.0f} req/s, p50 {merged.pct(0.5):.3f} s p99 "
               f"{merged.pct(0.99):.3f} s ({merged.pct(0.99) / CALL:.2f}x call time), "
               f"{fleet_s:.0f} s of arrivals, round-robin dispatch")
-    # The same 2,000 req/s on 10 devices (80% load), every device simulated
-    # together so the router sees their states: round robin against sending
-    # each request where it starts soonest (the gateway's routing function),
-    # without and with a 20 ms idle hold (max_wait_ms = call time / devices).
-    # The first line checks the joint simulation against the real scheduler's
-    # round-robin figure above.
-    hold = CALL / 10
-    for policy, h in (("round-robin", 0.0), ("soonest", 0.0), ("round-robin", hold), ("soonest", hold)):
-        fleet = run_fleet(arrivals, 10, policy, h)
-        print(f"routing: {policy}, idle hold {h * 1000:.0f} ms, 10 devices, {rate:.0f} req/s "
-              f"({rate / (10 * LIMIT):.0%} load): p50 {fleet.pct(0.5) / CALL:.2f}x p99 "
-              f"{fleet.pct(0.99) / CALL:.2f}x the call time, mean batch {fleet.mean_batch:.1f}"
-              + (" (goal p99 <= 1.3x)" if policy == "soonest" and h else ""))
-    light = poisson(0.3 * 10 * LIMIT, fleet_s, rng)
-    for policy in ("round-robin", "soonest"):
-        fleet = run_fleet(light, 10, policy, hold)
-        print(f"routing: {policy}, idle hold {hold * 1000:.0f} ms, 10 devices at 30% load: "
-              f"p50 {fleet.pct(0.5) / CALL:.2f}x p99 {fleet.pct(0.99) / CALL:.2f}x the call time")
     print(f"# wall time {time.monotonic() - wall:.1f} s")
     return 0
 

@@ -272,21 +272,18 @@ def cpu_line(result: dict) -> str:
 
 # ---- the runs ----------------------------------------------------------------------
 
-def throughput(serve: int, devices: int, levels: list[int], duration: float, routing: str) -> None:
+def throughput(serve: int, devices: int, levels: list[int], duration: float) -> None:
     limit = devices * MAX_INPUTS / CALL_S
     key = make_keys("paid", 1)
-    # Several devices: an idle device holds a batch open for call time / devices,
-    # which spreads their calls in time (inference_client/routing.py).
+    # Several devices: an idle device holds a batch open for call time / devices
+    # (max_wait_ms), as in every 1x2 figure of docs/benchmarks.md.
     engine = {**ENGINE, "scheduler": {"max_wait_ms": CALL_S * 1000 / devices}} if devices > 1 else ENGINE
-    env = dict(os.environ, **STACK_ENV, INFERENCE_ROUTING=routing,
-               INFERENCE_MODELS=json.dumps({MODEL: engine}))
+    env = dict(os.environ, **STACK_ENV, INFERENCE_MODELS=json.dumps({MODEL: engine}))
     with Stack(serve, devices, env) as stack:
         wrk(stack.base, key, 200, 3, stack=stack)  # warm up: connections, pools, every worker thread
-        how = {"soonest": "each request to the device expected to start it first",
-               "shared": "one shared queue: the broker hands requests to workers in turn"}[routing]
         print(f"\n== {serve} serve process(es), {devices} device(s): limit {limit:.0f} req/s "
               f"(fixed-cost engine, {MAX_INPUTS} inputs / {CALL_S * 1000:.0f} ms per call)"
-              + (f"; routing: {how}; idle hold {CALL_S * 1000 / devices:.0f} ms" if devices > 1 else ""))
+              + (f"; one shared queue; idle hold {CALL_S * 1000 / devices:.0f} ms" if devices > 1 else ""))
         print(f"{'conns':>6} {'req/s':>8} {'share':>6} {'p50/call':>9} {'p99/call':>9} {'non-200':>8}"
               "   CPU ms per request by process")
         for conns in levels:
@@ -386,8 +383,7 @@ def main() -> None:
           f"{duration:.0f} s per level, worker flags: {' '.join(WORKER_FLAGS) or 'none (self-sized)'}")
     for config in configs:
         serve, devices = (int(x) for x in config.split("x"))
-        for routing in ("shared", "soonest") if devices > 1 else ("soonest",):
-            throughput(serve, devices, levels, duration, routing)
+        throughput(serve, devices, levels, duration)
     if args.fairness and not args.quick:
         fairness(args.duration, args.free_keys)
 

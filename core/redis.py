@@ -145,8 +145,7 @@ class PipelineWriter:
     ``put(add, done)``: ``add(pipe)`` queues its commands on a pipeline;
     ``done`` (a Future), if given, gets the reply of the last one, or the
     exception that the command or the connection raised. Commands are sent in
-    ``put`` order. ``put_latest(key, add)`` keeps only the newest pending ``add``
-    per key (a state that is overwritten anyway).
+    ``put`` order.
 
     The writer thread sends what is pending when a put wakes it, and reads every
     reply. A thread inside ``held()`` (a scheduler delivering one step's
@@ -164,8 +163,6 @@ class PipelineWriter:
         self.client = client
         # (add, done), not sent yet
         self._queue: collections.deque[tuple[AddCommands, Future[Any] | None]] = collections.deque()
-        self._latest: dict[str, AddCommands] = {}
-        self._lock = threading.Lock()  # guards _latest
         # One sender at a time, so that replies come back in the order of _sent.
         self._send_lock = threading.Lock()
         self._connection = client.connection_pool.make_connection()  # connects on its first send
@@ -181,11 +178,6 @@ class PipelineWriter:
         self._queue.append((add, done))
         self._wake_unless_held()
 
-    def put_latest(self, key: str, add: AddCommands) -> None:
-        with self._lock:
-            self._latest[key] = add
-        self._wake_unless_held()
-
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
         """Puts from this thread inside the block are sent by it at the block's end."""
@@ -195,7 +187,7 @@ class PipelineWriter:
             yield
         finally:
             self._held.depth = depth
-            if depth == 0 and (self._queue or self._latest):
+            if depth == 0 and self._queue:
                 # If the writer thread is sending, it sends these too once it is done.
                 if self._answered and not self._sent and self._send_lock.acquire(blocking=False):
                     try:
@@ -237,9 +229,6 @@ class PipelineWriter:
         ops = []
         while self._queue:
             ops.append(self._queue.popleft())
-        with self._lock:
-            latest, self._latest = list(self._latest.values()), {}
-        ops += [(add, None) for add in latest]
         if not ops:
             return
         pipe = self.client.pipeline(transaction=False)

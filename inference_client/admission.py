@@ -10,7 +10,6 @@ One request checks, in one round trip, all or nothing:
   batch slots, and whether any worker is alive at all;
 - that the caller's API key carries no revocation mark (accounts.keycache:
   gateways cache keys, so a revocation is enforced here, in the same round trip).
-An admitted request also gets its model's device states back (for routing).
 The script also claims the controller's tick (SET NX PX period), so the
 controller runs lazily, at most once per period across all gateway processes.
 
@@ -30,7 +29,6 @@ from accounts.keycache import revoked_mark
 from core.redis import run_script, script
 from core.vocabulary import Tier
 from inference_protocol import config
-from inference_protocol.devices import devices_key
 
 _ADMIT = """
 local t = redis.call('TIME')
@@ -94,10 +92,6 @@ for i = 1, n do
   table.insert(out, tostring(math.floor(math.max(lv[1], 0))))
   table.insert(out, math.ceil((lv[2] - lv[1]) * 1000 / math.max(lv[3], 0.001)))
   table.insert(out, tostring(lv[2]))
-end
-if out[1] == 0 and tonumber(ARGV[6]) == 1 then
-  -- the model's device states, for routing (inference_client/routing.py)
-  for _, v in ipairs(redis.call('HGETALL', KEYS[n + 4])) do table.insert(out, v) end
 end
 return out
 """
@@ -171,7 +165,6 @@ class Decision:
     tick: bool                   # this caller owns the controller's run for this period
     failed_bucket: str | None
     buckets: dict[str, dict]     # name -> {remaining, reset_ms, limit}
-    devices: list = dataclasses.field(default_factory=list)  # HGETALL devices:<model>, flat
     ready: frozenset = frozenset()  # versions of the model with a ready worker (capacity.tick)
 
 
@@ -208,10 +201,9 @@ TICK_KEY = "ctl:tick"
 
 
 async def admit(*, buckets: list[Bucket], model: str, request_id: str, check_queue: bool = True,
-                api_key_id: int | None = None, devices_of: str | None = None, redis=None) -> Decision:
+                api_key_id: int | None = None, redis=None) -> Decision:
     """Decide atomically; the last bucket must be the model's global bucket.
-    ``api_key_id``: refuse (reason key_revoked) if that key was revoked.
-    ``devices_of``: whose device states come back (a ``model@version``; default the model)."""
+    ``api_key_id``: refuse (reason key_revoked) if that key was revoked."""
     argv: list[str | float] = [
             len(buckets), max(1, int(settings.CAPACITY_CONTROLLER_PERIOD_S * 1000)), request_id,
             int(settings.INFERENCE_REQUEST_TIMEOUT_S * 1000) + 5000,
@@ -219,8 +211,7 @@ async def admit(*, buckets: list[Bucket], model: str, request_id: str, check_que
     for bucket in buckets:
         argv += bucket.args()
     mark = revoked_mark(api_key_id if api_key_id is not None else 0)  # no key id 0 exists
-    keys = [b.key for b in buckets] + [inflight_key(model), TICK_KEY, mark,
-                                         devices_key(devices_of or model)]
+    keys = [b.key for b in buckets] + [inflight_key(model), TICK_KEY, mark]
     reply = await run_script(_ADMIT, keys, argv, redis)
     status, retry_ms, tick, failed = (int(x) for x in reply[:4])
     states = {}
@@ -232,7 +223,7 @@ async def admit(*, buckets: list[Bucket], model: str, request_id: str, check_que
     ready = ready.decode() if isinstance(ready, bytes) else ready
     return Decision(allowed=status == 0, reason=REJECT_REASONS.get(status), retry_after_ms=retry_ms,
                     tick=bool(tick), failed_bucket=buckets[failed - 1].name if failed else None,
-                    buckets=states, devices=reply[5 + 3 * len(states):],
+                    buckets=states,
                     ready=frozenset(ready.split(",")) if ready else frozenset())
 
 

@@ -15,13 +15,7 @@ from kombu.exceptions import LimitExceeded
 from inference_client.publisher import Publisher
 from inference_protocol.backend import Backend
 from inference_protocol.heartbeat import read_heartbeats
-from inference_protocol.queues import (
-    DEVICE_QUEUE_REDECLARE_S,
-    GENERATE_MANY_TASK,
-    GENERATE_TASK,
-    device_queue,
-    queue_for,
-)
+from inference_protocol.queues import GENERATE_MANY_TASK, GENERATE_TASK, QUEUE_REDECLARE_S, queue_for
 
 # An inline publish is a write to an open socket; one the broker does not take
 # within this long (it stopped reading: a memory alarm) fails, and the thread retries it.
@@ -36,14 +30,14 @@ class CeleryBackend(Backend):
         super().__init__(log)
         self._declared_at: dict[str, float] = {}  # queue -> when this process last declared it
 
-    def submit(self, request, producer=None, device=None, timeout=None, retry=True, route=None):
-        """To the device's own queue when routing chose one, else the model's shared queue.
-        ``route``: what ``_queue`` answered for it, if the caller asked already."""
-        self._send([request], producer, route or self._queue(request, device), timeout, retry)
+    def submit(self, request, producer=None, timeout=None, retry=True):
+        """To the model's queue."""
+        self._send([request], producer, self._queue(request), timeout, retry)
 
     def _send(self, requests, producer, route, timeout=None, retry=True):
-        """One message for ``requests`` (all bound for ``route``): the task of one
-        request, or of several (GENERATE_MANY_TASK) when they were published together.
+        """One message for ``requests`` (all bound for ``route``, what ``_queue``
+        answered): the task of one request, or of several (GENERATE_MANY_TASK)
+        when they were published together.
 
         The message is Celery's own (protocol 2, from ``app.amqp.as_task_v2``),
         published with kombu straight to the queue: ``send_task``'s routing,
@@ -68,44 +62,37 @@ class CeleryBackend(Backend):
                              timeout=timeout, retry=retry, retry_policy=app.conf.task_publish_retry_policy,
                              **message.properties)
         if not declared:
-            now = time.monotonic()
-            # Past the window an entry is of no use: drop those (a device id per worker start).
-            self._declared_at = {name: at for name, at in self._declared_at.items()
-                                 if now - at < DEVICE_QUEUE_REDECLARE_S}
-            self._declared_at[queue.name] = now
+            self._declared_at[queue.name] = time.monotonic()
 
-    def _queue(self, request, device) -> tuple[Queue, bool]:
+    def _queue(self, request) -> tuple[Queue, bool]:
         """The queue to publish to, and whether this process declared it within the window."""
-        if device:
-            queue = device_queue(request.model, device)
-        else:
-            queue = current_app.amqp.queues[queue_for(request.model)]
+        queue = current_app.amqp.queues[queue_for(request.model)]
         last = self._declared_at.get(queue.name)
-        return queue, last is not None and time.monotonic() - last < DEVICE_QUEUE_REDECLARE_S
+        return queue, last is not None and time.monotonic() - last < QUEUE_REDECLARE_S
 
-    def _grouped(self, items: list) -> list[tuple[tuple[Queue, bool], list]]:
+    def _grouped(self, requests: list) -> list[tuple[tuple[Queue, bool], list]]:
         """(route, requests) per message: by queue, at most MAX_PER_MESSAGE each."""
         by_queue: dict[str, tuple[tuple[Queue, bool], list]] = {}
-        for request, device in items:
-            route = self._queue(request, device)
+        for request in requests:
+            route = self._queue(request)
             by_queue.setdefault(route[0].name, (route, []))[1].append(request)
-        return [(route, requests[i:i + MAX_PER_MESSAGE]) for route, requests in by_queue.values()
-                for i in range(0, len(requests), MAX_PER_MESSAGE)]
+        return [(route, group[i:i + MAX_PER_MESSAGE]) for route, group in by_queue.values()
+                for i in range(0, len(group), MAX_PER_MESSAGE)]
 
-    async def asubmit(self, request, device=None):
-        await self._publisher.publish((request, device))
+    async def asubmit(self, request):
+        await self._publisher.publish(request)
 
     @functools.cached_property
     def _publisher(self) -> Publisher:
         return Publisher(self._publish_batch, self._publish_now)
 
-    def _publish_now(self, items: list) -> bool:
+    def _publish_now(self, requests: list) -> bool:
         """Publish on the caller's thread (the event loop) if it is a plain write to
         an open socket: declared queues (a declaration waits for the broker's
         answer), a connected producer (connecting waits too), each write bounded by
         INLINE_PUBLISH_TIMEOUT_S, no retry. False: nothing was sent, the thread
         should publish them."""
-        groups = self._grouped(items)
+        groups = self._grouped(requests)
         if not all(route[1] for route, _ in groups):
             return False
         try:
@@ -115,22 +102,22 @@ class CeleryBackend(Backend):
         try:
             if not producer.connection.connected:
                 return False
-            for route, requests in groups:
+            for route, group in groups:
                 # The same route: the window can't lapse in between and make this declare.
-                self._send(requests, producer, route, timeout=INLINE_PUBLISH_TIMEOUT_S, retry=False)
+                self._send(group, producer, route, timeout=INLINE_PUBLISH_TIMEOUT_S, retry=False)
         finally:
             producer.release()
         return True
 
-    def _publish_batch(self, items: list) -> list[Exception | None]:
+    def _publish_batch(self, requests: list) -> list[Exception | None]:
         failed: dict[str, Exception] = {}  # request id -> what publishing its message raised
         with current_app.producer_or_acquire() as producer:  # one connection for the batch
-            for route, requests in self._grouped(items):
+            for route, group in self._grouped(requests):
                 try:
-                    self._send(requests, producer, route)
+                    self._send(group, producer, route)
                 except Exception as exc:  # these requests fail; the others still go
-                    failed.update((request.request_id, exc) for request in requests)
-        return [failed.get(request.request_id) for request, _ in items]
+                    failed.update((request.request_id, exc) for request in group)
+        return [failed.get(request.request_id) for request in requests]
 
     def live_workers(self, model=None):
         return read_heartbeats(model)

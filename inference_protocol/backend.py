@@ -38,10 +38,8 @@ class Backend(abc.ABC):
     def submit(self, request: GenerationRequest) -> None:
         """Queue the request; returns at once."""
 
-    async def asubmit(self, request: GenerationRequest, device: str | None = None) -> None:
-        """``submit`` from the event loop (backends whose submit blocks override
-        it); ``device``: the device chosen by routing, where the backend has
-        more than one."""
+    async def asubmit(self, request: GenerationRequest) -> None:
+        """``submit`` from the event loop (backends whose submit blocks override it)."""
         self.submit(request)
 
     def cancel(self, request_id: str) -> None:

@@ -79,10 +79,6 @@ class WaitingQueues:
     def count(self, priority: Priority) -> int:
         return len(self.by_priority[priority])
 
-    def interactive(self) -> int:
-        """Paid and free requests waiting (those a new interactive one queues behind)."""
-        return self.count(Priority.PAID) + self.count(Priority.FREE)
-
     def append(self, h: RequestHandle) -> None:
         self.by_priority[h.priority].append(h)
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 import threading
 import time
 
-from core.redis import get_redis
 from inference_protocol import config
-from inference_protocol.devices import PRUNE_AFTER_S, prune_states
 from inference_protocol.heartbeat import HEARTBEAT_INTERVAL_S, publish
 from inference_worker.identity import WORKER_ID
 from inference_worker.runtime import engine_status, loaded_schedulers
@@ -50,28 +48,16 @@ class HeartbeatThread(threading.Thread):
     def __init__(self):
         super().__init__(name="heartbeat", daemon=True)
         self._stop_event = threading.Event()
-        self._pruned_at = 0.0  # dead states are gone within PRUNE_AFTER_S: no need to look every beat
 
     def run(self):
         while not self._stop_event.is_set():
-            schedulers = list(loaded_schedulers().values())
-            for scheduler in schedulers:
+            for scheduler in list(loaded_schedulers().values()):
                 scheduler.check_health()  # may be a network call: here, not under a lock
             records = [r for r in local_records() if r["healthy"]]
             node = node_record()
             try:
                 if records or node:
                     publish(records, node)
-                for scheduler in schedulers:
-                    # The device state again (routing), though nothing changed: readers
-                    # drop a state older than STALE_S, and an idle device's state only
-                    # changes when a request comes, which routing then never sent it.
-                    if scheduler.on_change is not None and scheduler.healthy:
-                        scheduler.on_change(scheduler)
-                if time.monotonic() - self._pruned_at >= PRUNE_AFTER_S / 4:
-                    self._pruned_at = time.monotonic()
-                    for record in records:  # dead workers' device states (inference_protocol.devices)
-                        prune_states(get_redis(), record["model"], time.time())
             except Exception:  # Redis blips must not kill the worker; the TTL covers gaps
                 time.sleep(HEARTBEAT_INTERVAL_S)
             self._stop_event.wait(HEARTBEAT_INTERVAL_S)

@@ -1,4 +1,4 @@
-"""This worker process's name in heartbeats, device states and the swarm."""
+"""This worker process's name in heartbeats and the swarm."""
 
 from __future__ import annotations
 

@@ -230,8 +230,7 @@ def _rebuild(name: str) -> None:
     started = time.monotonic()
     try:
         engine = _build(name, engine_spec)
-        successor = Scheduler(engine, scheduler_config, name=name, on_change=served.scheduler.on_change,
-                              deliver=served.scheduler.deliver)
+        successor = Scheduler(engine, scheduler_config, name=name, deliver=served.scheduler.deliver)
     except (EngineLoadError, ValueError) as exc:
         served.engine_error, served.failed_spec = f"config document {snapshot.number}: {exc}", engine_spec
         logger.error("config document %s: cannot rebuild %s's engine (%s); the running engine "
@@ -248,9 +247,6 @@ def _rebuild(name: str) -> None:
     if not swapped:
         successor.stop()
         return
-    # Only the successor speaks for the device now (routing state).
-    old.on_change = None
-    successor._changed()
     logger.info("config document %s: %s's engine rebuilt in %.2fs (%s); handing over from document %s",
                 snapshot.number, name, time.monotonic() - started, type(engine).__name__,
                 served.engine_document)

@@ -49,7 +49,6 @@ from inference_worker.requests import (
     SchedulerConfig,
     SchedulerStats,
     TokenCallback,
-    call_safely,
     deliver_outcomes,
     produced_tokens,
 )
@@ -60,16 +59,12 @@ log = logging.getLogger(__name__)
 class Scheduler:
     def __init__(self, engine: Engine, config: SchedulerConfig | None = None, *,
                  clock: Any = None, name: str | None = None,
-                 on_change: Callable[[Scheduler], None] | None = None,
                  deliver: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext):
-        """``on_change(scheduler)`` is called (outside the lock) whenever the
-        queue or the device's busy time changes: the worker publishes the
-        device state for routing from it. ``deliver()``: the context in which
-        the requests' callbacks of one step run (the worker sends the step's
-        events at its end, core.redis.PipelineWriter.held); the threads
-        waiting on those requests wake after it."""
+        """``deliver()``: the context in which the requests' callbacks of one step
+        run (the worker sends the step's events at its end,
+        core.redis.PipelineWriter.held); the threads waiting on those requests
+        wake after it."""
         self.engine = engine
-        self.on_change = on_change
         self.deliver = deliver
         self.config = config or SchedulerConfig()
         self.clock = clock or RealClock()
@@ -85,11 +80,9 @@ class Scheduler:
         self._ids: set[str] = set()                   # waiting or running
         self._order = itertools.count()
         self._dirty = False          # work arrived or changed since run_once looked
-        self._stepping = False       # the scheduler thread is inside an engine step
         self._stopping = False
         self._drain = False
         self._thread: threading.Thread | None = None
-        self._busy_until = self.clock.now()   # the running step's expected end
         self.healthy = True                   # engine.health(), as of check_health()
         self._stepper = IsolatingStepper(engine, self.name)
         self._tally = Tally()  # written by the scheduler thread, read by stats()
@@ -115,7 +108,6 @@ class Scheduler:
             self._dirty = True
             self._lock.notify_all()
         self._release_and_notify(events)
-        self._changed()
 
     # ---- submitting -------------------------------------------------------
 
@@ -162,12 +154,6 @@ class Scheduler:
                 handles.append(handle)
             self._dirty = True
             self._lock.notify_all()
-            # Outside a step, the loop acts on this at once and publishes the state
-            # itself (the step it starts, or a hold): one publication on the request's
-            # path, not two. Inside a step it cannot, and the queued request must show.
-            publish = self._stepping
-        if publish:
-            self._changed()
         return handles
 
     def cancel(self, handle: RequestHandle, reason: str) -> bool:
@@ -201,7 +187,6 @@ class Scheduler:
         deadline), or None when there is nothing to do until a submit."""
         with self._lock:
             self._dirty = False
-            self._stepping = False  # already, unless the last step raised before _apply
             gone = self._reap_locked(self.clock.now())
         self._release_and_notify(gone)
 
@@ -209,7 +194,6 @@ class Scheduler:
             now = self.clock.now()
             hold = self._hold_locked(now)
         if hold is not None:
-            self._changed()  # the submits that woke this thread left the state to it
             return hold
         with self._lock:
             now = self.clock.now()
@@ -223,9 +207,6 @@ class Scheduler:
             new_ids = {h.id for h in new}
             running = [h.seq for h in batch if h.id not in new_ids]
             started = self.clock.now()
-            self._busy_until = started + (self._window.step_s or 0.0)
-            self._stepping = True
-        self._changed()
         results, errors = self._stepper.step(running, [h.seq for h in new])
         return self._apply(batch, results, errors, started)
 
@@ -261,8 +242,6 @@ class Scheduler:
         tokens = completed = 0
         with self._lock:
             now = self.clock.now()
-            self._busy_until = now
-            self._stepping = False
             self._tally.step(len(batch))
             for h in batch:
                 if h._state == DONE:
@@ -366,24 +345,6 @@ class Scheduler:
         except Exception:
             self.healthy = False
         return self.healthy
-
-    def _changed(self) -> None:
-        if self.on_change is not None:
-            call_safely(self.on_change, self)
-
-    def device_state(self) -> dict:
-        """When a new interactive request would start here (for routing), on
-        this scheduler's clock: the next step's earliest start (the running
-        step's expected end, or the end of a held idle batch), the interactive
-        requests waiting ahead of it, the step duration and the idle hold."""
-        with self._lock:
-            now = self.clock.now()
-            hold = self._hold_locked(now) if not self._running else None
-            return {"busy_until": now + hold if hold is not None else self._busy_until, "now": now,
-                    "waiting": self._waiting.interactive(),
-                    "running": len(self._running), "max_batch_size": self.max_batch_size,
-                    "step_s": self._window.step_s or 0.0, "fixed_batch": self.fixed_batch,
-                    "hold_s": self.config.max_wait_ms / 1000.0 if self.fixed_batch else 0.0}
 
     def stats(self) -> SchedulerStats:
         with self._lock:

@@ -1,7 +1,5 @@
 """The recent window of a device's steps: tokens/s, requests/s and the busy
-fraction for heartbeats, and the moving average of step durations that the
-device state for routing carries (inference_protocol.devices); and the
-scheduler's running totals (``Tally``)."""
+fraction for heartbeats; and the scheduler's running totals (``Tally``)."""
 
 from __future__ import annotations
 
@@ -35,18 +33,12 @@ class Tally:
 class StepWindow:
     """Steps of the last ``span_s`` seconds: (ended at, tokens, completed, duration)."""
 
-    # Weight of the newest step in the moving average of step durations.
-    STEP_EWMA = 0.2
-
     def __init__(self, span_s: float):
         self.span_s = span_s
         self._steps: collections.deque[tuple[float, int, int, float]] = collections.deque()
-        self.step_s: float | None = None  # moving average of step durations
 
     def add(self, now: float, tokens: int, completed: int, duration: float) -> None:
         self._steps.append((now, tokens, completed, duration))
-        self.step_s = duration if self.step_s is None else \
-            self.STEP_EWMA * duration + (1 - self.STEP_EWMA) * self.step_s
         self._trim(now)
 
     def _trim(self, now: float) -> None:

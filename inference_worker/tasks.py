@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import time
 from typing import Any
 
 from celery import shared_task
@@ -21,14 +20,12 @@ from django.conf import settings
 
 from core.startup import tune_gc
 from inference_protocol import config
-from inference_protocol.devices import DeviceState, publish_state
 from inference_protocol.events import RedisEventLog
 from inference_protocol.generation import GenerationRequest
-from inference_protocol.queues import GENERATE_MANY_TASK, GENERATE_TASK, device_queue, model_of_queue
+from inference_protocol.queues import GENERATE_MANY_TASK, GENERATE_TASK, model_of_queue
 from inference_worker.generation import run_generation, run_generations
 from inference_worker.heartbeat import HeartbeatThread
-from inference_worker.identity import WORKER_ID
-from inference_worker.runtime import get_scheduler, loaded_schedulers, stop_all
+from inference_worker.runtime import get_scheduler, stop_all
 from inference_worker.sizing import worker_window
 
 logger = logging.getLogger(__name__)
@@ -107,35 +104,13 @@ def load_models(sender, **kwargs):
         _skip_database_hooks(sender.app)
     for name in _prepared.failed:
         sender.cancel_task_queue(name)
-    for name, scheduler in _prepared.schedulers.items():
-        _serve_device_queue(sender, model_of_queue(name), scheduler)
+    for scheduler in _prepared.schedulers.values():
+        scheduler.deliver = _log().writer.held  # a step's events leave from the scheduler's thread
     logger.info("holding up to %d requests at once (pool %s of %d, prefetch %d; the window for %s: %d)",
                 sender.initial_prefetch_count, type(sender.pool).__name__, sender.pool.num_processes,
                 sender.initial_prefetch_count, ", ".join(_prepared.schedulers) or "no model",
                 _prepared.window)
     tune_gc()  # start-up and the loaded models out of the collector's reach, as in a serve process
-
-
-def _serve_device_queue(consumer, model: str, scheduler) -> None:
-    """Consume this device's own queue too, and publish the device's state as
-    it changes, so the gateway can send each request where it starts soonest."""
-    queue = device_queue(model, WORKER_ID)
-    consumer.add_task_queue(queue.name, exchange="", routing_key=queue.routing_key,
-                            queue_arguments=queue.queue_arguments)
-    writer = _log().writer
-
-    def state_of(sched) -> DeviceState:
-        state, at = sched.device_state(), time.time()
-        return DeviceState(
-            device=WORKER_ID, at=at, busy_until=at + state["busy_until"] - state["now"],
-            waiting=state["waiting"], running=state["running"], max_batch_size=state["max_batch_size"],
-            step_s=state["step_s"], fixed_batch=state["fixed_batch"], hold_s=state["hold_s"])
-
-    def on_change(sched) -> None:
-        publish_state(writer, model, WORKER_ID, functools.partial(state_of, sched))
-    scheduler.on_change = on_change
-    scheduler.deliver = writer.held  # a step's events leave from the scheduler's thread
-    on_change(scheduler)
 
 
 def _skip_database_hooks(app) -> None:
@@ -155,13 +130,10 @@ def stop_advertising(**kwargs):
     """SIGTERM (a warm shutdown): Celery stops consuming and lets the tasks it
     holds finish (their batch, and the requests waiting behind it, run on; a
     message it had not started goes back to the queue with the connection).
-    The worker stops heartbeating and publishing its device state now, so
-    routing turns to other workers within a heartbeat's TTL; what was sent
-    to its device queue meanwhile is dead-lettered to the shared queue."""
+    The worker stops heartbeating now: within a heartbeat's TTL the gateways
+    count it out of the model's capacity."""
     if _heartbeat is not None:
         _heartbeat.stop()
-    for scheduler in loaded_schedulers().values():
-        scheduler.on_change = None
 
 
 @worker_shutdown.connect

@@ -75,12 +75,6 @@ INFERENCE_MAX_QUEUE_PER_MODEL = env_int("INFERENCE_MAX_QUEUE_PER_MODEL", 500)
 # worker takes to start and publish its first heartbeat.
 INFERENCE_NO_WORKER_RETRY_AFTER_S = env_int("INFERENCE_NO_WORKER_RETRY_AFTER_S", 5)
 
-# ---- routing -------------------------------------------------------------------
-# "soonest": each request goes to the device expected to start it first, by the
-# device states workers publish (inference_client/routing.py); "shared": to the
-# model's shared queue, which the broker hands to workers in turn.
-INFERENCE_ROUTING = env_str("INFERENCE_ROUTING", "soonest")
-
 # ---- requests ----------------------------------------------------------------
 # Largest /v1 request body (bytes); a bigger one is a 400 naming `messages`.
 INFERENCE_MAX_BODY_BYTES = env_int("INFERENCE_MAX_BODY_BYTES", 1024 * 1024)

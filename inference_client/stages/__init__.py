@@ -6,7 +6,7 @@ header (docs/architecture.md, "The path of a /v1 request"):
 - parse (stages/request.py): the body and the Idempotency-Key / X-Prompt-* headers;
 - resolve (stages/resolve.py): the model, in the request's config snapshot;
 - cache (stages/cache.py): an Idempotency-Key retry's answer, or the prompt cache's;
-- admit (stages/admit.py): buckets, capacity, backpressure; the version and device;
+- admit (stages/admit.py): buckets, capacity, backpressure; the version;
 - publish (stages/publish.py): the generation onto its queue;
 - stream (stages/publish.py): its events back, from the event log;
 - record (stages/record.py): usage record, token refund, slot, cache, metrics.

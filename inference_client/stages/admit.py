@@ -1,25 +1,23 @@
 """The admit stage: the caller's and the model's buckets, capacity and backpressure
-(one Lua script in Redis; nothing is queued when refused), then the version and
-the device the generation goes to."""
+(one Lua script in Redis; nothing is queued when refused), then the version the
+generation goes to."""
 
 from __future__ import annotations
 
 import math
 import random
-import time
 from typing import cast
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from core.error_codes import DomainError
-from inference_client import admission, capacity, routing, usage
+from inference_client import admission, capacity, usage
 from inference_client import metrics as m
 from inference_client.completion import spawn
 from inference_client.stages.call import Call, Principal
 from inference_protocol import config
 from inference_protocol.catalog import served_name
-from inference_protocol.devices import parse_states
 
 
 def estimate_prompt_tokens(messages: list[dict]) -> int:
@@ -67,17 +65,12 @@ async def admit(call: Call) -> None:
             call.version = choose_version(weights, None) or ""
             call.served = served_name(model, call.version)
         return
-    # A versioned model: pick the version first, among those ready at this process's
-    # last decision, so that the same round trip brings that version's device states.
-    guess = choose_version(weights, _last_ready.get(model)) if weights else None
     decision = await admit_tokens(call.principal, model, call.request_id, call.estimate,
                                   check_queue=call.lane == "interactive", snapshot=call.snapshot,
-                                  devices_of=served_name(model, guess) if guess else None, lane=call.lane)
+                                  lane=call.lane)
     call.decision, call.headers = decision, admission.ratelimit_headers(decision)
-    version = None
     if weights:  # the readiness gate: only versions with a worker that verified and loaded them
-        _last_ready[model] = decision.ready
-        version = guess if guess in decision.ready else choose_version(weights, decision.ready)
+        version = choose_version(weights, decision.ready)
         if version is None:
             await release(call, call.estimate)
             m.REJECTED.labels(call.principal.tier, "no_ready_version").inc()
@@ -87,24 +80,19 @@ async def admit(call: Call) -> None:
                               headers={**call.headers,
                                        "Retry-After": str(settings.INFERENCE_NO_WORKER_RETRY_AFTER_S)})
         call.version, call.served = version, served_name(model, version)
-    if settings.INFERENCE_ROUTING == "soonest" and (not weights or version == guess):
-        now = time.time()
-        chosen = routing.choose(parse_states(decision.devices, now), now)
-        call.device = chosen.device if chosen else None
 
 
 async def admit_tokens(principal: Principal, model: str, request_id: str, tokens: int, *,
-                       check_queue: bool, snapshot, devices_of: str | None = None,
-                       lane: str = "interactive") -> admission.Decision:
+                       check_queue: bool, snapshot, lane: str = "interactive") -> admission.Decision:
     """One admission decision; DomainError (401, 400, 429, 503) when refused."""
     buckets = buckets_of(principal, model, tokens, snapshot, lane)
     key_id = principal.api_key.pk if principal.api_key else None
     decision = await admission.admit(buckets=buckets, model=model, request_id=request_id,
-                                     check_queue=check_queue, api_key_id=key_id, devices_of=devices_of)
+                                     check_queue=check_queue, api_key_id=key_id)
     if decision.reason == "uninitialised":  # first request ever (or after a flush)
         await sync_to_async(capacity.tick, thread_sensitive=False)()
         decision = await admission.admit(buckets=buckets, model=model, request_id=request_id,
-                                         check_queue=check_queue, api_key_id=key_id, devices_of=devices_of)
+                                         check_queue=check_queue, api_key_id=key_id)
     elif decision.tick:
         spawn(sync_to_async(capacity.tick, thread_sensitive=False)())
     if not decision.allowed:
@@ -148,11 +136,6 @@ def _refuse(principal: Principal, decision: admission.Decision, tokens: int):
                       extra={"reason": reason},
                       headers={**headers, "Retry-After": str(max(1, math.ceil(retry_ms / 1000))),
                                "retry-after-ms": str(retry_ms)})
-
-
-# model -> the versions ready at this process's last admission of it (the readiness
-# gate itself is each decision's own set; this only picks whose device states to fetch).
-_last_ready: dict[str, frozenset] = {}
 
 
 def choose_version(weights: dict[str, int], ready: frozenset | None) -> str | None:

@@ -71,7 +71,6 @@ class Call:
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
     version: str = ""
     served: str = ""                # the model name the worker is asked for (model@version)
-    device: str | None = None
     # milliseconds per stage, for Server-Timing
     timings: dict[str, float] = dataclasses.field(default_factory=dict)
 

@@ -14,7 +14,7 @@ from inference_protocol.generation import GenerationRequest
 
 
 async def publish(call: Call) -> None:
-    """Send the generation to the chosen device's queue (or the model's); when
+    """Send the generation to its model's queue; when
     the broker is away, nothing ran: a 503, the charge refunded, no usage record."""
     params = call.params
     generation = GenerationRequest(
@@ -28,7 +28,7 @@ async def publish(call: Call) -> None:
         priority=call.priority,
         timeout_s=call.timeout_s, stream=call.stream)
     try:
-        await get_backend().asubmit(generation, device=call.device)
+        await get_backend().asubmit(generation)
     except Exception as exc:
         if call.use_redis:
             await release(call, call.estimate)

@@ -274,34 +274,6 @@ def test_a_steps_callbacks_run_inside_deliver_and_their_waiters_wake_after_it():
     assert handles[0].done()
 
 
-def test_the_device_state_is_published_once_per_change_a_router_can_see():
-    # Routing reads the states published through on_change. An idle device's loop
-    # publishes the step a submit starts (the submit itself does not: one publication
-    # on the request's path, not two); a submit during a step publishes, since the
-    # loop cannot until the step ends; so does an idle device holding a partial batch.
-    clock = VirtualClock()
-    states: list[dict] = []
-    sched = Scheduler(fixed(clock), clock=clock, on_change=lambda s: states.append(s.device_state()))
-    sched.submit(seq("a"))
-    assert states == []
-    late = []
-    clock.call_at(0.1, lambda: late.append(sched.submit(seq("b"))))
-    assert sched.run_once() == 0
-    assert [(s["now"], s["running"], s["waiting"]) for s in states] == [(0.0, 1, 0), (0.1, 1, 1)]
-    states.clear()
-    run_until_idle(sched, clock)
-    assert late[0].result(0).text == "b"
-    assert [(s["running"], s["waiting"]) for s in states] == [(1, 0)]  # b's step
-
-    held = Scheduler(fixed(clock), SchedulerConfig(max_wait_ms=50), clock=clock,
-                     on_change=lambda s: states.append(s.device_state()))
-    states.clear()
-    start = clock.now()
-    held.submit(seq("c"))
-    assert held.run_once() == pytest.approx(0.05)
-    assert [(s["waiting"], s["busy_until"]) for s in states] == [(1, pytest.approx(start + 0.05))]
-
-
 def test_cancel_waiting_request_never_runs():
     clock = VirtualClock()
     engine = fixed(clock, n=1)
