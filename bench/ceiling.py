@@ -8,10 +8,12 @@ migrated; REDIS_URL; CELERY_BROKER_URL=amqp://...), and LiteLLM's proxy in a ven
 its own (`pip install 'litellm[proxy]'`; --litellm BIN, '' to leave it out).
 
 --ceiling: devices that answer at once, wrk at 200 connections for D seconds per run
-after a warm-up; each stack's rounds alternate with LiteLLM's under the same load:
-- ours, S serve processes x 1 device (S = 1, 2): a fixed-cost engine of 512 inputs /
-  2 ms per call (256,000 req/s: the gateway is the limit), then the `upstream` engine
-  pointed at bench/fake_upstream.py answering at once (no call time, no token time);
+after a 5 s warm-up of each; for S = 1, 2 one stack of ours and one LiteLLM proxy,
+their runs alternating round after round under the same load:
+- ours, S serve processes and two models of one device each: a fixed-cost engine of
+  512 inputs / 2 ms per call (256,000 req/s: the gateway is the limit), and the
+  `upstream` engine on bench/fake_upstream.py answering at once (no call time, no
+  token time); each run loads one model and charges its worker only;
 - LiteLLM's proxy with S uvicorn workers: a master key, no database, no callbacks,
   its access log off (LITELLM_LOG=ERROR), its one model on the same fake upstream
   (non-streaming, as wrk's body asks).
@@ -60,10 +62,13 @@ from bench.e2e import (  # noqa: E402  (sets Django up)
     tree,
     wrk,
 )
+from inference_protocol.backend import live_workers  # noqa: E402
 from tests.livesubprocess import free_port  # noqa: E402
 
 CALL_S, MAX_INPUTS = 0.002, 512
 FIXED = {"engine": "fixed_cost", "max_inputs": MAX_INPUTS, "call_s": CALL_S}
+UP_MODEL = "bench-upstream"  # our upstream engine's model, and LiteLLM's
+UP_BODY = {**BODY, "model": UP_MODEL}
 LITELLM = "/work/litellm-venv/bin/litellm"
 SAMPLE = 20  # flood refusals checked for Retry-After (one at a time, each behind the flood)
 GATEWAY = ("server", "workers", "redis", "rabbitmq", "postgres", "litellm")  # not wrk, not the upstream
@@ -71,12 +76,13 @@ GATEWAY = ("server", "workers", "redis", "rabbitmq", "postgres", "litellm")  # n
 
 @dataclasses.dataclass
 class Target:
-    """What wrk loads: a base URL, the keys to send, the process groups to charge."""
+    """What wrk loads: a base URL, the keys and body to send, the process groups to charge."""
 
     label: str
     base: str
     keys: list[str]
     groups: Callable[[], dict[str, list[psutil.Process]]]
+    body: dict = dataclasses.field(default_factory=lambda: BODY)
 
 
 def busy_seconds() -> float:
@@ -87,7 +93,7 @@ def busy_seconds() -> float:
 def run(target: Target, connections: int, duration: float) -> dict:
     """One wrk run (bench/e2e.py's), plus the groups' and the machine's share of the cores."""
     busy = busy_seconds()
-    r = wrk(target.base, target.keys, connections, duration, stack=target)
+    r = wrk(target.base, target.keys, connections, duration, body=target.body, stack=target)
     seconds = r["duration_us"] / 1e6
     r["busy"] = (busy_seconds() - busy) / r["elapsed"] / os.cpu_count()
     r["share"] = sum(r["cpu"].values()) / seconds / os.cpu_count()
@@ -171,7 +177,7 @@ class LiteLLM:
     def __enter__(self) -> LiteLLM:
         self.dir = tempfile.TemporaryDirectory()
         self.key = "sk-" + secrets.token_hex(32)
-        config = {"model_list": [{"model_name": MODEL, "litellm_params": {
+        config = {"model_list": [{"model_name": UP_MODEL, "litellm_params": {
             "model": "openai/fake", "api_base": self.upstream.base, "api_key": "none"}}],
             "litellm_settings": {"telemetry": False, "callbacks": []},
             "general_settings": {"master_key": self.key}}
@@ -197,7 +203,7 @@ class LiteLLM:
     def target(self) -> Target:
         label = f"LiteLLM {self.workers} worker" + ("s" if self.workers > 1 else "")
         return Target(label, self.base, [self.key],
-                      lambda: {"litellm": tree(self.proc.pid), **self.upstream.groups()})
+                      lambda: {"litellm": tree(self.proc.pid), **self.upstream.groups()}, UP_BODY)
 
     def __exit__(self, *exc):
         stop(self.proc)
@@ -207,8 +213,24 @@ class LiteLLM:
 
 # ---- the ceiling ------------------------------------------------------------------
 
-def stack_env(engine: dict) -> dict:
-    return dict(os.environ, **STACK_ENV, INFERENCE_MODELS=json.dumps({MODEL: engine}))
+def stack_env(models: dict) -> dict:
+    return dict(os.environ, **STACK_ENV, INFERENCE_MODELS=json.dumps(models))
+
+
+def our_targets(stack: Stack, serve: int, engines: list[str], upstream: FakeUpstream) -> list[Target]:
+    """One stack, two models, a device each: the fixed-cost one and the upstream one."""
+    worker = stack.spawn_worker("upstream", UP_MODEL)
+    deadline = time.monotonic() + 90
+    while not live_workers(UP_MODEL):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the upstream model's worker did not start")
+        time.sleep(0.2)
+    key = make_keys("paid", 1)
+    fixed = Target(f"ours {serve}x1 fixed-cost", stack.base, key,
+                   lambda: {**stack.groups(), "workers": tree(stack.workers[0].pid)})
+    up = Target(f"ours {serve}x1 upstream", stack.base, key,
+                lambda: {**stack.groups(), "workers": tree(worker.pid), **upstream.groups()}, UP_BODY)
+    return [t for name, t in (("fixed-cost", fixed), ("upstream", up)) if name in engines]
 
 
 def ceiling(args: argparse.Namespace) -> None:
@@ -218,27 +240,23 @@ def ceiling(args: argparse.Namespace) -> None:
           f"fixed-cost device {MAX_INPUTS} inputs / {CALL_S * 1000:.0f} ms per call; the fake upstream "
           f"answers at once (CALL_S = PER_TOKEN_S = 0)")
     with FakeUpstream() as upstream:
-        upstream_engine = {"engine": "upstream", "base_url": upstream.base, "model": "fake",
-                           "max_batch_size": MAX_INPUTS}
+        models = {MODEL: FIXED, UP_MODEL: {"engine": "upstream", "base_url": upstream.base,
+                                           "model": "fake", "max_batch_size": MAX_INPUTS}}
         for serve in args.serves:
             lite = LiteLLM(args.litellm, serve, upstream) if args.litellm else None
-            with lite or contextlib.nullcontext():
-                if lite:
-                    run(lite.target(), conns, 5)  # warm up: every worker up, its pools open
-                for name, engine in (("fixed-cost", FIXED), ("upstream", upstream_engine)):
-                    if name not in args.engines:
-                        continue
-                    with Stack(serve, 1, stack_env(engine)) as stack:
-                        groups = stack.groups if name == "fixed-cost" else (
-                            lambda s=stack: {**s.groups(), **upstream.groups()})
-                        ours = Target(f"ours {serve}x1 {name}", stack.base, make_keys("paid", 1), groups)
-                        run(ours, conns, 3)
-                        for _ in range(args.rounds):
-                            for target in (ours, lite.target()) if lite else (ours,):
-                                settle()
-                                r = run(target, conns, duration)
-                                results.setdefault(target.label, []).append(r)
-                                print(line(target.label, r), flush=True)
+            started = time.monotonic()
+            with lite or contextlib.nullcontext(), Stack(serve, 1, stack_env(models)) as stack:
+                targets = our_targets(stack, serve, args.engines, upstream)
+                targets += [lite.target()] if lite else []
+                print(f"  (LiteLLM and our stack started in {time.monotonic() - started:.0f} s)", flush=True)
+                for target in targets:
+                    run(target, conns, 5)  # warm up: every process up, its pools open
+                for _ in range(args.rounds):
+                    for target in targets:
+                        settle()
+                        r = run(target, conns, duration)
+                        results.setdefault(target.label, []).append(r)
+                        print(line(target.label, r), flush=True)
     summary(results, args.serves)
 
 
@@ -295,7 +313,7 @@ def retry_after_sample(base: str, key: str, n: int) -> tuple[int, int, list[floa
 
 def flood(args: argparse.Namespace) -> None:
     duration = args.duration
-    env = dict(stack_env(FIXED), RATE_LIMIT_FREE_RPM="1", RATE_LIMIT_FREE_TPM="1000000")
+    env = dict(stack_env({MODEL: FIXED}), RATE_LIMIT_FREE_RPM="1", RATE_LIMIT_FREE_TPM="1000000")
     with Stack(1, 1, env) as stack:
         paid = Target("paid", stack.base, make_keys("paid", 1), stack.groups)
         free = Target("free flood", stack.base, make_keys("free", 1), stack.groups)
