@@ -123,15 +123,16 @@ def pct(values: list[float], q: float) -> float:
 
 # ---- processes and their CPU -------------------------------------------------
 
-def cpu_seconds(procs: list[psutil.Process]) -> float:
-    total = 0.0
+def cpu_by_pid(procs: list[psutil.Process]) -> dict[int, float]:
+    out = {}
     for proc in procs:
-        try:
-            t = proc.cpu_times()
-            total += t.user + t.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
+        with contextlib.suppress(psutil.NoSuchProcess):
+            out[proc.pid] = sum(proc.cpu_times()[:2])  # user + system
+    return out
+
+
+def cpu_seconds(procs: list[psutil.Process]) -> float:
+    return sum(cpu_by_pid(procs).values())
 
 
 def named(*names: str) -> list[psutil.Process]:
@@ -216,7 +217,7 @@ def wrk(base: str, keys: list[str], connections: int, duration: float, *, delay_
                BENCH_DELAY_MS=str(delay_ms))
     threads = max(1, min(2, connections))
     groups = stack.groups() if stack else {}
-    before = {name: cpu_seconds(procs) for name, procs in groups.items()}
+    before = {name: cpu_by_pid(procs) for name, procs in groups.items()}
     started = time.monotonic()
     seconds = f"{max(1, round(duration))}s"
     proc = subprocess.Popen(["wrk", "-t", str(threads), "-c", str(connections), "-d", seconds,
@@ -236,7 +237,10 @@ def wrk(base: str, keys: list[str], connections: int, duration: float, *, delay_
     if line is None:
         raise RuntimeError("wrk printed no summary:\n" + "".join(out_lines))
     result = json.loads(line[len("WRKJSON "):])
-    result["cpu"] = {name: cpu_seconds(procs) - before[name] for name, procs in groups.items()}
+    # Processes alive at both ends: one gone in between (a PostgreSQL backend) would count negative.
+    after = {name: cpu_by_pid(procs) for name, procs in groups.items()}
+    result["cpu"] = {name: sum(t - before[name][pid] for pid, t in after[name].items() if pid in before[name])
+                     for name in groups}
     result["cpu"]["wrk"] = wrk_cpu
     result["elapsed"] = elapsed
     result["rps"] = result["requests"] / (result["duration_us"] / 1e6)
