@@ -24,9 +24,10 @@ is other work on the same cores); then ours / LiteLLM for each pairing. Redis,
 RabbitMQ and PostgreSQL are shared services: their CPU includes whatever else uses them.
 
 --flood: 1 serve x 1 device (fixed-cost), a free key at RATE_LIMIT_FREE_RPM=1 under
-wrk at 400 connections alone (429s per second, the serve process's CPU in cores,
-Retry-After on 50 refusals sampled with httpx), a paid key at 20 connections alone and
-then beside the flood: paid p99 beside / alone.
+wrk at 400 connections as fast as answered, alone (429s per second: the serve
+process's ceiling when it is saturated; its CPU in cores; Retry-After on 50 refusals
+sampled with httpx); then a paid key at about --paid-rate req/s (20 connections), alone
+and beside the flood paced at about --flood-rate req/s: paid p99 beside / alone.
 """
 
 from __future__ import annotations
@@ -90,10 +91,13 @@ def busy_seconds() -> float:
     return t.user + t.nice + t.system + t.irq + t.softirq + getattr(t, "steal", 0.0)
 
 
-def run(target: Target, connections: int, duration: float) -> dict:
-    """One wrk run (bench/e2e.py's), plus the groups' and the machine's share of the cores."""
+def run(target: Target, connections: int, duration: float, rate: float = 0) -> dict:
+    """One wrk run (bench/e2e.py's), plus the groups' and the machine's share of the cores;
+    ``rate``: about that many requests/s in all (each connection pauses between requests)."""
     busy = busy_seconds()
-    r = wrk(target.base, target.keys, connections, duration, body=target.body, stack=target)
+    delay_ms = round(connections * 1000 / rate) if rate else 0
+    r = wrk(target.base, target.keys, connections, duration, body=target.body, stack=target,
+            delay_ms=delay_ms)
     seconds = r["duration_us"] / 1e6
     r["busy"] = (busy_seconds() - busy) / r["elapsed"] / os.cpu_count()
     r["share"] = sum(r["cpu"].values()) / seconds / os.cpu_count()
@@ -319,15 +323,16 @@ def flood(args: argparse.Namespace) -> None:
         free = Target("free flood", stack.base, make_keys("free", 1), stack.groups)
         run(paid, args.paid_connections, 3)  # warm up
         settle()
-        alone = run(paid, args.paid_connections, duration)
+        alone = run(paid, args.paid_connections, duration, args.paid_rate)
         thread, refusals = in_thread(lambda: run(free, args.flood_connections, duration))
         time.sleep(2)  # sample once the flood runs (a bench, not a test)
         refused, with_ra, values = retry_after_sample(stack.base, free.keys[0], SAMPLE)
         thread.join()
         settle()
-        thread, beside_flood = in_thread(lambda: run(free, args.flood_connections, duration + 4))
+        thread, beside_flood = in_thread(
+            lambda: run(free, args.flood_connections, duration + 4, args.flood_rate))
         time.sleep(2)
-        beside = run(paid, args.paid_connections, duration)
+        beside = run(paid, args.paid_connections, duration, args.paid_rate)
         thread.join()
     rate = refusals["statuses"].get("429", 0) / (refusals["duration_us"] / 1e6)
     serve_cores = refusals["cpu"]["server"] / (refusals["duration_us"] / 1e6)
@@ -341,6 +346,8 @@ def flood(args: argparse.Namespace) -> None:
           f"{refusals['busy']:.2f} of its cores; CPU ms per 429: {per_answer(refusals, '429')}")
     print(f"  Retry-After: {with_ra} of the {refused} refusals among {SAMPLE} sampled requests carried it"
           + (f" (values {min(values):.0f}-{max(values):.0f} s)" if values else ""))
+    print(f"  paid at about {args.paid_rate:.0f} req/s ({args.paid_connections} connections), alone and "
+          f"beside the flood at about {args.flood_rate:.0f} req/s:")
     print(line(f"paid {args.paid_connections} conns alone", alone))
     print(line("paid beside the flood", beside))
     flood_rate = beside_flood["statuses"].get("429", 0) / (beside_flood["duration_us"] / 1e6)
@@ -364,6 +371,9 @@ def main() -> None:
     parser.add_argument("--litellm", default=LITELLM, help="LiteLLM's `litellm` command; '' leaves it out")
     parser.add_argument("--flood-connections", type=int, default=400)
     parser.add_argument("--paid-connections", type=int, default=20)
+    parser.add_argument("--paid-rate", type=float, default=100, help="the paid key's req/s (0: closed loop)")
+    parser.add_argument("--flood-rate", type=float, default=5000,
+                        help="the flood's req/s beside the paid key (0: as fast as answered)")
     args = parser.parse_args()
     args.serves = [int(s) for s in args.serves.split(",")]
     args.engines = args.engines.split(",")
