@@ -32,6 +32,7 @@ import argparse
 import collections
 import heapq
 import math
+import os
 import random
 import sys
 import time
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")  # request checks read limits from settings
 
 from inference_worker.clock import VirtualClock, run_until_idle  # noqa: E402
 from inference_worker.engines.base import SamplingParams, Sequence  # noqa: E402
