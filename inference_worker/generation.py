@@ -78,20 +78,15 @@ def _cancel_local(request_id: str) -> None:
 
 
 def _wait(handle, log: EventLog, request_id: str, cancelled: bool):
-    with _handles_lock:
-        _handles[request_id] = handle
-    try:
-        if cancelled:  # went away before the request reached this worker
-            handle.cancel("client went away")
-        while True:
-            try:
-                return handle.result(timeout=CANCEL_POLL_S)
-            except TimeoutError:
-                if log.cancelled(request_id):
-                    handle.cancel("client went away")
-    finally:
-        with _handles_lock:
-            _handles.pop(request_id, None)
+    """The handle's results; a cancel mark found meanwhile (a notice lost) cancels it."""
+    if cancelled:  # went away before the request reached this worker
+        handle.cancel("client went away")
+    while True:
+        try:
+            return handle.result(timeout=CANCEL_POLL_S)
+        except TimeoutError:
+            if log.cancelled(request_id):
+                handle.cancel("client went away")
 
 
 def _usage(seq: Sequence, result) -> tuple[int, int]:
@@ -204,11 +199,22 @@ class _Generation:
             self.group.handles = submit_together(request.model, items, request.priority,
                                                  timeout=request.timeout_s,
                                                  on_done=on_done if n == 1 else None)
+            # Cancel notices reach it from now on, while this thread waits on others of its message.
+            with _handles_lock:
+                _handles[request.request_id] = self.group
         except Exception as exc:
             self.failure = exc
 
     def finish(self) -> dict[str, Any] | None:
         """Wait for the result and write the terminal event; returns it."""
+        try:
+            return self._finish()
+        finally:
+            with _handles_lock:
+                if _handles.get(self.request.request_id) is self.group:
+                    _handles.pop(self.request.request_id)
+
+    def _finish(self) -> dict[str, Any] | None:
         if self.event is not None:
             return self.event  # found finished
         request, log = self.request, self.log

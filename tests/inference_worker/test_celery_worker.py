@@ -133,6 +133,24 @@ def test_should_send_requests_published_together_as_one_message_and_run_each(mod
         wait_for(lambda: _messages_in(f"gpu.{model}") == 0, timeout=10, what="the message acknowledged")
 
 
+def test_should_cancel_a_request_of_a_message_while_its_thread_waits_on_another(model):
+    """One input per call: the three requests of one message run one after the other,
+    and the task thread waits on the first while the third, cancelled, still queues."""
+    backend = CeleryBackend()
+    spec = {model: {"engine": "fixed_cost", "max_inputs": 1, "call_s": 1.0}}
+    requests = [_request(model, f"in turn {i}") for i in range(3)]
+    with celery_worker(spec, [f"gpu.{model}"], name="in-turn"):
+        _wait_live(model)
+        _publish_together(backend, requests)
+        wait_for(lambda: any(h["running"] for h in live_workers(model)), timeout=30,
+                 what="the first call to start")
+        backend.cancel(requests[2].request_id)
+        assert backend.result(requests[0].request_id, timeout_s=30)["type"] == "done"
+        cancelled = backend.result(requests[2].request_id, timeout_s=30)
+        assert cancelled["type"] == "error" and cancelled["code"] == "cancelled", cancelled
+        assert cancelled["completion_tokens"] == 0  # it never reached the device
+
+
 @pytest.mark.parametrize("together", [False, True], ids=["a message each", "one message for all"])
 def test_should_redeliver_requests_of_a_killed_worker_and_complete_each_once(model, together):
     backend = CeleryBackend()
