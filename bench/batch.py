@@ -53,6 +53,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -166,6 +167,56 @@ def batch_worker(env: dict, *, once: bool) -> subprocess.Popen:
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
 
 
+class Probe:
+    """Four interactive requests at a time beside wrk, split from its answer's
+    Server-Timing and the worker's stored result: transport (publish to the
+    worker's scheduler and the answer back, broker and prefetch window included),
+    the scheduler's queue (submit to the first call), and the call itself."""
+
+    def __init__(self, base: str, key: str, model: str):
+        import httpx
+
+        from inference_protocol.events import RedisEventLog
+
+        self.client = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+        self.log, self.model = RedisEventLog(), model
+        self.stop = threading.Event()
+        self.parts: list[tuple[float, float, float]] = []
+
+    def _one(self) -> None:
+        body = {"model": self.model, "max_tokens": 16, "messages": [{"role": "user", "content": "probe"}]}
+        r = self.client.post("/v1/chat/completions", json=body)
+        header = r.headers.get("server-timing", "")
+        timing = dict(p.split(";dur=") for p in header.split(", ") if ";dur=" in p)
+        result = (self.log.final(r.json()["id"].split("-", 1)[1]) or {}).get("result") or {}
+        if r.status_code == 200 and "worker" in timing and "queued_s" in result:
+            worker_ms = float(timing["worker"])
+            self.parts.append((float(timing["stream"]) - worker_ms, 1000 * result["queued_s"],
+                               worker_ms - 1000 * result["queued_s"]))
+
+    def __enter__(self) -> Probe:
+        self.started = time.monotonic()
+
+        def loop():
+            while not self.stop.is_set():
+                self._one()
+        self.threads = [threading.Thread(target=loop, daemon=True) for _ in range(4)]
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for t in self.threads:
+            t.join()
+        self.rps = len(self.parts) / (time.monotonic() - self.started)
+
+    def row(self) -> list[str]:
+        """p50 / p99 (ms) of transport, queue and call."""
+        cols = list(zip(*self.parts, strict=True)) or [[0.0]] * 3
+        return [f"{pct(c, 0.5):.0f} / {pct(c, 0.99):.0f}" for c in cols]
+
+
 def live_stack_env(e2e, engine: dict, **extra) -> dict:
     return dict(os.environ, **e2e.STACK_ENV, BATCH_DISPATCH="none",
                 INFERENCE_MODELS=json.dumps({e2e.MODEL: engine}), **extra)
@@ -221,17 +272,25 @@ def live(duration: float, lines: int, load: float) -> None:
 
     engine = {"engine": "fixed_cost", "max_inputs": N, "call_s": CALL}
     conns = 100
-    # Closed loop: a connection sends every latency + pause; ~300 ms of latency on this device.
-    pause_ms = max(0, int(conns / (load * LIMIT) * 1000 - 300))
     with object_store() as s3:
         env = live_stack_env(e2e, engine, **s3)
         with e2e.Stack(1, 1, env) as stack:
-            key = e2e.make_keys("paid", 1)
+            key = e2e.make_keys("paid", 2)
             client = httpx.Client(base_url=stack.base, headers={"Authorization": f"Bearer {key[0]}"},
                                   timeout=60)
-            e2e.wrk(stack.base, key, conns, 3, delay_ms=pause_ms)  # warm up
+            # Closed loop: a connection sends every latency + pause; the pause is set
+            # from a warm-up's mean latency so that the rate is about --load of the limit.
+            warm = e2e.wrk(stack.base, key[:1], conns, 5, delay_ms=500)
+            latency_ms = conns / warm["rps"] * 1000 - 500
+            pause_ms = max(0, int(conns / (load * LIMIT) * 1000 - latency_ms))
+
+            def measure():
+                with Probe(stack.base, key[1], e2e.MODEL) as probe:
+                    result = e2e.wrk(stack.base, key[:1], conns, duration, delay_ms=pause_ms, stack=stack)
+                return {**result, "probe": probe.row(), "rps": result["rps"] + probe.rps}
+
             e2e.settle()
-            alone = e2e.wrk(stack.base, key, conns, duration, delay_ms=pause_ms, stack=stack)
+            alone = measure()
             _, b = upload_and_create(client, e2e.MODEL, lines, "live")
             driver = batch_worker(env, once=False)
             try:
@@ -244,34 +303,37 @@ def live(duration: float, lines: int, load: float) -> None:
                     time.sleep(0.2)
                 before, t0 = completed(), time.monotonic()
                 cpu0 = e2e.cpu_seconds(e2e.tree(driver.pid))
-                beside = e2e.wrk(stack.base, key, conns, duration, delay_ms=pause_ms, stack=stack)
+                beside = measure()
                 during = (completed() - before) / (time.monotonic() - t0)
                 driver_cpu = e2e.cpu_seconds(e2e.tree(driver.pid)) - cpu0
-                load = os.getloadavg()[0]
+                loadavg = os.getloadavg()[0]
                 still = client.get(f"/v1/batches/{b['id']}").json()["status"]
                 client.post(f"/v1/batches/{b['id']}/cancel")
             finally:
                 driver.terminate()
                 driver.wait(30)
             e2e.settle()
-            again = e2e.wrk(stack.base, key, conns, duration, delay_ms=pause_ms, stack=stack)
+            again = measure()
     print(f"device: {N} inputs / {CALL * 1000:.0f} ms per call = {LIMIT:.0f} req/s; interactive: wrk, "
-          f"{conns} connections pausing {pause_ms} ms, {duration:.0f} s per run; batch job {lines} lines "
-          f"({still} at the end of the run beside it)")
+          f"{conns} connections pausing {pause_ms} ms (aiming at {load:.0%} of the limit), {duration:.0f} s "
+          f"per run; batch job {lines} lines ({still} at the end of the run beside it)")
     print(f"{'':24} {'alone':>9} {'with batch':>11} {'alone again':>12} {'ratio':>7}")
-    print(f"{'interactive req/s':24} {alone['rps']:>9.0f} {beside['rps']:>11.0f} {again['rps']:>12.0f}")
+    print(f"{'interactive req/s (all)':24} {alone['rps']:>9.0f} {beside['rps']:>11.0f} {again['rps']:>12.0f}")
     for name, field in (("interactive p50 (ms)", "p50_us"), ("interactive p99 (ms)", "p99_us")):
         base = (alone[field] + again[field]) / 2
         print(f"{name:24} {alone[field] / 1000:>9.0f} {beside[field] / 1000:>11.0f} "
               f"{again[field] / 1000:>12.0f} {beside[field] / base:>6.2f}x")
     print(f"{'non-200':24} {alone['non200']:>9} {beside['non200']:>11} {again['non200']:>12}")
+    print("a probe's requests beside wrk (Probe), p50 / p99 ms:")
+    for i, name in enumerate(("transport", "scheduler queue", "call")):
+        print(f"{'  ' + name:24} {alone['probe'][i]:>9} {beside['probe'][i]:>11} {again['probe'][i]:>12}")
     beside["cpu"]["batch_worker"] = driver_cpu
     for name in beside["cpu"]:  # CPU seconds per second: how many of the machine's cores each took
         # "-": not running, or below zero (PostgreSQL backends that ended took their CPU time along)
         row = [f"{r['cpu'][name] / r['elapsed']:.2f}" if r["cpu"].get(name, -1) >= 0 else "-"
                for r in (alone, beside, again)]
         print(f"{'CPU cores: ' + name:24} {row[0]:>9} {row[1]:>11} {row[2]:>12}")
-    print(f"{'load average (1 min)':24} {'':>9} {load:>11.1f}   (the machine: {os.cpu_count()} cores)")
+    print(f"{'load average (1 min)':24} {'':>9} {loadavg:>11.1f}   (the machine: {os.cpu_count()} cores)")
     idle = LIMIT - beside["rps"]
     print(f"batch lines/s beside interactive traffic: {during:.0f} = {during / idle:.0%} of the idle "
           f"capacity ({idle:.0f} req/s: the limit less the interactive rate)")
