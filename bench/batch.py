@@ -8,8 +8,10 @@ with --live, through the whole HTTP stack; with --rss, the batch worker's memory
 A device is ``FixedCostEngine`` at 50 inputs / 200 ms per call (250 req/s).
 Interactive (paid) requests arrive as a Poisson stream at ``--load`` of the
 device limit for 60 virtual seconds; the batch job is ``--lines`` requests at
-priority "batch", all queued at t = 0 (what the batch driver's windows keep
-topped up). Printed, against the interactive-only run of the same arrivals:
+priority "batch", fed as the batch driver feeds them (inference_client.batch_job):
+two calls' worth (100) at t = 0, each line replaced ``RTT`` after it ends (the
+driver hearing of it, the next line's way to the worker). Printed, against the
+interactive-only run of the same arrivals:
 
 - interactive p50 / p99 latency with and without the job (ratio);
 - batch lines/s while interactive traffic runs, as a share of the capacity
@@ -71,6 +73,7 @@ from inference_worker.requests import SchedulerConfig  # noqa: E402
 from inference_worker.scheduler import Scheduler  # noqa: E402
 
 N, CALL = 50, 0.2
+RTT = 0.03  # a batch line's end to the next line's arrival at the worker (s)
 LIMIT = N / CALL
 DURATION = 60.0
 
@@ -90,8 +93,19 @@ def run(arrivals, lines: int):
     def seq(i):
         return Sequence(id=str(i), messages=[{"role": "user", "content": "ping"}], params=params)
 
-    for i in range(lines):
-        sched.submit(seq(f"b{i}"), "batch", on_done=lambda r: batch_done.append(clock.now()))
+    fed = iter(range(lines))
+
+    def line():
+        i = next(fed, None)
+        if i is not None:
+            sched.submit(seq(f"b{i}"), "batch", on_done=done)
+
+    def done(_):
+        batch_done.append(clock.now())
+        clock.call_at(clock.now() + RTT, line)
+
+    for _ in range(2 * N):
+        line()
     for i, t in enumerate(arrivals):
         clock.call_at(t, lambda i=i: sched.submit(seq(f"i{i}"), "paid",
                                                   on_done=lambda r: interactive.append(r.latency_s)))
@@ -167,8 +181,11 @@ def batch_worker(env: dict, *, once: bool) -> subprocess.Popen:
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
 
 
+PROBES = 4
+
+
 class Probe:
-    """Four interactive requests at a time beside wrk, split from its answer's
+    """PROBES interactive requests at a time beside wrk, split from its answer's
     Server-Timing and the worker's stored result: transport (publish to the
     worker's scheduler and the answer back, broker and prefetch window included),
     the scheduler's queue (submit to the first call), and the call itself."""
@@ -200,7 +217,7 @@ class Probe:
         def loop():
             while not self.stop.is_set():
                 self._one()
-        self.threads = [threading.Thread(target=loop, daemon=True) for _ in range(4)]
+        self.threads = [threading.Thread(target=loop, daemon=True) for _ in range(PROBES)]
         for t in self.threads:
             t.start()
         return self
@@ -279,10 +296,13 @@ def live(duration: float, lines: int, load: float) -> None:
             client = httpx.Client(base_url=stack.base, headers={"Authorization": f"Bearer {key[0]}"},
                                   timeout=60)
             # Closed loop: a connection sends every latency + pause; the pause is set
-            # from a warm-up's mean latency so that the rate is about --load of the limit.
+            # from a warm-up's mean latency so that wrk and the probe (PROBES at a time,
+            # no pause) together send about --load of the limit.
+            e2e.wrk(stack.base, key[:1], conns, 3, delay_ms=500)  # the stack's first requests are slow
             warm = e2e.wrk(stack.base, key[:1], conns, 5, delay_ms=500)
             latency_ms = conns / warm["rps"] * 1000 - 500
-            pause_ms = max(0, int(conns / (load * LIMIT) * 1000 - latency_ms))
+            wrk_rate = load * LIMIT - PROBES / (latency_ms / 1000)
+            pause_ms = max(0, int(conns / wrk_rate * 1000 - latency_ms))
 
             def measure():
                 with Probe(stack.base, key[1], e2e.MODEL) as probe:

@@ -9,9 +9,9 @@ choice, a usage record per line, stored with the lines. It runs at priority
 "batch" (the scheduler gives it only slots interactive traffic leaves empty),
 with a request id derived from (batch, custom_id): a resumed batch, or a
 redelivered task, gets the worker's stored result for that id instead of a
-second generation. Lines are fed with at most one device call's worth started
+second generation. Lines are fed with at most two device calls' worth started
 per live worker (``_cap``: more would only wait in the workers' prefetch
-windows, where interactive requests need the room), the next starting as soon
+windows, taking the room interactive requests arrive into), the next starting as soon
 as one ends; no database connection is held while waiting. A finished line is
 stored once (unique per batch and custom_id); ``start`` skips the lines stored
 already. A cancel stops at the next step (what is in flight is cancelled) and
@@ -99,12 +99,13 @@ def _pending(batch: Batch, lines):
 
 
 def _cap(model: str | None) -> int:
-    """Lines started and not ended: one call's worth (max_batch_size) per live
-    worker of the model's serving names; BATCH_WINDOW while none is known."""
+    """Lines started and not ended: two calls' worth (max_batch_size) per live
+    worker of the model's serving names, one running, one waiting for its call
+    (the room inference_worker.sizing gives them); BATCH_WINDOW while none is known."""
     if model is None:
         return settings.BATCH_WINDOW
     beats = [b for name in serving_names(model) for b in get_backend().live_workers(name)]
-    return sum(int(b.get("max_batch_size") or 0) for b in beats) or settings.BATCH_WINDOW
+    return 2 * sum(int(b.get("max_batch_size") or 0) for b in beats) or settings.BATCH_WINDOW
 
 
 def _feed(work: _Work, count: int) -> None:

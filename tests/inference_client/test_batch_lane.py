@@ -1,7 +1,7 @@
 """Batch API lines through the gateway's batch lane (inference_client.batch_lane):
 the /v1 admission rules at batch priority (the batch key's buckets, less the
 share kept for its interactive calls), a usage record per line, the prompt cache;
-and at most one device call's worth of lines started at once."""
+and at most two device calls' worth of lines started at once."""
 
 import json
 
@@ -92,12 +92,12 @@ def test_a_line_over_the_keys_batch_share_fails_as_on_v1_and_the_rest_run(transa
     assert (Batch.objects.get(pk=batch.pk).completed, Batch.objects.get(pk=batch.pk).failed) == (1, 1)
 
 
-def test_at_most_one_call_of_lines_is_started_at_once(transactional_db, lane, settings):
+def test_at_most_two_calls_of_lines_are_started_at_once(transactional_db, lane, settings):
     backend = use_backend(settings, "tests.inference_client.test_batch_lane.Started")
     backend.held.clear()
     key, _ = make_key("paid")
     batch = _batch(key, [f"line {i}" for i in range(40)])
     assert batch_drive(batch.pk) == "completed"
     assert Batch.objects.get(pk=batch.pk).completed == 40
-    # The scheduler's max batch size (2), not BATCH_WINDOW (16) or two of them.
-    assert len(backend.held) == 40 and max(backend.held) <= 2
+    # Twice the scheduler's max batch size (2), not BATCH_WINDOW (16) or two of them.
+    assert len(backend.held) == 40 and max(backend.held) <= 4
