@@ -43,7 +43,7 @@ def _stats(name: str) -> dict:
 def test_a_worker_with_no_pool_flags_holds_its_engines_window_and_c_overrides_it(model):
     call_s, inputs = 0.2, 50
     spec = {model: {"engine": "fixed_cost", "max_inputs": inputs, "call_s": call_s}}
-    expected = inputs * (2 + math.ceil(settings.WORKER_REFILL_S / call_s))
+    expected = inputs * (3 + math.ceil(settings.WORKER_REFILL_S / call_s))
     run = uuid.uuid4().hex[:6]
     with celery_worker(spec, [f"gpu.{model}"], concurrency=None, name=f"sized-{run}"), \
             celery_worker(spec, [f"gpu.{model}"], concurrency=20, name=f"flagged-{run}"):
