@@ -188,7 +188,8 @@ class Probe:
     """PROBES interactive requests at a time beside wrk, split from its answer's
     Server-Timing and the worker's stored result: transport (publish to the
     worker's scheduler and the answer back, broker and prefetch window included),
-    the scheduler's queue (submit to the first call), and the call itself."""
+    the scheduler's queue (submit to the first call), the call itself, and the
+    rest of the client's wait: the gateway's own work and the HTTP exchange."""
 
     def __init__(self, base: str, key: str, model: str):
         import httpx
@@ -202,14 +203,16 @@ class Probe:
 
     def _one(self) -> None:
         body = {"model": self.model, "max_tokens": 16, "messages": [{"role": "user", "content": "probe"}]}
+        started = time.monotonic()
         r = self.client.post("/v1/chat/completions", json=body)
+        total_ms = (time.monotonic() - started) * 1000
         header = r.headers.get("server-timing", "")
         timing = dict(p.split(";dur=") for p in header.split(", ") if ";dur=" in p)
         result = (self.log.final(r.json()["id"].split("-", 1)[1]) or {}).get("result") or {}
         if r.status_code == 200 and "worker" in timing and "queued_s" in result:
-            worker_ms = float(timing["worker"])
-            self.parts.append((float(timing["stream"]) - worker_ms, 1000 * result["queued_s"],
-                               worker_ms - 1000 * result["queued_s"]))
+            worker_ms, stream_ms = float(timing["worker"]), float(timing["stream"])
+            self.parts.append((stream_ms - worker_ms, 1000 * result["queued_s"],
+                               worker_ms - 1000 * result["queued_s"], total_ms - stream_ms))
 
     def __enter__(self) -> Probe:
         self.started = time.monotonic()
@@ -229,8 +232,8 @@ class Probe:
         self.rps = len(self.parts) / (time.monotonic() - self.started)
 
     def row(self) -> list[str]:
-        """p50 / p99 (ms) of transport, queue and call."""
-        cols = list(zip(*self.parts, strict=True)) or [[0.0]] * 3
+        """p50 / p99 (ms) of transport, queue, call and the rest."""
+        cols = list(zip(*self.parts, strict=True)) or [[0.0]] * 4
         return [f"{pct(c, 0.5):.0f} / {pct(c, 0.99):.0f}" for c in cols]
 
 
@@ -345,7 +348,7 @@ def live(duration: float, lines: int, load: float) -> None:
               f"{again[field] / 1000:>12.0f} {beside[field] / base:>6.2f}x")
     print(f"{'non-200':24} {alone['non200']:>9} {beside['non200']:>11} {again['non200']:>12}")
     print("a probe's requests beside wrk (Probe), p50 / p99 ms:")
-    for i, name in enumerate(("transport", "scheduler queue", "call")):
+    for i, name in enumerate(("transport", "scheduler queue", "call", "gateway and HTTP")):
         print(f"{'  ' + name:24} {alone['probe'][i]:>9} {beside['probe'][i]:>11} {again['probe'][i]:>12}")
     beside["cpu"]["batch_worker"] = driver_cpu
     for name in beside["cpu"]:  # CPU seconds per second: how many of the machine's cores each took
