@@ -56,6 +56,10 @@ BATCH_DISPATCH = env_str("BATCH_DISPATCH", "none" if CELERY_BROKER_URL else "thr
 # may have at once: a create past it is a 429 too_many_active_jobs.
 BATCH_MAX_ACTIVE = env_int("BATCH_MAX_ACTIVE", 10)
 BATCH_LINE_TIMEOUT_S = env_float("BATCH_LINE_TIMEOUT_S", 600.0)
+# manage.py batch_worker's CPU niceness (0: none): on a host it shares with serve and GPU
+# workers, its drivers take only the CPU the interactive path leaves, as its lines take
+# only the device slots interactive requests leave.
+BATCH_WORKER_NICE = env_int("BATCH_WORKER_NICE", 10)
 # The most tokens (prompt + max_tokens, estimated at upload) an account may have
 # enqueued in unfinished batches, by tier; checked when a batch is created.
 BATCH_ENQUEUED_TOKENS = {"free": env_int("BATCH_ENQUEUED_TOKENS_FREE", 2_000_000),

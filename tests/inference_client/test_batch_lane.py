@@ -101,3 +101,14 @@ def test_at_most_two_calls_of_lines_are_started_at_once(transactional_db, lane, 
     assert Batch.objects.get(pk=batch.pk).completed == 40
     # Twice the scheduler's max batch size (2), not BATCH_WINDOW (16) or two of them.
     assert len(backend.held) == 40 and max(backend.held) <= 4
+
+
+def test_the_batch_worker_runs_at_a_lower_cpu_priority(django_db_blocker):
+    import psutil
+
+    from tests.inference_client.conftest import job_worker
+    from tests.polling import wait_for
+
+    with job_worker(django_db_blocker, "batch_worker", BATCH_WORKER_NICE="7") as proc:
+        # Set before its first poll: from then on its drivers yield the CPU to serve and the workers.
+        assert wait_for(lambda: psutil.Process(proc.pid).nice() == 7, timeout=30, what="the niceness")
