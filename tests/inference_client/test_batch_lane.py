@@ -14,6 +14,7 @@ from inference_client.batch_files import file_create, line_request_id
 from inference_client.batch_job import batch_drive
 from inference_client.batches import batch_create
 from inference_client.models import Batch, BatchLine, UsageRecord
+from inference_protocol.backend import get_backend
 from inference_worker.inprocess import InProcessBackend
 from inference_worker.runtime import get_scheduler
 from tests.evals.conftest import use_backend
@@ -42,7 +43,7 @@ def lane(settings):
     settings.BATCH_DISPATCH = "none"
     settings.BATCH_WINDOW = 16
     yield
-    use_backend(settings, settings.INFERENCE_BACKEND)  # the next test gets its own
+    get_backend.cache_clear()  # the backend a test chose goes with it
 
 
 class Started(InProcessBackend):
