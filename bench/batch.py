@@ -199,13 +199,17 @@ class Probe:
         self.client = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60)
         self.log, self.model = RedisEventLog(), model
         self.stop = threading.Event()
-        self.parts: list[tuple[float, float, float]] = []
+        self.parts: list[tuple[float, float, float, float]] = []
+        self.refused: list = []
 
     def _one(self) -> None:
         body = {"model": self.model, "max_tokens": 16, "messages": [{"role": "user", "content": "probe"}]}
         started = time.monotonic()
         r = self.client.post("/v1/chat/completions", json=body)
         total_ms = (time.monotonic() - started) * 1000
+        if r.status_code != 200:  # counted with wrk's non-200 answers
+            self.refused.append(r.json().get("error", {}).get("code", r.status_code))
+            return
         header = r.headers.get("server-timing", "")
         timing = dict(p.split(";dur=") for p in header.split(", ") if ";dur=" in p)
         result = (self.log.final(r.json()["id"].split("-", 1)[1]) or {}).get("result") or {}
@@ -310,7 +314,9 @@ def live(duration: float, lines: int, load: float) -> None:
             def measure():
                 with Probe(stack.base, key[1], e2e.MODEL) as probe:
                     result = e2e.wrk(stack.base, key[:1], conns, duration, delay_ms=pause_ms, stack=stack)
-                return {**result, "probe": probe.row(), "rps": result["rps"] + probe.rps}
+                return {**result, "probe": probe.row(), "rps": result["rps"] + probe.rps,
+                        "non200": result["non200"] + len(probe.refused),
+                        "refused": sorted(set(map(str, probe.refused)))}
 
             e2e.settle()
             alone = measure()
@@ -346,7 +352,8 @@ def live(duration: float, lines: int, load: float) -> None:
         base = (alone[field] + again[field]) / 2
         print(f"{name:24} {alone[field] / 1000:>9.0f} {beside[field] / 1000:>11.0f} "
               f"{again[field] / 1000:>12.0f} {beside[field] / base:>6.2f}x")
-    print(f"{'non-200':24} {alone['non200']:>9} {beside['non200']:>11} {again['non200']:>12}")
+    print(f"{'non-200':24} {alone['non200']:>9} {beside['non200']:>11} {again['non200']:>12}   "
+          f"(the probe's codes: {alone['refused']}, {beside['refused']}, {again['refused']})")
     print("a probe's requests beside wrk (Probe), p50 / p99 ms:")
     for i, name in enumerate(("transport", "scheduler queue", "call", "gateway and HTTP")):
         print(f"{'  ' + name:24} {alone['probe'][i]:>9} {beside['probe'][i]:>11} {again['probe'][i]:>12}")
