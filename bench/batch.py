@@ -208,7 +208,8 @@ class Probe:
         r = self.client.post("/v1/chat/completions", json=body)
         total_ms = (time.monotonic() - started) * 1000
         if r.status_code != 200:  # counted with wrk's non-200 answers
-            self.refused.append(r.json().get("error", {}).get("code", r.status_code))
+            error = r.json().get("error", {})
+            self.refused.append(f"{error.get('code', r.status_code)} ({error.get('reason', '')})")
             return
         header = r.headers.get("server-timing", "")
         timing = dict(p.split(";dur=") for p in header.split(", ") if ";dur=" in p)
