@@ -8,8 +8,10 @@ with --live, through the whole HTTP stack; with --rss, the batch worker's memory
 A device is ``FixedCostEngine`` at 50 inputs / 200 ms per call (250 req/s).
 Interactive (paid) requests arrive as a Poisson stream at ``--load`` of the
 device limit for 60 virtual seconds; the batch job is ``--lines`` requests at
-priority "batch", all queued at t = 0 (what the batch driver's windows keep
-topped up). Printed, against the interactive-only run of the same arrivals:
+priority "batch", fed as the batch driver feeds them (inference_client.batch_job):
+two calls' worth (100) at t = 0, each line replaced ``RTT`` after it ends (the
+driver hearing of it, the next line's way to the worker). Printed, against the
+interactive-only run of the same arrivals:
 
 - interactive p50 / p99 latency with and without the job (ratio);
 - batch lines/s while interactive traffic runs, as a share of the capacity
@@ -70,6 +72,7 @@ from inference_worker.requests import SchedulerConfig  # noqa: E402
 from inference_worker.scheduler import Scheduler  # noqa: E402
 
 N, CALL = 50, 0.2
+RTT = 0.03  # a batch line's end to the next line's arrival at the worker (s)
 LIMIT = N / CALL
 DURATION = 60.0
 
@@ -89,8 +92,19 @@ def run(arrivals, lines: int):
     def seq(i):
         return Sequence(id=str(i), messages=[{"role": "user", "content": "ping"}], params=params)
 
-    for i in range(lines):
-        sched.submit(seq(f"b{i}"), "batch", on_done=lambda r: batch_done.append(clock.now()))
+    fed = iter(range(lines))
+
+    def line():
+        i = next(fed, None)
+        if i is not None:
+            sched.submit(seq(f"b{i}"), "batch", on_done=done)
+
+    def done(_):
+        batch_done.append(clock.now())
+        clock.call_at(clock.now() + RTT, line)
+
+    for _ in range(2 * N):
+        line()
     for i, t in enumerate(arrivals):
         clock.call_at(t, lambda i=i: sched.submit(seq(f"i{i}"), "paid",
                                                   on_done=lambda r: interactive.append(r.latency_s)))
@@ -218,20 +232,34 @@ def live(duration: float, lines: int, load: float) -> None:
     import httpx
 
     from bench import e2e
+    from bench.probe import PROBES, Probe
 
     engine = {"engine": "fixed_cost", "max_inputs": N, "call_s": CALL}
     conns = 100
-    # Closed loop: a connection sends every latency + pause; ~300 ms of latency on this device.
-    pause_ms = max(0, int(conns / (load * LIMIT) * 1000 - 300))
     with object_store() as s3:
         env = live_stack_env(e2e, engine, **s3)
         with e2e.Stack(1, 1, env) as stack:
-            key = e2e.make_keys("paid", 1)
+            key = e2e.make_keys("paid", 2)
             client = httpx.Client(base_url=stack.base, headers={"Authorization": f"Bearer {key[0]}"},
                                   timeout=60)
-            e2e.wrk(stack.base, key, conns, 3, delay_ms=pause_ms)  # warm up
+            # Closed loop: a connection sends every latency + pause; the pause is set
+            # from a warm-up's mean latency so that wrk and the probe (PROBES at a time,
+            # no pause) together send about --load of the limit.
+            e2e.wrk(stack.base, key[:1], conns, 3, delay_ms=500)  # the stack's first requests are slow
+            warm = e2e.wrk(stack.base, key[:1], conns, 5, delay_ms=500)
+            latency_ms = conns / warm["rps"] * 1000 - 500
+            wrk_rate = load * LIMIT - PROBES / (latency_ms / 1000)
+            pause_ms = max(0, int(conns / wrk_rate * 1000 - latency_ms))
+
+            def measure():
+                with Probe(stack.base, key[1], e2e.MODEL) as probe:
+                    result = e2e.wrk(stack.base, key[:1], conns, duration, delay_ms=pause_ms, stack=stack)
+                return {**result, "probe": probe.row(), "rps": result["rps"] + probe.rps,
+                        "non200": result["non200"] + len(probe.refused),
+                        "refused": sorted(set(map(str, probe.refused)))}
+
             e2e.settle()
-            alone = e2e.wrk(stack.base, key, conns, duration, delay_ms=pause_ms, stack=stack)
+            alone = measure()
             _, b = upload_and_create(client, e2e.MODEL, lines, "live")
             driver = batch_worker(env, once=False)
             try:
@@ -244,34 +272,38 @@ def live(duration: float, lines: int, load: float) -> None:
                     time.sleep(0.2)
                 before, t0 = completed(), time.monotonic()
                 cpu0 = e2e.cpu_seconds(e2e.tree(driver.pid))
-                beside = e2e.wrk(stack.base, key, conns, duration, delay_ms=pause_ms, stack=stack)
+                beside = measure()
                 during = (completed() - before) / (time.monotonic() - t0)
                 driver_cpu = e2e.cpu_seconds(e2e.tree(driver.pid)) - cpu0
-                load = os.getloadavg()[0]
+                loadavg = os.getloadavg()[0]
                 still = client.get(f"/v1/batches/{b['id']}").json()["status"]
                 client.post(f"/v1/batches/{b['id']}/cancel")
             finally:
                 driver.terminate()
                 driver.wait(30)
             e2e.settle()
-            again = e2e.wrk(stack.base, key, conns, duration, delay_ms=pause_ms, stack=stack)
+            again = measure()
     print(f"device: {N} inputs / {CALL * 1000:.0f} ms per call = {LIMIT:.0f} req/s; interactive: wrk, "
-          f"{conns} connections pausing {pause_ms} ms, {duration:.0f} s per run; batch job {lines} lines "
-          f"({still} at the end of the run beside it)")
+          f"{conns} connections pausing {pause_ms} ms (aiming at {load:.0%} of the limit), {duration:.0f} s "
+          f"per run; batch job {lines} lines ({still} at the end of the run beside it)")
     print(f"{'':24} {'alone':>9} {'with batch':>11} {'alone again':>12} {'ratio':>7}")
-    print(f"{'interactive req/s':24} {alone['rps']:>9.0f} {beside['rps']:>11.0f} {again['rps']:>12.0f}")
+    print(f"{'interactive req/s (all)':24} {alone['rps']:>9.0f} {beside['rps']:>11.0f} {again['rps']:>12.0f}")
     for name, field in (("interactive p50 (ms)", "p50_us"), ("interactive p99 (ms)", "p99_us")):
         base = (alone[field] + again[field]) / 2
         print(f"{name:24} {alone[field] / 1000:>9.0f} {beside[field] / 1000:>11.0f} "
               f"{again[field] / 1000:>12.0f} {beside[field] / base:>6.2f}x")
-    print(f"{'non-200':24} {alone['non200']:>9} {beside['non200']:>11} {again['non200']:>12}")
+    print(f"{'non-200':24} {alone['non200']:>9} {beside['non200']:>11} {again['non200']:>12}   "
+          f"(the probe's codes: {alone['refused']}, {beside['refused']}, {again['refused']})")
+    print("a probe's requests beside wrk (Probe), p50 / p99 ms:")
+    for i, name in enumerate(("transport", "scheduler queue", "call", "gateway and HTTP")):
+        print(f"{'  ' + name:24} {alone['probe'][i]:>9} {beside['probe'][i]:>11} {again['probe'][i]:>12}")
     beside["cpu"]["batch_worker"] = driver_cpu
     for name in beside["cpu"]:  # CPU seconds per second: how many of the machine's cores each took
         # "-": not running, or below zero (PostgreSQL backends that ended took their CPU time along)
         row = [f"{r['cpu'][name] / r['elapsed']:.2f}" if r["cpu"].get(name, -1) >= 0 else "-"
                for r in (alone, beside, again)]
         print(f"{'CPU cores: ' + name:24} {row[0]:>9} {row[1]:>11} {row[2]:>12}")
-    print(f"{'load average (1 min)':24} {'':>9} {load:>11.1f}   (the machine: {os.cpu_count()} cores)")
+    print(f"{'load average (1 min)':24} {'':>9} {loadavg:>11.1f}   (the machine: {os.cpu_count()} cores)")
     idle = LIMIT - beside["rps"]
     print(f"batch lines/s beside interactive traffic: {during:.0f} = {during / idle:.0%} of the idle "
           f"capacity ({idle:.0f} req/s: the limit less the interactive rate)")

@@ -1,9 +1,11 @@
 """What management commands share: naming a model version, and driving background jobs."""
 
 import getpass
+import os
 import socket
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from core.jobs import JobKind, run_worker
@@ -33,6 +35,9 @@ class JobWorkerCommand(BaseCommand):
     drives the jobs of `kinds` that no process holds, polling for ever or --once."""
 
     kinds: ClassVar[list[JobKind]]
+    # The setting naming the process's CPU niceness (background work yields the CPU
+    # to the interactive path's processes on the same host), or None.
+    nice_setting: ClassVar[str | None] = None
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--once", action="store_true",
@@ -43,4 +48,6 @@ class JobWorkerCommand(BaseCommand):
 
     def handle(self, *args: Any, once: bool = False, poll: float = 2.0, drivers: int = 8,
                **options: Any) -> None:
+        if self.nice_setting and getattr(settings, self.nice_setting) > 0:
+            os.nice(getattr(settings, self.nice_setting))
         run_worker(self.kinds, once=once, poll=poll, drivers=drivers, say=self.stdout.write)

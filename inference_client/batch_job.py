@@ -1,17 +1,23 @@
 """A Batch API batch as a background job (core.jobs): its declaration and its
-step, one window of BATCH_WINDOW lines.
+step, which stores the lines ended since the last one (up to BATCH_WINDOW).
 
-Each line is a generation at priority "batch" (the scheduler gives it only
-slots interactive traffic leaves empty) with a request id derived from
-(batch, custom_id): a resumed batch, or a redelivered task, gets the worker's
-stored result for that id instead of a second generation. A finished line is
+Each line goes through completion_create in the batch lane
+(inference_client.batch_lane), the path of /v1: the prompt cache, admission
+(the batch key's buckets, never their last BATCH_INTERACTIVE_RESERVE share; a
+refusal for the budget waits its Retry-After), the readiness-gated version
+choice, a usage record per line, stored with the lines. It runs at priority
+"batch" (the scheduler gives it only slots interactive traffic leaves empty),
+with a request id derived from (batch, custom_id): a resumed batch, or a
+redelivered task, gets the worker's stored result for that id instead of a
+second generation. Lines are fed with at most two device calls' worth started
+per live worker (``_cap``: more would only wait in the workers' prefetch
+windows, taking the room interactive requests arrive into), the next starting as soon
+as one ends; no database connection is held while waiting. A finished line is
 stored once (unique per batch and custom_id); ``start`` skips the lines stored
-already. Windows are pipelined: the next one goes to the workers before the
-last one's results are awaited and stored, with no database connection held
-while waiting. A cancel stops at the next window (what is in flight is
-cancelled) and keeps finished lines; a broker that refuses work pauses the
-batch (its lease let go) for the next poll to resume. At the end the output
-and error files are written in OpenAI's line format.
+already. A cancel stops at the next step (what is in flight is cancelled) and
+keeps finished lines; a broker that refuses work pauses the batch (its lease let
+go) for the next poll to resume. At the end the output and error files are
+written in OpenAI's line format.
 """
 
 from __future__ import annotations
@@ -20,24 +26,23 @@ import dataclasses
 import itertools
 import json
 import logging
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
+from accounts.selectors import account_tier
 from core.blobstore import BlobWriter, get_blob_store
 from core.error_codes import DomainError
 from core.jobs import CANCELLED, PAUSED, Job, JobKind, Slots, drive
 from core.leases import release_connection
-from core.vocabulary import Priority
 from inference_client.batch_files import ACTIVE, ENDPOINTS, PENDING_CHUNK, file_lines, line_request_id, new_id
-from inference_client.completion import Completion
-from inference_client.models import Batch, BatchFile, BatchLine
+from inference_client.batch_lane import POLL_S, BatchLane, LaneFeed, serving_names
+from inference_client.models import Batch, BatchFile, BatchLine, UsageRecord
 from inference_client.rendering import completion_body, embeddings_body, error_status
-from inference_protocol.backend import Backend, get_backend
-from inference_protocol.generation import GenerationRequest
+from inference_client.stages.call import SessionCaller
+from inference_protocol.backend import get_backend
 
 logger = logging.getLogger(__name__)
 
@@ -93,85 +98,56 @@ def _pending(batch: Batch, lines):
         yield from ((number, line) for number, line in chunk if line["custom_id"] not in stored)
 
 
-def _request(batch: Batch, line: dict, check) -> tuple[GenerationRequest, object]:
-    request = check(line["body"])
-    params = request.params
-    request_id = line_request_id(batch.pk, line["custom_id"])
-    return GenerationRequest(
-        request_id=request_id, model=request.model, messages=request.messages, max_tokens=params.max_tokens,
-        temperature=params.temperature, top_p=params.top_p, stop=list(params.stop),
-        seed=params.seed if params.seed is not None else int(request_id[:8], 16) & 0x7FFFFFFF,
-        priority=Priority.BATCH.wire, timeout_s=settings.BATCH_LINE_TIMEOUT_S,
-        response_format=params.response_format or params.tool_constraint, n=params.n, inputs=params.inputs,
-        logprobs=params.logprobs, raw_prompt=params.raw_prompt, stream=False), request
+def _cap(model: str | None) -> int:
+    """Lines started and not ended: two calls' worth (max_batch_size) per live
+    worker of the model's serving names, one running, one waiting for its call
+    (the room inference_worker.sizing gives them); BATCH_WINDOW while none is known."""
+    if model is None:
+        return settings.BATCH_WINDOW
+    beats = [b for name in serving_names(model) for b in get_backend().live_workers(name)]
+    return 2 * sum(int(b.get("max_batch_size") or 0) for b in beats) or settings.BATCH_WINDOW
 
 
-class _BrokerAway(Exception):
-    pass
-
-
-@dataclasses.dataclass
-class _Window:
-    """Lines sent to the workers (number, line, generation, parsed request), and the
-    rows of lines refused before they were sent."""
-    sent: list[tuple]
-    rows: list[BatchLine]
-
-
-def _submit(batch: Batch, window: list, check, backend: Backend) -> _Window:
-    out = _Window(sent=[], rows=[])
-    for number, line in window:
+def _feed(work: _Work, count: int) -> None:
+    """Put up to ``count`` more lines in the feed (a line its endpoint's checker
+    refuses is stored as its error at once)."""
+    items, taken = [], 0
+    for number, line in itertools.islice(work.pending, max(0, count)):
+        taken += 1
         try:
-            generation, request = _request(batch, line, check)
+            request = work.check(line["body"])
         except DomainError as exc:
-            out.rows.append(_line(batch, number, line, "", exc.status,
-                                  {"error": {"code": exc.code, "message": exc.message}}))
+            work.rows.append(_line(work.batch, number, line, "", exc.status,
+                                   {"error": {"code": exc.code, "message": exc.message}}))
             continue
-        try:
-            backend.submit(generation)
-        except Exception as exc:  # the broker is away: left for a resume, not failed
-            raise _BrokerAway from exc
-        out.sent.append((number, line, generation, request))
-    return out
+        work.model = work.model or request.model
+        rid = line_request_id(work.batch.pk, line["custom_id"])
+        lane_request = {"request_id": rid, "body": line["body"], "kind": work.kind}
+        items.append(((number, line, rid, request), lane_request, request))
+    if items:
+        work.feed.set_cap(_cap(work.model))  # before the first line starts
+        work.feed.put(items)
+    work.exhausted = taken < count
 
 
-def _cancel(window: _Window, backend: Backend) -> None:
-    for _, _, generation, _ in window.sent:
-        backend.cancel(generation.request_id)
+def _row(work: _Work, ended: tuple) -> BatchLine:
+    (number, line, rid, request), event, _, completion = ended
+    if event["type"] == "done" and completion is not None:
+        result = event["result"]
+        body = embeddings_body(completion, result, request.encoding_format) if work.kind == "embed" else \
+            completion_body(completion, result)
+        return _line(work.batch, number, line, rid, 200, body)
+    status, body = error_status(event)
+    return _line(work.batch, number, line, rid, status, body)
 
 
-def _collect(job: Job, batch: Batch, window: _Window, kind: str, backend: Backend) -> bool:
-    """Wait for a window's results and store them; False when the batch was
-    cancelled meanwhile (what finished is stored, the rest cancelled)."""
-    rows = window.rows
-    deadline = time.monotonic() + settings.BATCH_LINE_TIMEOUT_S + 5
-    for index, (number, line, generation, request) in enumerate(window.sent):
-        while True:
-            release_connection()  # no connection held while the lines run
-            remaining = deadline - time.monotonic()
-            event = backend.result(generation.request_id, timeout_s=max(0.05, min(2.0, remaining)))
-            if event.get("code") != "timeout" or event["type"] != "error" or remaining <= 2.0:
-                break
-            if job.cancelled():
-                _cancel(_Window(sent=window.sent[index:], rows=[]), backend)
-                BatchLine.objects.bulk_create(rows, ignore_conflicts=True)
-                _progress(batch.pk)
-                return False
-        if event["type"] == "done":
-            params = request.params
-            c = Completion(id=f"{'cmpl' if kind == 'text' else 'chatcmpl'}-{generation.request_id}",
-                           request_id=generation.request_id, model=request.model, created=int(time.time()),
-                           kind=kind, n=params.n, logprobs=params.logprobs is not None, tools=params.tools,
-                           echo=request.messages[-1]["content"] if params.echo else None)
-            body = embeddings_body(c, event["result"], request.encoding_format) if kind == "embed" else \
-                completion_body(c, event["result"])
-            rows.append(_line(batch, number, line, generation.request_id, 200, body))
-        else:
-            status, body = error_status(event)
-            rows.append(_line(batch, number, line, generation.request_id, status, body))
+def _store(work: _Work, ended: list[tuple]) -> None:
+    """The ended lines (and their usage records), one INSERT each, then the counts."""
+    rows = work.rows + [_row(work, e) for e in ended]
+    work.rows = []
     BatchLine.objects.bulk_create(rows, ignore_conflicts=True)
-    _progress(batch.pk)
-    return True
+    UsageRecord.objects.bulk_create([UsageRecord(**e[2]) for e in ended if e[2]], ignore_conflicts=True)
+    _progress(work.batch.pk)
 
 
 def _line(batch, number, line, request_id, status, body) -> BatchLine:
@@ -192,50 +168,62 @@ class _Work:
     batch: Batch
     check: Callable[[dict[str, Any]], Any]  # the endpoint's body checker
     kind: str  # "chat", "text" or "embed"
-    backend: Backend
     pending: Iterator[tuple[int, dict[str, Any]]]  # (number, line) of the lines not stored yet
-    inflight: _Window | None = None
+    feed: LaneFeed
+    model: str | None = None    # the lines' model (the first line's), whose workers set the cap
+    rows: list[BatchLine] = dataclasses.field(default_factory=list)  # refused lines, not stored yet
+    exhausted: bool = False     # every pending line is in the feed
 
 
-def _start(job: Job, backend: Backend | None = None) -> _Work:
+def _start(job: Job) -> _Work:
     job.rows().filter(status=Batch.Status.VALIDATING).update(status=Batch.Status.IN_PROGRESS,
                                                              in_progress_at=timezone.now())
-    batch = Batch.objects.select_related("input_file", "user").get(pk=job.pk)
+    batch = Batch.objects.select_related("input_file", "user", "api_key__user").get(pk=job.pk)
     check, kind = ENDPOINTS[batch.endpoint]
-    return _Work(batch=batch, check=check, kind=kind, backend=backend or get_backend(),
+    # The key that created the batch (its buckets, its usage), else the owner's session buckets.
+    caller = batch.api_key or SessionCaller(user=batch.user, tier=account_tier(user=batch.user))
+    feed = LaneFeed(BatchLane(caller=caller), cap=settings.BATCH_WINDOW,
+                    timeout_s=settings.BATCH_LINE_TIMEOUT_S, no_worker_wait_s=settings.BATCH_LINE_TIMEOUT_S)
+    return _Work(batch=batch, check=check, kind=kind, feed=feed,
                  pending=_pending(batch, enumerate(file_lines(batch.input_file), start=1)))
 
 
+def _code(ended: tuple) -> str:
+    return ended[1].get("code", "") if ended[1]["type"] == "error" else ""
+
+
 def _step(job: Job, work: _Work) -> str | None:
-    """Submit the next window, then store the one before it."""
-    batch = work.batch
+    """Top the feed up, then store the lines that ended meanwhile."""
+    batch, feed, window = work.batch, work.feed, max(1, settings.BATCH_WINDOW)
     expired = job.clock.now() >= batch.expires_at  # completion_window passed
-    window = [] if expired else list(itertools.islice(work.pending, max(1, settings.BATCH_WINDOW)))
-    try:
-        submitted = _submit(batch, window, work.check, work.backend) if window else None
-    except _BrokerAway as exc:
-        # Lines submitted but not stored are resubmitted under the same request ids
+    if not expired and not work.exhausted:
+        # The cap plus a window queued behind it: a line ending starts the next at once.
+        _feed(work, feed.cap + window - feed.unfinished)
+    release_connection()  # no connection held while the lines run
+    ended = feed.take(window, timeout_s=POLL_S)
+    if any(_code(e) == "queue_unavailable" for e in ended):
+        # Lines started but not stored are resubmitted under the same request ids
         # by the next driver, which then gets the workers' results for them.
-        logger.warning("batch %s: submit failed (%r); paused for a resume", batch.pk, exc.__cause__)
+        logger.warning("batch %s: the broker refused a line; paused for a resume", batch.pk)
+        ended += feed.stop(cancel=False)
+        _store(work, [e for e in ended if _code(e) not in ("queue_unavailable", "cancelled")])
         return PAUSED
-    if work.inflight is not None and not _collect(job, batch, work.inflight, work.kind, work.backend):
-        work.inflight = None
-        if submitted is not None:  # cancelled meanwhile
-            _cancel(submitted, work.backend)
-        return CANCELLED
-    work.inflight = submitted
+    if ended or work.rows:
+        _store(work, ended)
+    if feed.unfinished or not (work.exhausted or expired):
+        return None
     if expired:  # what was in flight is stored; the rest is reported expired
         _expire(batch, work.pending)
         return EXPIRED
-    return None if work.inflight is not None else "done"
+    return "done"
 
 
 def _finish(job: Job, work: _Work, outcome: str) -> str:
     """Store what is in flight (on a cancel), then write the output and error
     files in OpenAI's line format and end the batch."""
     batch = work.batch
-    if outcome == CANCELLED and work.inflight is not None:
-        _collect(job, batch, work.inflight, work.kind, work.backend)  # keeps what finished, cancels the rest
+    if outcome == CANCELLED and work.feed.unfinished:  # keeps what finished, cancels the rest
+        _store(work, [e for e in work.feed.stop(cancel=True) if _code(e) != "cancelled"])
     _progress(batch.pk)
     cancelled = job.cancelled()
     files = [_ResultFile(user=batch.user, name=f"{batch.pk}_{kind}.jsonl") for kind in ("output", "error")]
@@ -267,8 +255,8 @@ BATCH_JOB = JobKind(
     slots=Slots(user_field="user", setting="BATCH_MAX_ACTIVE", label="batch"))
 
 
-def batch_drive(batch_id, *, backend: Backend | None = None, owner: str | None = None) -> str:
+def batch_drive(batch_id, *, owner: str | None = None) -> str:
     """Drive a batch to its end, a cancel, or until another driver holds it
     ("busy") or the broker refuses work ("paused": the lease is let go, and the
     next batch_worker poll resumes it). Returns the batch's status."""
-    return drive(BATCH_JOB, batch_id, owner=owner, backend=backend)
+    return drive(BATCH_JOB, batch_id, owner=owner)

@@ -20,6 +20,14 @@ for the tier, a body the /v1 checker refuses, the queue away) fails that cell
 with its code. Usage records come back through completion_create's record sink
 and are stored by the driver's thread, one INSERT per window, tagged with the
 run; request ids are stable and unique there, so a resumed cell is recorded once.
+
+A Batch API batch feeds its lines through a ``LaneFeed`` instead of windows: at
+most ``cap`` of them started and not ended, the next one starting on the loop as
+soon as one ends. A GPU worker holds each started request in its prefetch window
+until it ends (late acks), so lines beyond what the devices run in a call would
+only wait there, taking room that interactive requests then wait in the broker
+for (bench/batch.py --live: +170 ms of transport at the p50 with two windows of
+64 in flight against a window of 150).
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from accounts.models import ApiKey
 from accounts.selectors import account_tier
 from core.error_codes import DomainError
 from inference_client.completion import Completion
@@ -70,9 +79,10 @@ def serving_names(model: str) -> list[str]:
 
 
 class BatchLane:
-    def __init__(self, *, user, eval_run=None):
-        # The owner's own buckets (the ones its browser calls use) at its account's tier.
-        self.caller = SessionCaller(user=user, tier=account_tier(user=user))
+    def __init__(self, *, user=None, eval_run=None, caller: ApiKey | SessionCaller | None = None):
+        # The owner's own buckets (the ones its browser calls use) at its account's tier,
+        # unless a caller is given (a batch created with an API key: that key's).
+        self.caller = caller or SessionCaller(user=user, tier=account_tier(user=user))
         self.eval_run = str(eval_run) if eval_run else None
 
     def run(self, requests: list[dict], *, keep_going: Callable[[], bool], timeout_s: float,
@@ -81,7 +91,8 @@ class BatchLane:
         ``cache_hit``); None when ``keep_going`` said stop (what was in flight is
         cancelled). A request: {"request_id": stable per cell (a resubmission gets
         the worker's stored result), "body": a /v1/chat/completions body,
-        "prompt_version": the saved version it renders, or None}."""
+        "prompt_version": the saved version it renders, or None; "kind": completion_create's,
+        "chat" when absent}."""
         unavailable = self._wait_for_workers({r["body"].get("model") for r in requests}, keep_going,
                                              no_worker_wait_s)
         if unavailable is None:
@@ -169,7 +180,8 @@ class BatchLane:
             try:
                 completion = await completion_create(
                     api_key_or_user=self.caller, model=chat.model, messages=chat.messages,
-                    params=chat.params, prompt_ref=prompt_ref, lane="batch", request_id=request["request_id"],
+                    params=chat.params, kind=request.get("kind", "chat"), prompt_ref=prompt_ref, lane="batch",
+                    request_id=request["request_id"],
                     timeout_s=timeout_s,
                     record_sink=functools.partial(_settle_once, record))
                 return completion
@@ -183,6 +195,112 @@ class BatchLane:
                     raise
             await asyncio.sleep(min(max(wait_s, 0.05), MAX_RETRY_WAIT_S))
         return None
+
+
+class LaneFeed:
+    """Requests through a lane, at most ``cap`` started and not ended (``set_cap``
+    changes it), the rest queued in order on the lane's loop. The driver's thread
+    ``put``s (key, request, checked body) items and ``take``s the ended ones:
+    (key, terminal event, usage record or None, completion or None)."""
+
+    def __init__(self, lane: BatchLane, *, cap: int, timeout_s: float, no_worker_wait_s: float):
+        self.lane, self.cap = lane, max(1, cap)
+        self.timeout_s, self.no_worker_wait_s = timeout_s, no_worker_wait_s
+        self.unfinished = 0                 # put and not taken (the driver's thread)
+        self._stop = threading.Event()
+        self._cancel = True
+        self._ended: list[tuple] = []
+        self._lock = threading.Condition()
+        self._running = 0                   # on the loop from here down
+        self._room: asyncio.Condition | None = None
+        self._stopped: asyncio.Future | None = None
+
+    def put(self, items: list[tuple[Any, dict, Any]]) -> None:
+        self.unfinished += len(items)
+        asyncio.run_coroutine_threadsafe(self._start(items), _loop()).result()
+
+    def set_cap(self, cap: int) -> None:
+        async def update():
+            self.cap = max(1, cap)
+            async with self._gate():
+                self._gate().notify_all()
+        asyncio.run_coroutine_threadsafe(update(), _loop()).result()
+
+    def take(self, at_least: int, timeout_s: float) -> list[tuple]:
+        """The items ended since the last take, once ``at_least`` have (or after ``timeout_s``)."""
+        with self._lock:
+            self._lock.wait_for(lambda: len(self._ended) >= min(at_least, self.unfinished), timeout_s)
+            ended, self._ended = self._ended, []
+        self.unfinished -= len(ended)
+        return ended
+
+    def stop(self, *, cancel: bool) -> list[tuple]:
+        """Start nothing more and stop waiting; ``cancel``: cancel what runs (else it
+        is left to run, for a resumed driver to get its result by its request id).
+        Returns what ended meanwhile (the cancelled ones with their records, within
+        STOP_GRACE_S)."""
+        self._cancel = cancel
+        self._stop.set()
+
+        async def wake():
+            if self._stopped is not None and not self._stopped.done():
+                self._stopped.set_result(None)
+            async with self._gate():
+                self._gate().notify_all()
+        asyncio.run_coroutine_threadsafe(wake(), _loop()).result()
+        return self.take(self.unfinished, 2 * STOP_GRACE_S + POLL_S)
+
+    def _gate(self) -> asyncio.Condition:
+        if self._room is None:
+            self._room = asyncio.Condition()
+        return self._room
+
+    async def _start(self, items) -> None:
+        if self._stopped is None:
+            self._stopped = asyncio.get_running_loop().create_future()
+        for key, request, chat in items:
+            asyncio.ensure_future(self._one(key, request, chat))
+
+    async def _one(self, key, request: dict, chat) -> None:
+        room = self._gate()
+        async with room:  # FIFO: the lines start in the order they were put
+            await room.wait_for(lambda: self._running < self.cap or self._stop.is_set())
+            self._running += 1
+        try:
+            ended = await self._run(request, chat) if not self._stop.is_set() else \
+                (_error("cancelled", "the batch was cancelled"), None, None)
+        except Exception as exc:  # a bug must not leave the driver waiting for this one
+            logger.exception("batch lane: request %s failed", request["request_id"])
+            ended = (_error("server_error", f"{type(exc).__name__}: {exc}"), None, None)
+        finally:
+            async with room:
+                self._running -= 1
+                room.notify()
+        with self._lock:
+            self._ended.append((key, *ended))
+            self._lock.notify_all()
+
+    async def _run(self, request: dict, chat) -> tuple[dict, dict | None, Completion | None]:
+        assert self._stopped is not None
+        record = asyncio.get_running_loop().create_future()
+        try:
+            completion = await self.lane._admitted(request, chat, self._stop, record, self.timeout_s,
+                                                   self.no_worker_wait_s)
+        except DomainError as exc:
+            return _error(exc.code, exc.message), None, None
+        if completion is None:
+            return _error("cancelled", "the batch was cancelled"), None, None
+        final = asyncio.ensure_future(_final(completion))
+        await asyncio.wait({final, self._stopped}, return_when=asyncio.FIRST_COMPLETED)
+        if not final.done() and self._cancel:
+            await get_backend().acancel(completion.request_id)
+            await asyncio.wait({final}, timeout=STOP_GRACE_S)
+        if not final.done():
+            final.cancel()
+            return _error("cancelled", "the batch was cancelled"), None, completion
+        event = final.result()
+        await asyncio.wait({record}, timeout=STOP_GRACE_S)
+        return event, record.result() if record.done() else None, completion
 
 
 def _settle_once(record: asyncio.Future[dict[str, Any]], fields: dict[str, Any]) -> None:

@@ -10,10 +10,13 @@ bench/e2e.py measured). The B slots a call frees come back from the broker
 (the late acks out, the next messages in) within ``refill_s``, during the calls
 that follow; a full batch must still be waiting when each of them ends. Hence
 
-    window = B x depth,   depth = 2 + ceil(refill_s / call_s)
+    window = B x (depth + 1),   depth = 2 + ceil(refill_s / call_s)
 
 the running batch, the next, and one more for each call a refill spans (at
-least one: the margin for a refill slower than ``refill_s``).
+least one: the margin for a refill slower than ``refill_s``); and one batch
+more for batch lines: the batch driver keeps two calls' worth of them started
+per worker (inference_client.batch_job), and those waiting their turn here
+must not take the room interactive requests arrive into.
 ``call_s``: the engine's device call time where it declares one (``call_s``),
 else taken as ``refill_s`` (depth 3). A continuous-batching engine frees its
 slots one at a time as sequences finish, so the same window leaves it room.
@@ -34,7 +37,7 @@ def depth(call_s: float | None, refill_s: float) -> int:
 
 
 def window(max_batch_size: int, call_s: float | None, refill_s: float) -> int:
-    return max(1, max_batch_size) * depth(call_s, refill_s)
+    return max(1, max_batch_size) * (depth(call_s, refill_s) + 1)
 
 
 def worker_window(schedulers: Iterable, refill_s: float) -> int:

@@ -42,9 +42,10 @@ BATCH_MAX_LINES = env_int("BATCH_MAX_LINES", 50_000)
 BATCH_MAX_FILE_BYTES = env_int("BATCH_MAX_FILE_BYTES", 200 * 1024 * 1024)
 # Largest /v1/files request body: the file plus its multipart framing and fields.
 BATCH_REQUEST_MAX_BYTES = env_int("BATCH_REQUEST_MAX_BYTES", BATCH_MAX_FILE_BYTES + 1024 * 1024)
-# Lines of one batch in flight at once (each a generation at batch priority).
+# Lines of one batch a driver stores per step (and queues behind the lines started:
+# at most two device calls' worth per live worker, inference_client.batch_job).
 BATCH_WINDOW = env_int("BATCH_WINDOW", 64)
-# A driver holds a batch by a lease it renews after every window; a crashed one's
+# A driver holds a batch by a lease it renews after every step; a crashed one's
 # batch is resumed by the next driver once the lease runs out.
 BATCH_LEASE_S = env_float("BATCH_LEASE_S", 30.0)
 # "thread": a driver thread starts in the process that created the batch, the
@@ -55,6 +56,10 @@ BATCH_DISPATCH = env_str("BATCH_DISPATCH", "none" if CELERY_BROKER_URL else "thr
 # may have at once: a create past it is a 429 too_many_active_jobs.
 BATCH_MAX_ACTIVE = env_int("BATCH_MAX_ACTIVE", 10)
 BATCH_LINE_TIMEOUT_S = env_float("BATCH_LINE_TIMEOUT_S", 600.0)
+# manage.py batch_worker's CPU niceness (0: none): on a host it shares with serve and GPU
+# workers, its drivers take only the CPU the interactive path leaves, as its lines take
+# only the device slots interactive requests leave.
+BATCH_WORKER_NICE = env_int("BATCH_WORKER_NICE", 10)
 # The most tokens (prompt + max_tokens, estimated at upload) an account may have
 # enqueued in unfinished batches, by tier; checked when a batch is created.
 BATCH_ENQUEUED_TOKENS = {"free": env_int("BATCH_ENQUEUED_TOKENS_FREE", 2_000_000),

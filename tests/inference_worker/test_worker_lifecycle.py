@@ -19,11 +19,11 @@ from tests.inference_worker.workers import celery_worker, delete_queues
 from tests.polling import wait_for
 
 
-def test_the_window_covers_the_running_batch_the_next_and_a_refill():
-    assert depth(0.2, 0.1) == 3 and window(50, 0.2, 0.1) == 150  # bench/e2e.py's device
+def test_the_window_covers_the_running_batch_the_next_a_refill_and_waiting_batch_lines():
+    assert depth(0.2, 0.1) == 3 and window(50, 0.2, 0.1) == 200  # bench/e2e.py's device
     assert depth(0.01, 0.1) == 12  # a short call: more calls' worth waits for the refill
     assert depth(None, 0.1) == 3  # no declared call time: taken as the refill
-    assert window(50, 5.0, 0.1) == 150  # a long call: still a batch beyond the two
+    assert window(50, 5.0, 0.1) == 200  # a long call: still a batch beyond the two
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def _stats(name: str) -> dict:
 def test_a_worker_with_no_pool_flags_holds_its_engines_window_and_c_overrides_it(model):
     call_s, inputs = 0.2, 50
     spec = {model: {"engine": "fixed_cost", "max_inputs": inputs, "call_s": call_s}}
-    expected = inputs * (2 + math.ceil(settings.WORKER_REFILL_S / call_s))
+    expected = inputs * (3 + math.ceil(settings.WORKER_REFILL_S / call_s))
     run = uuid.uuid4().hex[:6]
     with celery_worker(spec, [f"gpu.{model}"], concurrency=None, name=f"sized-{run}"), \
             celery_worker(spec, [f"gpu.{model}"], concurrency=20, name=f"flagged-{run}"):
@@ -59,8 +59,8 @@ def test_a_worker_with_no_pool_flags_holds_its_engines_window_and_c_overrides_it
 @pytest.mark.slow
 @pytest.mark.needs_services
 def test_a_worker_sent_sigterm_finishes_what_it_holds_and_the_rest_is_served_once_elsewhere(model, tmp_path):
-    """Batches of 4 taking 1.5 s, a window of 12 (sizing.py): SIGTERM while it holds
-    a running batch and two waiting ones. It exits once they are done (Celery's warm
+    """Batches of 4 taking 1.5 s, a window of 16 (sizing.py): SIGTERM while it holds
+    a running batch and three waiting ones. It exits once they are done (Celery's warm
     shutdown); the 20 requests it never took stay queued, and a worker started
     afterwards serves them. Each of the 32 ends with exactly one done event."""
     backend = CeleryBackend()

@@ -14,3 +14,4 @@ from inference_client.batch_job import BATCH_JOB
 class Command(JobWorkerCommand):
     help = "Drive Batch API jobs that no process holds (new, or with an expired lease)."
     kinds = [BATCH_JOB]
+    nice_setting = "BATCH_WORKER_NICE"
