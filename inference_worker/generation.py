@@ -126,8 +126,14 @@ def run_generations(requests: list[GenerationRequest], log: EventLog, *,
     for run in runs:
         run.submit()
     later = [run for run in runs if run.event is None and not run.look_first]
-    for run, state in zip(later, log.states([run.request.request_id for run in later]), strict=True):
-        run.found(state)
+    try:
+        states = log.states([run.request.request_id for run in later])
+    except Exception as exc:  # Redis away: each ends with an error event (if that can be written)
+        for run in later:
+            run.failure = run.failure or exc
+    else:
+        for run, state in zip(later, states, strict=True):
+            run.found(state)
     return [run.finish() for run in runs]
 
 
