@@ -258,7 +258,8 @@ class CheckpointFetch:
                 rank, members = self.members(fresh)
                 for f, s in zip(self.files, statuses, strict=True):
                     if f.share is not None and not s.is_seeding:
-                        f.share.update(s, rank, members, now, self.swarm.events(f.handle).failed_pieces)
+                        events = self.swarm.events(f.handle)
+                        f.share.update(s, rank, members, now, events.failed_pieces, events.web_seed_failures)
             if done > best or checking:
                 best, best_at = done, now
             elif now - best_at > self.stall_s:

@@ -33,6 +33,13 @@ in its owner's range, such a piece counts as one that no peer has.
 
 If nothing arrives for ``fallback_s`` (membership views that disagree, say, with
 Redis gone), the host stops splitting and asks the origin for whatever it lacks.
+
+An origin that answers an HTTP error (S3's 503 in an outage, say) is asked again
+only through a fresh web seed: libtorrent 2.1 takes any status it does not accept
+to mean that the server lacks the file, and a web seed lacking every file is never
+connected again (it came back at the next URL renewal, 30 s later). So once the
+web seed failed and holds no connection, it is attached afresh; libtorrent connects
+a web seed at its next second tick, so that is at most one request a second.
 """
 
 from __future__ import annotations
@@ -67,6 +74,7 @@ class OriginShare:
         self.num_pieces, self.url = num_pieces, url
         self.fallback_s, self.start_at = fallback_s, start_at
         self.attached = False  # the torrent is added without its web seed
+        self.failures_seen = 0  # the web seed's failures (url_seed_alert) when it was last attached
         self.fallback = False
         self.best, self.best_at = -1, start_at
         own = self.owned(rank, members)
@@ -77,16 +85,18 @@ class OriginShare:
             return range(self.num_pieces)
         return range(rank * self.num_pieces // members, (rank + 1) * self.num_pieces // members)
 
-    def update(self, status, rank: int, members: int, now: float, failed: Set[int] = frozenset()) -> None:
+    def update(self, status, rank: int, members: int, now: float, failed: Set[int] = frozenset(),
+               web_seed_failures: int = 0) -> None:
         """Priorities and web seed for this tick (``status``: the handle's, with pieces;
-        ``failed``: pieces that failed their hash check here)."""
+        ``failed``: pieces that failed their hash check here; ``web_seed_failures``: how
+        many times the web seed failed since the torrent was added)."""
         if status.num_pieces > self.best:
             self.best, self.best_at = status.num_pieces, now
         elif not self.fallback and now - self.best_at > self.fallback_s:
             self.fallback = True
         have = status.pieces
-        web_seeds = sum(1 for p in self.handle.get_peer_info()
-                        if p.connection_type == lt.peer_info.web_seed and p.flags & lt.peer_info.seed)
+        web = [p for p in self.handle.get_peer_info() if p.connection_type == lt.peer_info.web_seed]
+        web_seeds = sum(1 for p in web if p.flags & lt.peer_info.seed)
         availability = self.handle.piece_availability()  # counts every connected seed, web seeds too
         if len(availability) != self.num_pieces:  # complete since the status was read: no picker left
             return
@@ -96,8 +106,12 @@ class OriginShare:
             self.handle.prioritize_pieces(changed)
             self.priorities = wanted
         needs_origin = TOP in wanted and now >= self.start_at
-        if needs_origin and not self.attached:
+        failed_since = web_seed_failures > self.failures_seen and not web
+        if needs_origin and self.attached and failed_since:
+            self.handle.remove_url_seed(self.url)
+        if needs_origin and (not self.attached or failed_since):
             self.handle.add_url_seed(self.url)
+            self.failures_seen = web_seed_failures
         elif not needs_origin and self.attached:
             self.handle.remove_url_seed(self.url)
         self.attached = needs_origin

@@ -54,7 +54,9 @@ logger = logging.getLogger(__name__)
 #   it says) nor urlseed_pipeline_size (unused in libtorrent 2.1);
 # - connections are kept when both ends look done: a host whose origin share
 #   leaves some pieces unwanted for a moment (origin_share.py) still needs them;
-# - the piece size (inference_client.checkpoints.torrents).
+# - the piece size (inference_client.checkpoints.torrents);
+# - a web seed retried a second after a failed connection (libtorrent waits 30 s);
+#   one that answered an HTTP error libtorrent never asks again: see origin_share.py.
 TUNING = {
     "initial_picker_threshold": 0,
     "choking_algorithm": lt.choking_algorithm_t.fixed_slots_choker,
@@ -67,7 +69,7 @@ TUNING = {
     "torrent_connect_boost": 30,
     "min_reconnect_time": 1,
     "peer_connect_timeout": 5,
-    "urlseed_wait_retry": 5,
+    "urlseed_wait_retry": 1,
     "close_redundant_connections": False,
 }
 
@@ -105,6 +107,7 @@ class TorrentEvents:
         self.failed_pieces: set[int] = set()  # pieces that failed their hash check at least once
         self.banned: set[str] = set()
         self.web_seed_error: str | None = None
+        self.web_seed_failures = 0
         self.error: str | None = None
         self.resume_data: bytes | None = None
         self.removed = threading.Event()
@@ -199,6 +202,7 @@ class SwarmSession:
             logger.warning("banned peer %s:%s (sent data failing its hash)", *alert.endpoint)
         elif isinstance(alert, lt.url_seed_alert):
             events.web_seed_error = alert.error_message() or alert.message()
+            events.web_seed_failures += 1
         elif isinstance(alert, lt.torrent_error_alert | lt.file_error_alert):
             events.error = alert.message()
         elif isinstance(alert, lt.save_resume_data_alert):

@@ -10,6 +10,11 @@ header too, so SigV4 signatures and presigned URLs made for the proxy's address
 verify at rclone) and rewrites only that status. It can also cap its total
 throughput, as the origin's link, shared by all connections (``rate``, bytes/s),
 counts the bytes it served and records each request's method and target.
+
+``outage()`` takes the origin down as an object store in trouble looks: responses
+under way are cut, and every request is answered ``503 ServiceUnavailable`` (S3's
+XML, no Retry-After) until ``restore()``; ``resumed`` is set when a response body
+flows again after that.
 """
 
 from __future__ import annotations
@@ -40,6 +45,11 @@ class Origin:
         self.upstream, self.rate = upstream, rate
         self.bytes_served = 0
         self.requests: list[tuple[str, str]] = []
+        self.down = False
+        self.refused = 0  # requests answered 503 during outages
+        self.restored_at = 0.0  # time.monotonic() of the last restore()
+        self.resumed_at = 0.0  # ... and of the first body bytes sent after it
+        self.resumed = threading.Event()
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
@@ -63,6 +73,23 @@ class Origin:
         self._thread.join(10)
         self._sock.close()
 
+    def outage(self) -> None:
+        self.resumed.clear()
+        self.down = True
+
+    def restore(self) -> None:
+        self.restored_at = time.monotonic()
+        self.down = False
+
+    async def _unavailable(self, send) -> None:
+        self.refused += 1
+        body = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>ServiceUnavailable</Code>'
+                b"<Message>Please reduce your request rate.</Message></Error>")
+        await send({"type": "http.response.start", "status": 503,
+                    "headers": [(b"content-type", b"application/xml"),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
     async def _app(self, scope, receive, send):
         if scope["type"] != "http":
             return
@@ -82,6 +109,8 @@ class Origin:
         if scope["query_string"]:
             target += "?" + scope["query_string"].decode()
         self.requests.append((scope["method"], target))
+        if self.down:
+            return await self._unavailable(send)
         request = self._client.build_request(scope["method"], target, headers=scope["headers"],
                                              content=body())
         response = await self._client.send(request, stream=True)
@@ -103,12 +132,15 @@ class Origin:
         try:
             await send({"type": "http.response.start", "status": status, "headers": response.headers.raw})
             async for chunk in response.aiter_raw(16 * 1024):
-                if hung_up.is_set():
+                if hung_up.is_set() or self.down:  # an outage cuts the connection
                     return
                 if self._link is not None:
                     await self._link.send(len(chunk))
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 self.bytes_served += len(chunk)
+                if self.restored_at and not self.down and not self.resumed.is_set():
+                    self.resumed_at = time.monotonic()
+                    self.resumed.set()
             await send({"type": "http.response.body", "body": b""})
         except (RuntimeError, OSError):  # the client hung up (libtorrent drops web seeds it is done with)
             pass

@@ -149,3 +149,21 @@ def test_transfers_finish_after_redis_is_gone(publish, tmp_path, env_for, hosts)
         p.wait_present(120)
         assert_exact(p, published)
         assert "cannot read peers from Redis" in p.output()
+
+
+def test_the_web_seed_resumes_when_the_origin_comes_back(publish, tmp_path, env_for, hosts):
+    # The origin alone, slow enough that the outage falls within the fetch.
+    published = publish({"model.bin": 6 * MB})
+    with Origin(settings.S3_ENDPOINT_URL, rate=1 * MB) as origin:
+        env = dict(env_for(), S3_ENDPOINT_URL=origin.url)
+        host = fetch_host("h", model=published.model, version="v1", cache=tmp_path / "h", env=env)
+        hosts.append(host)
+        wait_for(lambda: origin.bytes_served > 1 * MB, timeout=60, what="the first megabyte")
+        origin.outage()
+        # libtorrent asked while it was down and got S3's 503: before, it never asked that
+        # web seed again, and the bytes came back only with the next URL (30 s later).
+        wait_for(lambda: origin.refused >= 1, timeout=30, what="a request during the outage")
+        origin.restore()
+        assert origin.resumed.wait(20), "the web seed did not resume after the origin came back"
+        host.wait_present(120)
+    assert_exact(host, published)
