@@ -18,6 +18,7 @@ from tests.inference_client.conftest import (
     GENERATIONS_LIMITS,
     METRICS_HEADERS,
     gateway_worker,
+    logged_prices,
     stack_env,
     uvicorn_server,
     wait_for_worker,
@@ -28,8 +29,7 @@ pytestmark = pytest.mark.needs_services
 
 MODEL = "gen-fixed-cost"
 MODELS = {MODEL: {"engine": "fixed_cost", "max_inputs": 50, "call_s": 0.02, "per_token_s": 0.001}}
-PRICES = {MODEL: {"input": 1.0, "output": 2.0}}
-STACK = {"INFERENCE_MODELS": json.dumps(MODELS), "INFERENCE_PRICES": json.dumps(PRICES)}
+STACK = {"INFERENCE_MODELS": json.dumps(MODELS)}  # priced in every stack (LOGGED_PRICES)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,9 @@ def gen_server(django_db_setup, django_db_blocker, gen_worker):
 @pytest.fixture
 def live(gen_server, gen_worker, transactional_db, _clean_cache, settings):
     settings.INFERENCE_MODELS = MODELS
-    # The usage writer may run here (draining the stream) as well as in the servers: the same limits.
+    # The usage writer may run here (draining the stream) as well as in the servers: the same
+    # limits and prices.
+    settings.INFERENCE_PRICES = logged_prices()
     for name, value in GENERATIONS_LIMITS.items():
         setattr(settings, name, int(value))
     wait_for_worker(MODEL)

@@ -13,6 +13,7 @@ import time
 
 import httpx
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from inference_protocol.backend import live_workers
@@ -37,14 +38,21 @@ METRICS_HEADERS = {"Authorization": f"Bearer {METRICS_TOKEN}"}
 
 
 # Every live server of a test process shares its Redis database, so any of their usage
-# writers may store another stack's generations: all log alike (small, to reach the object store).
+# writers may store another stack's generations: all log alike (small, to reach the object
+# store) and price alike (tests/generations/test_log_live.py's model too).
 GENERATIONS_LIMITS = {"GENERATIONS_INLINE_MAX_CHARS": "100", "GENERATIONS_PREVIEW_CHARS": "50"}
+LOGGED_PRICES = {"gen-fixed-cost": {"input": 1.0, "output": 2.0}}
+
+
+def logged_prices() -> dict:
+    return {**settings.INFERENCE_PRICES, **LOGGED_PRICES}
 
 
 def stack_env(**extra) -> dict:
     env = dict(os.environ, INFERENCE_MODELS=json.dumps(MODELS), HEARTBEAT_INTERVAL_S="0.2",
                HEARTBEAT_TTL_S="2", LOG_LEVEL="WARNING", METRICS_TOKEN=METRICS_TOKEN,
-               SEMANTIC_CACHE_EMBEDDING_MODEL=EMBED, **GENERATIONS_LIMITS)
+               SEMANTIC_CACHE_EMBEDDING_MODEL=EMBED, INFERENCE_PRICES=json.dumps(logged_prices()),
+               **GENERATIONS_LIMITS)
     env.update(extra)
     return env
 
