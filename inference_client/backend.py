@@ -5,6 +5,7 @@ events come back through the Redis event log."""
 from __future__ import annotations
 
 import functools
+import socket
 import time
 
 from celery import current_app
@@ -84,32 +85,33 @@ class CeleryBackend(Backend):
 
     @functools.cached_property
     def _publisher(self) -> Publisher:
-        return Publisher(self._publish_batch, self._publish_now)
+        return Publisher(self._publish_batch, self._publish_now, _open, self._lost)
 
-    def _publish_now(self, requests: list) -> bool:
+    def _publish_now(self, requests: list):
         """Publish on the caller's thread (the event loop) if it is a plain write to
         an open socket: declared queues (a declaration waits for the broker's
         answer), a connected producer (connecting waits too), each write bounded by
-        INLINE_PUBLISH_TIMEOUT_S, no retry. False: nothing was sent, the thread
-        should publish them."""
+        INLINE_PUBLISH_TIMEOUT_S, no retry. Returns the AMQP connection written
+        on; None: nothing was sent, the thread should publish them."""
         groups = self._grouped(requests)
         if not all(route[1] for route, _ in groups):
-            return False
+            return None
         try:
             producer = current_app.producer_pool.acquire(block=False)
         except LimitExceeded:  # every producer is out (other threads sending tasks)
-            return False
+            return None
         try:
             if not producer.connection.connected:
-                return False
+                return None
             for route, group in groups:
                 # The same route: the window can't lapse in between and make this declare.
                 self._send(group, producer, route, timeout=INLINE_PUBLISH_TIMEOUT_S, retry=False)
+            return producer.connection.connection
         finally:
             producer.release()
-        return True
 
-    def _publish_batch(self, requests: list) -> list[Exception | None]:
+    def _publish_batch(self, requests: list):
+        """(the AMQP connection written on, per request None or what publishing it raised)."""
         failed: dict[str, Exception] = {}  # request id -> what publishing its message raised
         with current_app.producer_or_acquire() as producer:  # one connection for the batch
             for route, group in self._grouped(requests):
@@ -117,7 +119,34 @@ class CeleryBackend(Backend):
                     self._send(group, producer, route)
                 except Exception as exc:  # these requests fail; the others still go
                     failed.update((request.request_id, exc) for request in group)
-        return [failed.get(request.request_id) for request in requests]
+            connection = producer.connection.connection if producer.connection.connected else None
+        return connection, [failed.get(request.request_id) for request in requests]
+
+    def _lost(self, requests: list) -> None:
+        """Requests written to a broker connection that broke before they settled
+        (publisher.py): the broker may never have had them. Each ends now with a
+        retryable error rather than waiting for a worker until its timeout; a
+        worker that did get one finds the result written and the cancel mark, and drops it."""
+        for request in requests:
+            event = {"type": "error", "code": "queue_unavailable", "retry_after": 5,
+                     "message": "The broker connection broke as this request was sent; try again shortly."}
+            if self.log.finish(request.request_id, event):
+                self.log.cancel(request.request_id)
 
     def live_workers(self, model=None):
         return read_heartbeats(model)
+
+
+def _open(connection) -> bool:
+    """Whether an AMQP connection's socket is still open: a look at it that
+    takes nothing from it (py-amqp reads it only while it waits for an answer)."""
+    sock = getattr(getattr(connection, "transport", None), "sock", None)
+    if sock is None:
+        return False
+    try:
+        with socket.fromfd(sock.fileno(), sock.family, sock.type) as raw:  # plain TCP under TLS too
+            return raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:  # open, nothing to read
+        return True
+    except OSError:  # reset, or closed (fileno -1)
+        return False

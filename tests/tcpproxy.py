@@ -1,7 +1,8 @@
 """A TCP proxy for fault tests: forwards to a real server until told to cut,
 then drops every connection and refuses new ones until restored (the server
 "went away" as its clients see it, while the server itself keeps running for
-everyone else)."""
+everyone else). Told to swallow, it takes what clients send and forwards none
+of it: bytes a link loses as it breaks."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ class TcpProxy:
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
         self._cut = False
+        self._swallow = False
+        self.swallowed = 0  # bytes taken from clients and not forwarded
         threading.Thread(target=self._accept, daemon=True).start()
 
     def cut(self) -> None:
@@ -28,7 +31,12 @@ class TcpProxy:
 
     def restore(self) -> None:
         with self._lock:
-            self._cut = False
+            self._cut = self._swallow = False
+
+    def swallow(self) -> None:
+        """From now on, forward nothing clients send (until restored)."""
+        with self._lock:
+            self._swallow = True
 
     def close(self) -> None:
         self.cut()
@@ -53,12 +61,15 @@ class TcpProxy:
                 continue
             with self._lock:
                 self._open.update((client, upstream))
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            for a, b, outbound in ((client, upstream, True), (upstream, client, False)):
+                threading.Thread(target=self._pump, args=(a, b, outbound), daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, outbound: bool) -> None:
         try:
             while data := src.recv(65536):
+                if outbound and self._swallow:
+                    self.swallowed += len(data)
+                    continue
                 dst.sendall(data)
         except OSError:
             pass

@@ -102,7 +102,10 @@ async def _load_and_stop(server, clients: list[httpx.AsyncClient], model: str, *
     assert len(outcomes) == 16 and {text for _, text, _ in outcomes} == (
         {f"plain {i}" for i in range(4)} | {f"stream {i}" for i in range(12)})
     assert kinds.count("completed") >= INPUTS and kinds.count("ended") >= INPUTS, kinds
-    assert not re.search(r"Traceback|Waiting for background tasks", output), output
+    # Nothing was cut off at the deadline. (uvicorn may also wait a moment for a
+    # task that outlives its connection: a chat socket's disconnect handler
+    # touching the database after its close, slower on a loaded machine.)
+    assert not re.search(r"Traceback|timeout graceful shutdown exceeded", output), output
     return outcomes
 
 

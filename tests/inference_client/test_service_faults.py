@@ -96,3 +96,25 @@ def test_should_answer_fast_503s_while_a_service_is_away_and_recover_without_a_r
     assert max(r[1] for r in away) < FAST_S
     # Nothing hung: every request of the run ended well before the request timeout.
     assert max(r[1] for r in results) < FAST_S * 2, max(r[1] for r in results)
+
+
+def test_should_end_a_request_the_broker_never_read_with_a_fast_503(proxied):
+    """A generation written to the broker's connection as the link breaks (the
+    bytes never reach RabbitMQ) gets a retryable 503 within a second or so, not
+    a wait for a worker until its timeout."""
+    base, _, broker_proxy = proxied
+    _, key = make_key("paid")
+    wait_for(lambda: chat(base, key, "warm").status_code == 200, what="a first answer")
+    broker_proxy.swallow()
+    answers = []
+    caller = threading.Thread(target=lambda: answers.append(chat(base, key, "never read", timeout=60)))
+    started = time.monotonic()
+    caller.start()
+    wait_for(lambda: broker_proxy.swallowed > 0, timeout=30, what="the publish, swallowed")
+    broker_proxy.cut()
+    broker_proxy.restore()
+    caller.join(60)
+    assert answers and answers[0].status_code == 503, answers and answers[0].text
+    assert answers[0].json()["error"]["code"] == "queue_unavailable"
+    assert time.monotonic() - started < FAST_S
+    wait_for(lambda: chat(base, key, "after").status_code == 200, timeout=30, what="an answer after")
