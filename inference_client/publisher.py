@@ -5,7 +5,7 @@ loop go together (the backend sends them as one message per queue).
 kombu's publish is blocking. Publishes gathered in a turn of the loop are sent at
 the end of it (``call_soon``): under load many requests reach this stage in the
 same turn, and one message for all of them costs the gateway, the broker and
-the worker about what one request did (bench/gateway.py). When the broker
+the worker about what one request did (bench/ceiling.py). When the broker
 connection is idle and healthy they are sent inline on the event loop: small
 writes to a socket that is already open, with no retry, so they cannot wait on a
 reconnect; the two thread hops this saves were 0.6 ms of the gateway's overhead

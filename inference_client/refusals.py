@@ -5,7 +5,7 @@ refusal's Retry-After has passed, before Django, the key cache or Redis see them
 A key that keeps sending past its limit (a flood, a client that ignores
 Retry-After) would otherwise cost a whole request's work per refusal: parsing,
 authentication, an admission round trip. Answered here, a refusal is a header
-scan and a dictionary look-up (bench/gateway.py --flood), so refusals cannot
+scan and a dictionary look-up (bench/ceiling.py --flood), so refusals cannot
 crowd out the requests that are admitted.
 
 Only the requests bucket is remembered: it refuses every call of the key alike,
@@ -28,10 +28,11 @@ from typing import Any
 
 from core.asgi import ASGIApp, Receive, Scope, Send
 from core.error_codes import DomainError
-from core.errors import error_body
+from core.errors import domain_error_body
 from core.middleware import REQUEST_ID_RE
 from inference_client import metrics as m
 from inference_client.admission import duration_text
+from inference_client.stages.admit import rate_limited
 
 # Keys remembered at once (a process serving more refused keys forgets the oldest).
 MAX_REMEMBERED = 10_000
@@ -104,18 +105,15 @@ class RefusalGate:
 async def _refuse(send: Send, left_ms: int, tier: str, limit: str, request_id: bytes) -> None:
     m.REJECTED.labels(tier, "requests").inc()
     m.REQUESTS.labels("unknown", "429").inc()
-    body = json.dumps(error_body(
-        "rate_limit_exceeded", f"Rate limit reached for requests per minute ({tier} tier). Please try "
-        f"again in {left_ms / 1000:.1f}s.", 429, reason="requests")).encode()
+    bucket = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": duration_text(left_ms)}
+    if limit:
+        bucket["x-ratelimit-limit-requests"] = limit
+    refusal = rate_limited("requests", tier, left_ms, bucket)
+    body = json.dumps(domain_error_body(refusal)).encode()
     incoming = request_id.decode("latin-1")
     request_id = (incoming if REQUEST_ID_RE.fullmatch(incoming) else uuid.uuid4().hex).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-               (b"retry-after", str(max(1, math.ceil(left_ms / 1000))).encode()),
-               (b"retry-after-ms", str(left_ms).encode()),
-               (b"x-ratelimit-remaining-requests", b"0"),
-               (b"x-ratelimit-reset-requests", duration_text(left_ms).encode()),
                (b"x-request-id", request_id)]
-    if limit:
-        headers.append((b"x-ratelimit-limit-requests", limit.encode()))
-    await send({"type": "http.response.start", "status": 429, "headers": headers})
+    headers += [(name.lower().encode(), value.encode()) for name, value in refusal.headers.items()]
+    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

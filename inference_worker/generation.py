@@ -18,7 +18,6 @@ from inference_protocol.events import EventLog
 from inference_protocol.generation import GenerationRequest
 from inference_protocol.validation import SEED_MAX
 from inference_worker.engines.base import EngineError, SamplingParams, Sequence
-from inference_worker.identity import WORKER_ID
 from inference_worker.runtime import get_scheduler, submit_together
 
 logger = logging.getLogger(__name__)
@@ -282,7 +281,7 @@ def _done_event(request: GenerationRequest, seqs: list[Sequence], results: list,
         # n choices share one prompt; embeddings' inputs are each a prompt.
         "prompt_tokens": input_tokens if inputs else prompt_tokens,
         "completion_tokens": completion_tokens,
-        "queued_s": first.queued_s, "latency_s": max(r.latency_s for r in results), "device": WORKER_ID,
+        "queued_s": first.queued_s, "latency_s": max(r.latency_s for r in results),
         "first_token_s": min((r.first_token_s for r in results if r.first_token_s is not None),
                              default=None),
         # What served it: the name this worker's scheduler was loaded and declared

@@ -128,14 +128,21 @@ def _refuse(principal: Principal, decision: admission.Decision, tokens: int):
     else:
         retry_ms = decision.retry_after_ms
     m.REJECTED.labels(principal.tier, reason).inc()
-    what = {"requests": "requests per minute", "tokens": "tokens per minute",
+    raise rate_limited(reason, principal.tier, retry_ms, headers)
+
+
+_LIMITED = {"requests": "requests per minute", "tokens": "tokens per minute",
             "global": "the model's current capacity", "capacity": "the model's current capacity",
-            "queue_full": "the model's queue length"}[reason]
-    raise DomainError(f"Rate limit reached for {what} ({principal.tier} tier). Please try again in "
-                      f"{retry_ms / 1000:.1f}s.", code="rate_limit_exceeded",
-                      extra={"reason": reason},
-                      headers={**headers, "Retry-After": str(max(1, math.ceil(retry_ms / 1000))),
-                               "retry-after-ms": str(retry_ms)})
+            "queue_full": "the model's queue length"}
+
+
+def rate_limited(reason: str, tier: str, retry_ms: int, headers: dict[str, str]) -> DomainError:
+    """The 429 for a limit ``reason`` of ``tier``, retryable in ``retry_ms``, with
+    the buckets' ``headers`` (admission.ratelimit_headers)."""
+    return DomainError(f"Rate limit reached for {_LIMITED[reason]} ({tier} tier). Please try again in "
+                       f"{retry_ms / 1000:.1f}s.", code="rate_limit_exceeded", extra={"reason": reason},
+                       headers={**headers, "Retry-After": str(max(1, math.ceil(retry_ms / 1000))),
+                                "retry-after-ms": str(retry_ms)})
 
 
 def choose_version(weights: dict[str, int], ready: frozenset | None) -> str | None:
