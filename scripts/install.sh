@@ -21,7 +21,20 @@ WHEELS=${PROMPTYARD_WHEEL_CACHE:-$HOME/.cache/promptyard/wheels}
 # forbid AMX/AVX512 and crash with "Illegal instruction", so pin a portable set.
 LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF"
 
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
+# A checkout without .venv links one that every checkout with the same lock files
+# and Python shares (under PROMPTYARD_VENV_CACHE): a second clone, CI's included,
+# finds it installed. PROMPTYARD_VENV_CACHE= (empty) makes a venv of the checkout's own.
+VENVS=${PROMPTYARD_VENV_CACHE-$HOME/.cache/promptyard/venvs}
+if [ ! -e .venv ] && [ -n "$VENVS" ]; then
+  shared=$VENVS/$(cat requirements/*.txt pyproject.toml <("$PY" --version) | sha256sum | cut -c1-16)
+  mkdir -p "$VENVS"
+  ln -s "$shared" .venv
+fi
+if [ -L .venv ]; then  # one install at a time into a shared venv
+  exec 9>"$(readlink .venv).lock"
+  flock 9
+fi
+[ -x .venv/bin/python ] || "$PY" -m venv "$(readlink -f .venv)"
 PIP=".venv/bin/python -m pip --disable-pip-version-check -q"
 stamp=.venv/.promptyard-$profile
 digest=$(cat "$lock" pyproject.toml | sha256sum | cut -d' ' -f1)
