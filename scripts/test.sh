@@ -78,14 +78,15 @@ fi
 rc=0
 if [[ " $passes " == *" services "* ]]; then
   # The services pass in TEST_WORKERS processes (pytest-xdist, a file per worker at a
-  # time), each with services of its own (tests/xdist_services.py): the suite mostly
+  # time, the longest files first: tests/durations.json), each with services of its
+  # own (tests/xdist_services.py): the suite mostly
   # waits on subprocesses and sockets. Default 4 (on 2 cores the pass took 17 min in 2
   # processes, 14.9 in 3, 14.1 in 4); 1 when the caller named its own Redis database (one
   # database per run: workers after the first take db 15, 14...).
   workers=${TEST_WORKERS:-$([ -n "${TEST_REDIS_URL:-}" ] && echo 1 || echo 4)}
   xdist=()
   if [ "$workers" -gt 1 ]; then
-    xdist=(-n "$workers" --dist loadfile)
+    xdist=(-n "$workers" --dist loadfile --no-loadscope-reorder)
     for ((i = 0; i < workers; i++)); do
       vhost=$(.venv/bin/python -c "import sys; from tests.xdist_services import worker_vhost; print(worker_vhost(sys.argv[1], sys.argv[2]))" "$CELERY_BROKER_URL" "gw$i")
       rabbitmqctl list_vhosts -q 2>/dev/null | grep -qx "$vhost" \

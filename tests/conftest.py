@@ -9,6 +9,11 @@ cache, the in-process worker, the local file store). Tests marked
 scheduler, export quoting, the authorization matrix).
 """
 
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
 import pytest
 from django.conf import settings
 from django.db.backends.signals import connection_created
@@ -16,6 +21,20 @@ from django.dispatch import receiver
 from rest_framework.test import APIClient
 
 from tests.factories import ApiKeyFactory, UserFactory
+
+# Seconds each test file took in a whole run (scripts/test_durations.py writes it).
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def _longest_files_first(items) -> None:
+    """Under pytest-xdist (scripts/test.sh: a file per worker at a time, in this
+    order, --no-loadscope-reorder) the longest files start first, so that no long
+    file starts last and runs on alone. A file missing from DURATIONS counts a
+    second a test; the figures only order the work."""
+    seconds = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    counts = Counter(item.nodeid.split("::")[0] for item in items)
+    weight = {path: seconds.get(path, count) for path, count in counts.items()}
+    items.sort(key=lambda item: -weight[item.nodeid.split("::")[0]])  # stable: a file's order kept
 
 
 def with_services() -> bool:
@@ -32,6 +51,8 @@ def pytest_sessionstart(session):
 
 
 def pytest_collection_modifyitems(config, items):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _longest_files_first(items)
     if with_services():
         return
     first_pass_only = [item for item in items if item.get_closest_marker("needs_services")

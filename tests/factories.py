@@ -1,10 +1,21 @@
+import functools
+
 import factory
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
 
 from accounts import services as account_services
 from accounts.models import Tier
 
 PASSWORD = "correct-horse-battery-staple"
+
+
+@functools.cache
+def _password_hash(hashers: tuple[str, ...]) -> str:
+    """PASSWORD hashed once per hasher list: hashing it for each user cost ~0.5 s
+    a user (PBKDF2's iterations), minutes over the suite."""
+    return make_password(PASSWORD)
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -14,7 +25,7 @@ class UserFactory(factory.django.DjangoModelFactory):
 
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda u: f"{u.username}@example.com")
-    password = factory.PostGenerationMethodCall("set_password", PASSWORD)
+    password = factory.LazyFunction(lambda: _password_hash(tuple(settings.PASSWORD_HASHERS)))
 
     @factory.post_generation
     def _save(obj, create, extracted, **kwargs):
