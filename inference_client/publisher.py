@@ -99,7 +99,10 @@ class Publisher:
         self._wake.set()
 
     def _written(self, connection: Hashable, items: list) -> None:
+        idle = not self._unsettled  # the thread may be waiting without a timeout: wake it
         self._unsettled.append((time.monotonic(), connection, items))
+        if idle:
+            self._wake.set()
 
     def _run(self) -> None:
         while True:

@@ -17,6 +17,7 @@ import threading
 import pytest
 
 from inference_client.publisher import SETTLE_S, Publisher
+from tests.polling import wait_for
 
 
 class Broker:
@@ -201,3 +202,18 @@ def test_should_settle_at_once_after_a_failure_keeping_what_went_on_an_open_conn
         return broker.lost
 
     assert run(scenario()) == ["dropped"]
+
+
+def test_should_settle_an_inline_write_made_while_the_thread_had_nothing_to_settle():
+    async def scenario():
+        broker = Broker()
+        publisher = broker.publisher()
+        await publisher.publish("warm")
+        await asyncio.to_thread(wait_for, lambda: not publisher._unsettled, 5, 0.01, "warm settled")
+        broker.connection = 2
+        await publisher.publish("later")             # inline, the thread idle without a timeout
+        broker.closed.add(2)
+        assert await asyncio.to_thread(broker.lost_seen.wait, SETTLE_S * 4)
+        return broker.lost
+
+    assert run(scenario()) == ["later"]

@@ -132,8 +132,9 @@ def test_transfers_finish_after_redis_is_gone(publish, tmp_path, env_for, hosts)
         seed = fetch_host("seed", model=published.model, version="v1", cache=tmp_path / "seed", env=env)
         hosts.append(seed)
         seed.wait_present()
-        # Peers only from here on: no web seed, so the swarm itself must carry the bytes.
-        slow = dict(env, SWARM_UPLOAD_RATE_LIMIT=str(1 * MB), SWARM_DOWNLOAD_RATE_LIMIT=str(1 * MB))
+        # Peers only from here on: no web seed, so the swarm itself must carry the bytes, slowly
+        # enough (8 s) that Redis goes while they are still at it on a loaded machine.
+        slow = dict(env, SWARM_UPLOAD_RATE_LIMIT=str(MB // 2), SWARM_DOWNLOAD_RATE_LIMIT=str(MB // 2))
         peers = [fetch_host(f"p{i}", model=published.model, version="v1", cache=tmp_path / f"p{i}", env=slow,
                             extra_args=("--no-web-seed",)) for i in range(2)]
         hosts += peers
