@@ -34,8 +34,10 @@ if [ -L .venv ]; then  # one install at a time into a shared venv
   exec 9>"$(readlink .venv).lock"
   flock 9
 fi
-[ -x .venv/bin/python ] || "$PY" -m venv "$(readlink -f .venv)"
-PIP=".venv/bin/python -m pip --disable-pip-version-check -q"
+venv=$(readlink -f .venv)
+[ -x .venv/bin/python ] || "$PY" -m venv "$venv"
+# pip by the venv's own path: the scripts it writes name that python, not a link to it.
+PIP="$venv/bin/python -m pip --disable-pip-version-check -q"
 stamp=.venv/.promptyard-$profile
 digest=$(cat "$lock" pyproject.toml | sha256sum | cut -d' ' -f1)
 # The pages' bundler (esbuild, package-lock.json): scripts/build_js.sh and its test.
