@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from tests.livesubprocess import embedded_env, free_port, running_server
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_profile]  # its own embedded server either way
 
@@ -35,6 +36,9 @@ def test_two_serve_processes_share_the_port_and_its_connections(tmp_path):
     env = embedded_env(tmp_path)
     with running_server(["manage.py", "serve", "--no-demo", "--port", str(port), "--workers", "2"],
                         env, port) as server:
+        # Both listening (the server answers once the first does; on a loaded machine
+        # the second may still be starting, and the kernel gives a burst to the one alone).
+        wait_for(lambda: len(_listeners(server.proc.pid, port)) == 2, what="both processes listening")
         # A burst, as a load generator opens its connections: the kernel completes
         # them all before either process accepts one.
         clients = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(CONNECTIONS)]

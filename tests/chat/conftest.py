@@ -38,3 +38,14 @@ async def _close_async_db_pool():
     so no connection outlives its test (and the test database can be dropped)."""
     yield
     await adb.close()
+
+
+@pytest.fixture(autouse=True)
+def _chat_memory_state_per_test(monkeypatch, settings):
+    """On the embedded default the chat state (send buckets, presence) lives in this
+    process, and SQLite gives a rolled-back test's user ids to the next test's users:
+    each test starts with a state of its own, as new users of a server would."""
+    if not settings.REDIS_URL:
+        from chat import realtime
+
+        monkeypatch.setattr(realtime, "_state", None)
