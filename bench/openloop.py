@@ -44,6 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e  # noqa: E402  (sets up Django and the model catalog)
 import psutil  # noqa: E402
 
+# uvicorn's timeout_keep_alive (manage.py serve keeps its default): it closes a connection idle this long.
+KEEP_ALIVE_S = 5.0
+
 
 class _Connections:
     """Kept-alive HTTP/1.1 connections, as many as requests in flight: httpx's pool
@@ -52,18 +55,15 @@ class _Connections:
 
     def __init__(self, host: str, port: int, request: bytes):
         self.host, self.port, self.request = host, port, request
-        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        # (reader, writer, when it went idle), the most recent last
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
         self.opened: list[asyncio.StreamWriter] = []
         self.start = 0.0  # when the first request was due
         self.error_times: dict[str, list[float]] = {}  # "status code" -> when each was due, from start
 
     async def post(self) -> tuple[int, bytes]:
         """(status, body): the body of a non-200 answer only (a 200's is read and dropped)."""
-        if self.idle:
-            reader, writer = self.idle.pop()
-        else:
-            reader, writer = await asyncio.open_connection(self.host, self.port)
-            self.opened.append(writer)
+        reader, writer = self._idle() or await self._open()
         writer.write(self.request)
         head = await reader.readuntil(b"\r\n\r\n")
         status = int(head.split(b" ", 2)[1])
@@ -76,8 +76,25 @@ class _Connections:
             while size := int((await reader.readline()).strip(), 16):
                 body += (await reader.readexactly(size + 2))[:-2]
             await reader.readline()
-        self.idle.append((reader, writer))
+        self.idle.append((reader, writer, time.monotonic()))
         return status, b"" if status == 200 else body
+
+    def _idle(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        """The connection idle the least time, if the server will still read it: uvicorn
+        closes one idle KEEP_ALIVE_S, and a request written on it reads an EOF (a
+        status 0 here, not the server's answer), so one the server closed, or that is
+        within a second of it, is dropped, as httpx's pool does."""
+        while self.idle:
+            reader, writer, since = self.idle.pop()  # those under it idled longer
+            if not reader.at_eof() and time.monotonic() - since < KEEP_ALIVE_S - 1:
+                return reader, writer
+            writer.close()
+        return None
+
+    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        reader, writer = await asyncio.open_connection(self.host, self.port)
+        self.opened.append(writer)
+        return reader, writer
 
     def close(self) -> None:
         for writer in self.opened:
