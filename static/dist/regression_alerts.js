@@ -67,6 +67,9 @@ function el(tag, attrs = {}, ...children) {
   for (const c of children) if (c !== null && c !== void 0) node.append(c);
   return node;
 }
+function nextPaint() {
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+}
 
 // static/js/regression_alerts.js
 var box = document.getElementById("regression-alerts");
@@ -146,6 +149,7 @@ function render(alerts) {
   box.hidden = !alerts.length;
 }
 async function load() {
+  await nextPaint();
   const page = await api(`${base}?status=open&page_size=50`);
   render(page.results);
 }

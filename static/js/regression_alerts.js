@@ -2,7 +2,7 @@
 // generations page and the prompt's playground: one banner per label and
 // version with open alerts, what regressed beside the previous version, and
 // for editors "Move <label> back to v<N>" (one POST) and "Dismiss".
-import { api, el, pageConfig } from "./playground/api.js";
+import { api, el, nextPaint, pageConfig } from "./playground/api.js";
 
 const box = document.getElementById("regression-alerts");
 const config = pageConfig();
@@ -80,6 +80,7 @@ function render(alerts) {
 }
 
 async function load() {
+  await nextPaint(); // the banner comes after the page's first paint
   const page = await api(`${base}?status=open&page_size=50`);
   render(page.results);
 }

@@ -71,6 +71,9 @@ function showAlert(node, message) {
   node.textContent = message || "";
   node.hidden = !message;
 }
+function nextPaint() {
+  return new Promise((resolve2) => requestAnimationFrame(() => setTimeout(resolve2, 0)));
+}
 
 // static/js/playground/bodies.js
 var CHUNK_BYTES = 512 * 1024;
@@ -1143,6 +1146,7 @@ var BranchPicker = class {
       this.select.hidden = true;
       return;
     }
+    await nextPaint();
     const heads = (await api(`${this.cfg.apiBase}/heads?page_size=100`)).results;
     const seen = /* @__PURE__ */ new Map();
     for (const h of heads) seen.set(h.branch, (seen.get(h.branch) || 0) + 1);

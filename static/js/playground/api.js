@@ -85,3 +85,9 @@ export function showAlert(node, message) {
   node.textContent = message || "";
   node.hidden = !message;
 }
+
+// Resolves after the page's next frame: for requests the first paint need not wait for
+// (their server time would take the cores the first layout needs on a small machine).
+export function nextPaint() {
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+}

@@ -1,6 +1,6 @@
 // Branches: the picker lists the tip of every branch (a branch edited twice from one
 // version shows both tips, "diverged"); the save form may name a new branch.
-import { api } from "./api.js";
+import { api, nextPaint } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -21,6 +21,7 @@ export class BranchPicker {
     const input = $("save-branch");
     if (input) input.placeholder = base ? `${base.branch} (continue)` : "main";
     if (!base) { this.select.hidden = true; return; }
+    await nextPaint();
     const heads = (await api(`${this.cfg.apiBase}/heads?page_size=100`)).results;
     const seen = new Map();
     for (const h of heads) seen.set(h.branch, (seen.get(h.branch) || 0) + 1);
