@@ -72,7 +72,7 @@ class Connection(asyncio.Protocol):
         self.parser = httptools.HttpResponseParser(self)
         self.status = 0
         self.headers: dict[bytes, bytes] = {}
-        self.headers_done = self.complete = self._to_eof = False
+        self.headers_done = self.complete = self.keep_alive = self._to_eof = False
         self.reused, self.received, self.released = reused, False, False
         self._body: list[bytes] = []
         self._error: HttpError | None = None
@@ -116,6 +116,7 @@ class Connection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self.complete = True
+        self.keep_alive = self.parser.should_keep_alive()  # False once the parser moved on
 
     # -- reading the answer ----------------------------------------------------------
 
@@ -173,7 +174,7 @@ class Connection(asyncio.Protocol):
         keep the connection, else closed. Once per answer (later calls do nothing)."""
         if self.released:
             return
-        if self.complete and not self.closed and not self._body and self.parser.should_keep_alive():
+        if self.complete and self.keep_alive and not self.closed and not self._body:
             self.released = True
             self.pool.put(self)
         else:
