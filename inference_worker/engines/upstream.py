@@ -41,6 +41,7 @@ import json
 import logging
 import threading
 import time
+from typing import Any
 
 from . import upstream_http
 from .base import Capacity, Engine, EngineError, EngineLoadError, Sequence, StepResult, check_messages
@@ -86,6 +87,16 @@ def parse_retry_after(value: str | None) -> float | None:
         return None
     return max(0.0, when.timestamp() - time.time())
 
+
+
+_scan_json = json.JSONDecoder().raw_decode
+
+
+def _loads(data: bytes) -> Any:
+    """json.loads, without its per-call detours for the usual event (one JSON object)."""
+    text = data.decode()
+    obj, end = _scan_json(text)
+    return obj if end == len(text) else json.loads(text)  # trailing blanks; garbage raises
 
 
 # An idle connection closes after this long: below uvicorn's 5 s keep-alive, so a reuse
@@ -349,7 +360,7 @@ class UpstreamEngine(Engine):
             if data == b"[DONE]":
                 return True
             try:
-                chunk = json.loads(data)
+                chunk = _loads(data)
             except ValueError as exc:
                 logger.warning("upstream %s sent a malformed chunk: %.200s", self.base_url,
                                data.decode("utf-8", errors="replace"))
