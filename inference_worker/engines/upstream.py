@@ -256,6 +256,8 @@ class UpstreamEngine(Engine):
             self._http.close()
         try:
             self._loop.run(shut(), timeout=5.0)
+        except Exception as exc:
+            logger.warning("upstream %s: its streams did not end on close: %r", self.base_url, exc)
         finally:
             self._loop.stop()
 

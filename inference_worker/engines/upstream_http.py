@@ -92,6 +92,12 @@ class Connection(asyncio.Protocol):
             self.close()
         self._wake()
 
+    def open(self) -> bool:
+        return not self.closed and self.transport is not None and not self.transport.is_closing()
+
+    def eof_received(self) -> None:
+        self.closed = True  # not reusable from now (the transport closes itself)
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         if self.headers_done and self._to_eof:
@@ -212,7 +218,7 @@ class Pool:
             now = time.monotonic()
             while self.idle:
                 conn = self.idle.pop()
-                if not conn.closed and now - conn.idle_since < self.idle_s:
+                if now - conn.idle_since < self.idle_s and conn.open():
                     conn._counted = True
                     conn.begin(reused=True)
                     return conn
