@@ -5,8 +5,11 @@ an event split across reads, cancellation, the read timeout, a refused connect."
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import json
 import socket
+import ssl
 import threading
 import time
 
@@ -60,8 +63,8 @@ class RawUpstream:
     """``answer(prompt, connection_no)`` gives what to do for a request: bytes to send,
     callables to run in between (``f(server, connection)``), CLOSE. Counts connections."""
 
-    def __init__(self, answer):
-        self.answer = answer
+    def __init__(self, answer, tls: ssl.SSLContext | None = None):
+        self.answer, self.tls = answer, tls
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.accepts = 0
@@ -80,6 +83,12 @@ class RawUpstream:
             threading.Thread(target=self._serve, args=(conn, self.accepts), daemon=True).start()
 
     def _serve(self, conn: socket.socket, number: int):
+        if self.tls:
+            try:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            except OSError:  # the client refused the certificate
+                conn.close()
+                return
         with conn, conn.makefile("rb") as f:
             while line := f.readline():
                 length = 0
@@ -108,18 +117,18 @@ class RawUpstream:
 def upstream(request):
     servers = []
 
-    def start(answer):
-        servers.append(RawUpstream(answer))
+    def start(answer, tls=None):
+        servers.append(RawUpstream(answer, tls))
         return servers[-1]
     yield start
     for s in servers:
         s.close()
 
 
-def engine(port, **kw) -> UpstreamEngine:
+def engine(port, scheme="http", **kw) -> UpstreamEngine:
     kw.setdefault("connect_timeout", 2.0)
     kw.setdefault("read_timeout", 5.0)
-    return UpstreamEngine(base_url=f"http://127.0.0.1:{port}/v1", model="up", **kw)
+    return UpstreamEngine(base_url=f"{scheme}://127.0.0.1:{port}/v1", model="up", **kw)
 
 
 def seq(i, prompt):
@@ -300,3 +309,51 @@ def test_a_base_url_that_is_not_http_is_refused_at_load():
     with pytest.raises(EngineError) as e:
         UpstreamEngine(base_url="ftp://example.org/v1")
     assert e.value.code == "engine_load_failed"
+
+
+def self_signed(directory) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 that is its own CA; (cert file, key file)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "upstream test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_file), str(key_file)
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_https_verifies_the_certificate(upstream, tmp_path, monkeypatch, long_idle, trusted):
+    """The default context: the system's CAs (here SSL_CERT_FILE names the test's own)."""
+    cert, key = self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server = upstream(lambda prompt, _: chunked(sse(prompt)), tls=context)
+    if trusted:
+        monkeypatch.setenv("SSL_CERT_FILE", cert)
+    eng = engine(server.port, scheme="https", connect_retries=0)
+    try:
+        if trusted:
+            assert complete(eng, seq(0, "secret one")) == "secret one"
+            assert complete(eng, seq(1, "secret two")) == "secret two"
+        else:
+            with pytest.raises(EngineError) as e:
+                complete(eng, seq(0, "x"))
+            assert e.value.code == "upstream_unavailable"
+    finally:
+        eng.close()
+    assert server.accepts == 1 and server.requests == (["secret one", "secret two"] if trusted else [])
