@@ -137,14 +137,18 @@ def seq(i, prompt):
 
 
 def complete(eng: UpstreamEngine, s: Sequence, timeout: float = 10.0) -> str:
-    """Step one sequence to its end; its text."""
+    """Step one sequence to its end, and wait for its task to end (its connection is back
+    in the pool or closed: a finished stream may still be reading its body's last bytes)."""
     text, new = "", [s]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         (r,) = eng.step([] if new else [s], new)
         new, text = [], text + r.text
         if r.finished:
+            stream = eng._streams[s.id]
             eng.release(s.id)
+            stream.thread.join(timeout)
+            assert not stream.thread.is_alive()
             return text
     raise AssertionError("not finished within the timeout")
 
