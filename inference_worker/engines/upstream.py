@@ -162,7 +162,7 @@ class UpstreamEngine(Engine):
             self._http = upstream_http.Client(
                 self._loop.loop, self.base_url, headers, connect_timeout=connect_timeout,
                 read_timeout=read_timeout, connect_retries=connect_retries,
-                max_connections=max_batch_size, idle_s=IDLE_S)
+                max_connections=max_batch_size + 1, idle_s=IDLE_S)  # + 1: health() when full
         except ValueError as exc:
             self._loop.stop()
             raise EngineLoadError(f"upstream engine: {exc}") from None

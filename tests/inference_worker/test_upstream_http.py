@@ -258,32 +258,34 @@ def test_keep_alive_events_and_comments_are_skipped(upstream):
 
 
 def test_release_mid_stream_closes_its_connection_and_frees_the_slot(upstream):
-    """One connection at most: the released stream's connection closes (the server sees
-    it go) and the next request gets the slot."""
+    """A released stream's connection closes (the server sees it go) and its slot is free:
+    more releases than the pool has slots (max_batch_size + 1), then a request still runs."""
     def answer(prompt, _):
-        if prompt == "endless":
+        if prompt.startswith("endless"):
             tick = event({"choices": [{"index": 0, "delta": {"content": "tick"}}]})
             return [*chunked([tick])[:2], wait_for_the_client_to_close]
         return chunked(sse(prompt))
     server = upstream(answer)
     eng = engine(server.port, max_batch_size=1)
-    s = seq(0, "endless")
     try:
-        text, new = "", [s]
-        deadline = time.monotonic() + 5
-        while not text and time.monotonic() < deadline:
-            text += eng.step([] if new else [s], new)[0].text
-            new = []
-        assert text == "tick"
-        stream = eng._streams[s.id]
-        eng.release(s.id)
-        stream.thread.join(timeout=5)
-        assert not stream.thread.is_alive() and stream.error is None
-        assert server.client_closed.acquire(timeout=5)
-        assert complete(eng, seq(1, "after")) == "after"
+        for i in range(3):
+            s = seq(i, f"endless {i}")
+            text, new = "", [s]
+            deadline = time.monotonic() + 5
+            while not text and time.monotonic() < deadline:
+                text += eng.step([] if new else [s], new)[0].text
+                new = []
+            assert text == "tick"
+            stream = eng._streams[s.id]
+            eng.release(s.id)
+            stream.thread.join(timeout=5)
+            assert not stream.thread.is_alive() and stream.error is None and not stream.done
+            assert eng._http.pool.count == 0
+            assert server.client_closed.acquire(timeout=5)
+        assert complete(eng, seq(9, "after")) == "after"
     finally:
         eng.close()
-    assert server.accepts == 2
+    assert server.accepts == 4
 
 
 def test_a_silent_upstream_times_out(upstream):
