@@ -151,6 +151,28 @@ def test_should_run_stream_save_branch_diff_and_move_labels(live_url, new_page, 
     assert console_errors == []
 
 
+def test_should_keep_the_highlight_layer_on_the_text_as_it_scrolls_and_resizes(live_url, new_page,
+                                                                             console_errors):
+    page = new_page()
+    sign_up(page, live_url)
+    page.goto(f"{live_url}/playground/")
+    body, mirror = page.locator("#body-input"), page.locator(".hl:has(#body-input) pre")
+    body.fill("".join(f"Line {i}.\n" for i in range(300)) + "Last: {{tail}}")
+    expect(mirror.locator("mark")).to_have_text("{{tail}}")
+    body.evaluate("(t) => { t.scrollTop = t.scrollHeight; }")  # as the wheel would
+    top = body.evaluate("(t) => t.scrollTop")
+    assert top > 1000
+    expect(mirror).to_have_js_property("scrollTop", top)
+    expect(mirror.locator("mark")).to_be_in_viewport()
+    body.evaluate("(t) => { t.style.height = '420px'; }")  # as the resize handle would
+    expect(mirror).to_have_css("height", "420px")
+    body.press("End")
+    body.type(" {{more}}")  # a repaint keeps the scroll offset
+    expect(mirror.locator("mark")).to_have_count(2)
+    assert mirror.evaluate("(m) => m.scrollTop") == body.evaluate("(t) => t.scrollTop") > 1000
+    assert console_errors == []
+
+
 def test_should_keep_text_when_save_fails_and_restore_the_draft_after_reload(live_url, new_page,
                                                                             console_errors):
     page = new_page(width=390, height=844)  # phone width

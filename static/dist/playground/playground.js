@@ -504,12 +504,19 @@ var HighlightedEditor = class {
     this.mirror = this.wrap.querySelector("pre");
     this.known = /* @__PURE__ */ new Set();
     this.frame = 0;
+    this.top = 0;
     textarea.addEventListener("input", () => {
       this.schedule();
       onInput();
     });
-    textarea.addEventListener("scroll", () => this.syncScroll());
-    new ResizeObserver(() => this.syncScroll()).observe(textarea);
+    textarea.addEventListener("scroll", () => {
+      this.top = textarea.scrollTop;
+      this.mirror.scrollTop = this.top;
+    });
+    new ResizeObserver(([entry]) => {
+      this.mirror.style.height = `${entry.borderBoxSize[0].blockSize}px`;
+      this.mirror.scrollTop = this.top;
+    }).observe(textarea);
   }
   get value() {
     return this.textarea.value;
@@ -548,11 +555,7 @@ var HighlightedEditor = class {
     }
     parts.push(document.createTextNode(text.slice(last2) + "\n"));
     this.mirror.replaceChildren(...parts);
-    this.syncScroll();
-  }
-  syncScroll() {
-    this.mirror.style.height = this.textarea.offsetHeight + "px";
-    this.mirror.scrollTop = this.textarea.scrollTop;
+    if (this.top) this.mirror.scrollTop = this.top;
   }
 };
 

@@ -41,10 +41,15 @@ export class HighlightedEditor {
     this.mirror = this.wrap.querySelector("pre");
     this.known = new Set();
     this.frame = 0;
+    this.top = 0; // the textarea's scroll offset, kept from its scroll events
     textarea.addEventListener("input", () => { this.schedule(); onInput(); });
-    textarea.addEventListener("scroll", () => this.syncScroll());
-    // Keep the mirror the same size when the user drags the resize handle.
-    new ResizeObserver(() => this.syncScroll()).observe(textarea);
+    textarea.addEventListener("scroll", () => { this.top = textarea.scrollTop; this.mirror.scrollTop = this.top; });
+    // The mirror takes the textarea's height from the observer (after layout; also when the user
+    // drags the resize handle): a repaint never reads layout, which would force one per keystroke.
+    new ResizeObserver(([entry]) => {
+      this.mirror.style.height = `${entry.borderBoxSize[0].blockSize}px`;
+      this.mirror.scrollTop = this.top;
+    }).observe(textarea);
   }
 
   get value() { return this.textarea.value; }
@@ -79,11 +84,6 @@ export class HighlightedEditor {
     // A trailing newline needs a character after it to take up a line.
     parts.push(document.createTextNode(text.slice(last) + "\n"));
     this.mirror.replaceChildren(...parts);
-    this.syncScroll();
-  }
-
-  syncScroll() {
-    this.mirror.style.height = this.textarea.offsetHeight + "px";
-    this.mirror.scrollTop = this.textarea.scrollTop;
+    if (this.top) this.mirror.scrollTop = this.top;
   }
 }
