@@ -3,24 +3,26 @@
 For users who already run vLLM, TGI, or a hosted API. This engine owns no
 device, so "a step" cannot mean one forward pass. Design:
 
-- When a sequence first appears in a step, a background thread opens a
-  streaming ``POST {base_url}/chat/completions`` for it and pushes each SSE
-  delta into that sequence's buffer.
+- When a sequence first appears in a step, it opens a streaming
+  ``POST {base_url}/chat/completions`` for it, as a task on the engine's one
+  event loop thread (upstream_http: keep-alive connections, httptools'
+  parser), and each SSE delta goes into that sequence's buffer.
 - ``step`` waits at most ``poll_s`` for any of its sequences to have news,
   then returns, per sequence, the text that arrived since the last step (often
   several tokens, sometimes none) and whether the upstream finished it.
   The scheduler's loop and the upstream's own batching do the rest; the
-  engine's ``max_batch_size`` bounds open streams.
+  engine's ``max_batch_size`` bounds open streams (and connections).
 - Errors surface from ``step`` for the sequence that hit them, without
   consuming other sequences' buffered text, so the scheduler's batch split
   isolates the failed request and the others carry on. An upstream 429
   raises ``UpstreamRateLimited`` with the upstream's Retry-After in seconds.
 - Only connection errors (connect refused / connect timeout: nothing was
-  sent) are retried, by httpx's transport (``retries``, exponential backoff);
-  a failure after the request was sent is not retried, because the upstream
-  may have started generating.
-- Events are parsed by httpx-sse (an event's data may span several
-  ``data:`` lines).
+  sent) are retried (``connect_retries``, exponential backoff); a failure
+  after the request was sent is not retried, because the upstream may have
+  started generating.
+- An event's data may span several ``data:`` lines; events without data
+  (keep-alives) are skipped. After ``[DONE]`` the body is read to its end, so
+  the connection goes back to the pool.
 - Error messages reach the client (event log, /v1 body), so they are generic
   and carry a stable code: never the base URL, the API key or the upstream's
   body. What went wrong in detail is logged here, on the worker.
@@ -32,20 +34,19 @@ device, so "a step" cannot mean one forward pass. Design:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import email.utils
 import json
 import logging
 import threading
 import time
+from typing import Any
 
-import httpx
-from httpx_sse import EventSource
-
-from .base import Capacity, Engine, EngineError, Sequence, StepResult, check_messages
+from . import upstream_http
+from .base import Capacity, Engine, EngineError, EngineLoadError, Sequence, StepResult, check_messages
 
 logger = logging.getLogger(__name__)
-
 
 class UpstreamError(EngineError):
     code = "upstream_error"
@@ -87,6 +88,22 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+
+_scan_json = json.JSONDecoder().raw_decode
+
+
+def _loads(data: bytes) -> Any:
+    """json.loads, without its per-call detours for the usual event (one JSON object)."""
+    text = data.decode()
+    obj, end = _scan_json(text)
+    return obj if end == len(text) else json.loads(text)  # trailing blanks; garbage raises
+
+
+# An idle connection closes after this long: below uvicorn's 5 s keep-alive, so a reuse
+# does not race the server's close.
+IDLE_S = 2.0
+
+
 @dataclasses.dataclass
 class _Stream:
     seq: Sequence
@@ -95,8 +112,25 @@ class _Stream:
     finish_reason: str | None = None
     error: EngineError | None = None
     cancelled: bool = False
-    response: httpx.Response | None = None
-    thread: threading.Thread | None = None
+    ended: bool = False  # its task is over (and its connection closed or pooled)
+    response: upstream_http.Connection | None = None  # once the answer's headers came
+    task: asyncio.Task[None] | None = None
+    thread: _Task | None = None
+
+
+class _Task:
+    """A stream's task seen from other threads: join() and is_alive(), as on the
+    thread each stream once had."""
+
+    def __init__(self, cond: threading.Condition, st: _Stream):
+        self._cond, self._st = cond, st
+
+    def join(self, timeout: float | None = None) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._st.ended, timeout)
+
+    def is_alive(self) -> bool:
+        return not self._st.ended
 
 
 class UpstreamEngine(Engine):
@@ -123,16 +157,15 @@ class UpstreamEngine(Engine):
         self._upstream_model = model
         self.base_url = base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(
-            base_url=self.base_url + "/",
-            headers=headers,
-            timeout=httpx.Timeout(connect=connect_timeout, read=read_timeout,
-                                  write=connect_timeout, pool=connect_timeout),
-            transport=httpx.HTTPTransport(
-                retries=connect_retries,
-                limits=httpx.Limits(max_connections=max_batch_size,
-                                    max_keepalive_connections=max_batch_size)),
-        )
+        self._loop = upstream_http.LoopThread(f"upstream-{self.model_name}")
+        try:
+            self._http = upstream_http.Client(
+                self._loop.loop, self.base_url, headers, connect_timeout=connect_timeout,
+                read_timeout=read_timeout, connect_retries=connect_retries,
+                max_connections=max_batch_size + 1, idle_s=IDLE_S)  # + 1: health() when full
+        except ValueError as exc:
+            self._loop.stop()
+            raise EngineLoadError(f"upstream engine: {exc}") from None
         self.connect_retries = connect_retries
         self.max_batch_size = max_batch_size
         self.context_window = context_window
@@ -155,14 +188,21 @@ class UpstreamEngine(Engine):
 
     def step(self, running: list[Sequence], new: list[Sequence]) -> list[StepResult]:
         seqs = running + new
-        for seq in seqs:
-            if seq.id not in self._streams:
-                self.prepare(seq)
-                if len(self._streams) >= self.max_batch_size:
-                    raise EngineError(
-                        f"more than {self.max_batch_size} open streams", code="batch_full"
-                    )
-                self._start(seq)
+        starting: list[_Stream] = []
+        try:
+            for seq in seqs:
+                if seq.id not in self._streams:
+                    self.prepare(seq)
+                    if len(self._streams) >= self.max_batch_size:
+                        raise EngineError(
+                            f"more than {self.max_batch_size} open streams", code="batch_full"
+                        )
+                    st = self._streams[seq.id] = _Stream(seq=seq)
+                    st.thread = _Task(self._cond, st)
+                    starting.append(st)
+        finally:
+            if starting:  # one wake-up of the loop for all of them
+                self._loop.loop.call_soon_threadsafe(self._start, starting)
         streams = [self._streams[s.id] for s in seqs]
         with self._cond:
             self._cond.wait_for(
@@ -188,34 +228,51 @@ class UpstreamEngine(Engine):
         if st is None:
             return
         st.cancelled = True
-        resp = st.response
-        if resp is not None and not st.done:
-            # Closing from here makes the reader thread's iteration fail; it
-            # sees ``cancelled`` and exits quietly.
-            try:
-                resp.close()
-            except Exception:
-                pass
+        if not st.done and not st.ended:
+            # Its task closes its connection (never pooled mid-answer) and ends quietly.
+            self._loop.loop.call_soon_threadsafe(self._cancel, st)
 
     def health(self) -> bool:
+        async def status() -> int:
+            async with asyncio.timeout(2.0):
+                conn = await self._http.request("GET", "models")
+                try:
+                    await conn.read()
+                finally:
+                    conn.close()  # no-op once read() pooled it
+                return conn.status
         try:
-            return self._client.get("models", timeout=2.0).status_code == 200
-        except httpx.HTTPError:
+            return self._loop.run(status(), timeout=10.0) == 200
+        except Exception:
             return False
 
     def close(self) -> None:
         for sid in list(self._streams):
             self.release(sid)
-        self._client.close()
 
-    # -- background streams ------------------------------------------------
+        async def shut() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self._http.close()
+        try:
+            self._loop.run(shut(), timeout=5.0)
+        except Exception as exc:
+            logger.warning("upstream %s: its streams did not end on close: %r", self.base_url, exc)
+        finally:
+            self._loop.stop()
 
-    def _start(self, seq: Sequence) -> None:
-        st = _Stream(seq=seq)
-        self._streams[seq.id] = st
-        st.thread = threading.Thread(target=self._run, args=(st,), daemon=True,
-                                     name=f"upstream-{seq.id}")
-        st.thread.start()
+    # -- streams, on the loop's thread ---------------------------------------
+
+    def _start(self, streams: list[_Stream]) -> None:
+        for st in streams:
+            if st.cancelled:
+                self._set(st, ended=True)
+            else:
+                st.task = self._loop.loop.create_task(self._run(st))
+
+    def _cancel(self, st: _Stream) -> None:
+        if st.task is not None:
+            st.task.cancel()
 
     def _body(self, seq: Sequence) -> dict:
         p = seq.params
@@ -234,57 +291,81 @@ class UpstreamEngine(Engine):
             body["seed"] = p.seed
         return body
 
-    def _run(self, st: _Stream) -> None:
+    async def _run(self, st: _Stream) -> None:
+        error: EngineError | None = None
+        text = ""
         try:
-            self._stream_with_retries(st)
+            text = await self._stream(st)
+        except asyncio.CancelledError:
+            pass  # released: nobody waits for it
         except EngineError as exc:
-            self._set(st, error=exc)
-        except httpx.TimeoutException as exc:
+            error = exc
+        except upstream_http.ReadTimeout as exc:
             logger.warning("upstream %s timed out on %s: %r", self.base_url, st.seq.id, exc)
-            self._set(st, error=UpstreamError("The upstream server timed out.", code="upstream_timeout"))
+            error = UpstreamError("The upstream server timed out.", code="upstream_timeout")
         except Exception as exc:
             logger.warning("upstream %s stream failed on %s: %r", self.base_url, st.seq.id, exc)
-            self._set(st, error=UpstreamError("The upstream server's stream failed."))
+            error = UpstreamError("The upstream server's stream failed.")
+        self._set(st, text=text, done=error is None and not st.cancelled, error=error, ended=True)
 
-    def _stream_with_retries(self, st: _Stream) -> None:
+    async def _stream(self, st: _Stream) -> str:
+        """The stream's deltas go to ``st``, but for the last read's: returned."""
         try:
-            with self._client.stream("POST", "chat/completions", json=self._body(st.seq),
-                                     headers={"Accept": "text/event-stream"}) as resp:
-                st.response = resp
-                self._read(st, resp)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            if st.cancelled:
-                return
+            conn = await self._http.request("POST", "chat/completions", self._body(st.seq),
+                                            accept="text/event-stream")
+        except upstream_http.ConnectFailed as exc:
             logger.warning("cannot connect to upstream %s after %d attempts: %s", self.base_url,
                            self.connect_retries + 1, exc)
             raise UpstreamUnavailable("The upstream server is unreachable.") from exc
-        except Exception:
-            if st.cancelled:
-                return
+        st.response = conn
+        try:
+            return await self._read(st, conn)
+        except BaseException:
+            conn.close()  # mid-answer (an error, or released): never back to the pool
             raise
+        finally:
+            conn.release()  # a no-op once read to its end
 
-    def _read(self, st: _Stream, resp: httpx.Response) -> None:
-        if resp.status_code == 429:
-            resp.read()
-            retry_after = parse_retry_after(resp.headers.get("retry-after"))
+    async def _read(self, st: _Stream, conn: upstream_http.Connection) -> str:
+        if conn.status == 429:
+            await conn.read()
+            retry_after = parse_retry_after(conn.headers.get(b"retry-after", b"").decode("latin-1"))
             raise UpstreamRateLimited("The upstream server rate limited this request.",
                                       retry_after=retry_after)
-        if resp.status_code >= 400:
-            detail = resp.read().decode("utf-8", errors="replace")[:500]
-            logger.warning("upstream %s answered %d: %s", self.base_url, resp.status_code, detail)
-            raise UpstreamError(f"The upstream server refused the request (HTTP {resp.status_code}).",
-                                status=resp.status_code)
-        for event in EventSource(resp).iter_sse():
-            if st.cancelled:
-                return
-            if not event.data:
-                continue  # an event without data (a keep-alive ping)
-            if event.data == "[DONE]":
+        if conn.status >= 400:
+            detail = (await conn.read(500)).decode("utf-8", errors="replace")
+            logger.warning("upstream %s answered %d: %s", self.base_url, conn.status, detail)
+            raise UpstreamError(f"The upstream server refused the request (HTTP {conn.status}).",
+                                status=conn.status)
+        events = upstream_http.SSEDecoder()
+        texts: list[str] = []
+        while (data := await conn.next_body()) is not None:
+            if self._parse(st, events.feed(data), texts):
                 break
+            if texts:  # one wake-up of the scheduler per read
+                self._set(st, text="".join(texts))
+                texts.clear()
+        if not conn.complete:  # the rest of the body after [DONE]: usually there already
+            self._set(st, text="".join(texts), done=True)
+            texts.clear()
             try:
-                chunk = json.loads(event.data)
+                await conn.drain()
+            except upstream_http.HttpError:
+                pass  # the answer was whole: only the connection is lost (release closes it)
+        return "".join(texts)
+
+    def _parse(self, st: _Stream, events: list[bytes], texts: list[str]) -> bool:
+        """Append the events' deltas to ``texts``; True at [DONE]."""
+        for data in events:
+            if not data:
+                continue  # an event without data (a keep-alive ping)
+            if data == b"[DONE]":
+                return True
+            try:
+                chunk = _loads(data)
             except ValueError as exc:
-                logger.warning("upstream %s sent a malformed chunk: %.200s", self.base_url, event.data)
+                logger.warning("upstream %s sent a malformed chunk: %.200s", self.base_url,
+                               data.decode("utf-8", errors="replace"))
                 raise UpstreamError("The upstream server sent a malformed event.") from exc
             if chunk.get("error"):
                 logger.warning("upstream %s reported an error: %.500s", self.base_url, chunk["error"])
@@ -294,13 +375,13 @@ class UpstreamEngine(Engine):
             for choice in chunk.get("choices") or []:
                 delta = (choice.get("delta") or {}).get("content")
                 if delta:
-                    self._set(st, text=delta)
+                    texts.append(delta)
                 if choice.get("finish_reason"):
                     st.finish_reason = choice["finish_reason"]
-        self._set(st, done=True)
+        return False
 
     def _set(self, st: _Stream, *, text: str | None = None, done: bool = False,
-             error: EngineError | None = None) -> None:
+             error: EngineError | None = None, ended: bool = False) -> None:
         with self._cond:
             if text:
                 st.chunks.append(text)
@@ -308,4 +389,6 @@ class UpstreamEngine(Engine):
                 st.done = True
             if error is not None and not st.cancelled:
                 st.error = error
+            if ended:
+                st.ended = True
             self._cond.notify_all()
