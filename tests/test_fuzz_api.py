@@ -226,6 +226,7 @@ def _resolve_path_parameters(case, data, *, named: bool | None = None):
 
 
 @schema.parametrize()
+@pytest.mark.timeout(900)  # every operation in one test: 2-6 minutes on 2 shared cores, not a hang
 @settings(max_examples=6, derandomize=True, deadline=None, database=None,
           phases=[Phase.explicit, Phase.generate],
           suppress_health_check=list(HealthCheck))
