@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.db import transaction
 from django.utils.module_loading import import_string
 
 from core.error_codes import DomainError
@@ -81,7 +82,8 @@ def score_generations(rule_id: int, generations: list[dict]) -> int:
                         reason=score.reason[:2000] if score else "", error=error,
                         generated_at=g["created_at"])
             for g, (score, error) in zip(todo, results, strict=True)]
-    OnlineScore.objects.bulk_create(rows, ignore_conflicts=True)
     failed = sum(1 for row in rows if row.error)
-    count(rule.pk, scored=len(rows) - failed, failed=failed)
+    with transaction.atomic():  # a reader sees the scores and their counts together
+        OnlineScore.objects.bulk_create(rows, ignore_conflicts=True)
+        count(rule.pk, scored=len(rows) - failed, failed=failed)
     return len(rows) - failed
