@@ -83,7 +83,7 @@ class RequestIdMiddleware(_Middleware):
 
     @staticmethod
     def _enter(request: Any) -> contextvars.Token[str]:
-        incoming = request.headers.get("X-Request-ID", "")
+        incoming = request.META.get("HTTP_X_REQUEST_ID", "")
         request.request_id = incoming if REQUEST_ID_RE.fullmatch(incoming) else uuid.uuid4().hex
         return _request_id.set(request.request_id)
 

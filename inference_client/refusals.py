@@ -72,8 +72,8 @@ def remember_refusal(request: Any, exc: DomainError, tier: str) -> None:
     """After the full path's refusal of ``request`` (by a caller of ``tier``), from the view."""
     if exc.code != "rate_limit_exceeded" or exc.extra.get("reason") != "requests":
         return
-    authorization = request.headers.get("Authorization", "")
-    if not authorization.startswith("Bearer ") or request.headers.get("Idempotency-Key"):
+    authorization = request.META.get("HTTP_AUTHORIZATION", "")
+    if not authorization.startswith("Bearer ") or request.META.get("HTTP_IDEMPOTENCY_KEY"):
         return
     memory.remember(authorization.encode("latin-1"), int(exc.headers["retry-after-ms"]), tier,
                     exc.headers.get("x-ratelimit-limit-requests", ""))

@@ -219,12 +219,12 @@ def check_body(body: dict, implemented: set[str], refused: dict[str, tuple], req
 PROMPT_LABEL = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 
 
-def check_prompt_ref(headers) -> dict | None:
+def check_prompt_ref(meta) -> dict | None:
     """X-Prompt-Version (a version id) and X-Prompt-Label: which saved prompt
     version a /v1 call ran, recorded in its usage record (the SDK sends them; a
     caller's own records only, so a claim is trusted, but must be well formed)."""
-    version, label = headers.get("X-Prompt-Version"), headers.get("X-Prompt-Label")
-    variables = headers.get("X-Prompt-Variables")
+    version, label = meta.get("HTTP_X_PROMPT_VERSION"), meta.get("HTTP_X_PROMPT_LABEL")
+    variables = meta.get("HTTP_X_PROMPT_VARIABLES")
     if version is None and label is None and variables is None:
         return None
     if version is None:

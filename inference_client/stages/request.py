@@ -35,7 +35,7 @@ def _unauthorized(message: str, code: str) -> DomainError:
 async def authenticate(request) -> ApiKey | SessionCaller:
     """The API key of a Bearer call, or the signed-in user of a session call
     from our own pages with their account's tier (both cached: accounts.keycache)."""
-    header = request.headers.get("Authorization", "")
+    header = request.META.get("HTTP_AUTHORIZATION", "")
     try:
         raw = bearer_token(header)
     except MalformedBearer as exc:
@@ -77,7 +77,8 @@ class CallHeaders(NamedTuple):
 
 
 def parse_headers(request, body: dict, kind: str) -> CallHeaders:
-    """The parse stage, then the headers that shape the call."""
-    idempotency_key = check_idempotency_key(request.headers.get("Idempotency-Key"))
+    """The parse stage, then the headers that shape the call (read from META:
+    ``request.headers`` builds a mapping of every header first, 10 us a request)."""
+    idempotency_key = check_idempotency_key(request.META.get("HTTP_IDEMPOTENCY_KEY"))
     fingerprint = body_fingerprint({**body, "_endpoint": kind}) if idempotency_key else None
-    return CallHeaders(idempotency_key, fingerprint, check_prompt_ref(request.headers))
+    return CallHeaders(idempotency_key, fingerprint, check_prompt_ref(request.META))
