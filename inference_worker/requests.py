@@ -240,18 +240,30 @@ Outcome = tuple[RequestHandle, Callable[[], None], bool]
 
 def deliver_outcomes(outcomes: list[Outcome], deliver: Callable[[], contextlib.AbstractContextManager],
                      release: Callable[[str], None], name: str) -> None:
-    """Release the engine state of the requests that left and run their
-    notifications, inside ``deliver()``; then wake the threads waiting on them."""
+    """Release the engine state of the requests that left, then ``notify_outcomes``."""
+    release_outcomes(outcomes, release, name)
+    notify_outcomes(outcomes, deliver)
+
+
+def release_outcomes(outcomes: list[Outcome], release: Callable[[str], None], name: str) -> None:
+    """The engine state of the requests that left (on the engine's thread)."""
+    for h, _, release_it in outcomes:
+        if release_it:
+            try:
+                release(h.id)
+            except Exception:
+                log.exception("%s: engine.release(%s) failed", name, h.id)
+
+
+def notify_outcomes(outcomes: list[Outcome],
+                    deliver: Callable[[], contextlib.AbstractContextManager]) -> None:
+    """Run the requests' notifications inside ``deliver()``; then wake the
+    threads waiting on them."""
     if not outcomes:
         return
     try:
         with deliver():
-            for h, notify, release_it in outcomes:
-                if release_it:
-                    try:
-                        release(h.id)
-                    except Exception:
-                        log.exception("%s: engine.release(%s) failed", name, h.id)
+            for _, notify, _ in outcomes:
                 notify()
     finally:
         for h in {h.id: h for h, _, _ in outcomes if h._state == DONE}.values():

@@ -35,6 +35,7 @@ from typing import Any
 
 from inference_worker.admission import WaitingQueues, batch_limits, deadline_at, prepare_footprint
 from inference_worker.clock import RealClock
+from inference_worker.delivery import Deliverer
 from inference_worker.engines.base import Engine, EngineError, Sequence, StepResult
 from inference_worker.isolation import IsolatingStepper
 from inference_worker.requests import (
@@ -51,6 +52,7 @@ from inference_worker.requests import (
     TokenCallback,
     deliver_outcomes,
     produced_tokens,
+    release_outcomes,
 )
 from inference_worker.stepstats import StepWindow, Tally
 
@@ -83,6 +85,7 @@ class Scheduler:
         self._stopping = False
         self._drain = False
         self._thread: threading.Thread | None = None
+        self._deliverer: Deliverer | None = None  # while running as a thread
         self.healthy = True                   # engine.health(), as of check_health()
         self._stepper = IsolatingStepper(engine, self.name)
         self._tally = Tally()  # written by the scheduler thread, read by stats()
@@ -284,13 +287,19 @@ class Scheduler:
         return h._finish(self.clock.now(), finish_reason=finish_reason, error=error)
 
     def _release_and_notify(self, events: list[Outcome]) -> None:
-        deliver_outcomes(events, self.deliver, self.engine.release, self.name)
+        deliverer = self._deliverer
+        if deliverer is None:
+            deliver_outcomes(events, self.deliver, self.engine.release, self.name)
+        else:
+            release_outcomes(events, self.engine.release, self.name)
+            deliverer.put(events)
 
     # ---- running as a thread ------------------------------------------------
 
     def start(self) -> Scheduler:
         """Run the loop on a daemon thread (the one thread that owns the engine)."""
         if self._thread is None:
+            self._deliverer = Deliverer(lambda: self.deliver, self.name)
             self._thread = threading.Thread(target=self._loop, name=f"scheduler-{self.name}", daemon=True)
             self._thread.start()
         return self
@@ -307,6 +316,9 @@ class Scheduler:
             self._thread = None
         if not drain:
             self._fail_all("scheduler_stopped", "the scheduler stopped before this request ran")
+        deliverer, self._deliverer = self._deliverer, None
+        if deliverer is not None:
+            deliverer.close(timeout)
 
     def _fail_all(self, code: str, message: str) -> None:
         events = []
