@@ -29,6 +29,7 @@ class Deliverer:
         self._queue: collections.deque[list[Outcome]] = collections.deque()
         self._cond = threading.Condition()
         self._closed = False
+        self._ended = False  # the thread has returned: what comes later is delivered inline
         self._thread = threading.Thread(target=self._run, name=f"deliver-{name}", daemon=True)
         self._thread.start()
 
@@ -36,8 +37,13 @@ class Deliverer:
         if not outcomes:
             return
         with self._cond:
-            self._queue.append(outcomes)
-            self._cond.notify()
+            if not self._ended:
+                self._queue.append(outcomes)
+                self._cond.notify()
+                return
+        # After close: a scheduler thread that outlived stop()'s timeout (a hung call)
+        # still has its callers to tell.
+        notify_outcomes(outcomes, self._deliver())
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what is queued, then end the thread."""
@@ -52,6 +58,7 @@ class Deliverer:
                 while not self._queue and not self._closed:
                     self._cond.wait()
                 if not self._queue:
+                    self._ended = True
                     return
                 batches = list(self._queue)
                 self._queue.clear()

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import pytest
 
+from inference_worker.delivery import Deliverer
 from inference_worker.engines.base import SamplingParams, Sequence
 from inference_worker.engines.fixed_cost import FixedCostEngine
+from inference_worker.requests import Priority, RequestHandle
 from inference_worker.scheduler import Scheduler
 from tests.polling import wait_for
 
@@ -71,3 +74,14 @@ def test_stop_returns_once_every_waiter_has_heard():
     assert not stopper.is_alive()
     assert running.done() and running.result(0).text == "a"
     assert waiting.done() and waiting.error.code == "scheduler_stopped"
+
+
+def test_outcomes_handed_over_after_the_delivery_thread_ended_are_delivered_inline():
+    # A scheduler thread that outlived stop()'s timeout (a hung call) finishes later.
+    deliverer = Deliverer(lambda: contextlib.nullcontext, "test")
+    deliverer.close(10)
+    heard = []
+    handle = RequestHandle(lambda h, reason: False, seq("a"), Priority.PAID, deadline=None, submitted_at=0.0,
+                           order=0, on_token=None, on_done=None, on_error=None)
+    deliverer.put([(handle, lambda: heard.append("a"), False)])
+    assert heard == ["a"]
