@@ -29,17 +29,17 @@ if settings.CONFIG_SIGNING_KEY:  # the control plane: its published documents ar
 # The newest signed config document, then its pub/sub and poll (inference_protocol.config).
 start_watcher()
 
-# /v1 (the OpenAI-compatible API) skips the page middleware: see core/asgi.py. A key
-# its requests bucket refused is refused again from memory until its Retry-After
-# (inference_client/refusals.py).
+# /v1 (the OpenAI-compatible API) skips the page middleware: see core/asgi.py.
 generation_paths = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings")
-api_app = RefusalGate(ApiHandler(settings.API_MIDDLEWARE, signal_free=generation_paths), generation_paths)
+api_app = ApiHandler(settings.API_MIDDLEWARE, signal_free=generation_paths)
 
 application = ProtocolTypeRouter(
     {
-        # Every request body is bounded before the app reads it (core/bodylimit.py).
-        "http": BodyLimitMiddleware(PrefixRouter({"/v1/": api_app}, default=django_asgi_app),
-                                    settings.REQUEST_BODY_LIMITS),
+        # First, a key its requests bucket refused is refused again from memory until
+        # its Retry-After (inference_client/refusals.py); then every request body is
+        # bounded before the app reads it (core/bodylimit.py).
+        "http": RefusalGate(BodyLimitMiddleware(PrefixRouter({"/v1/": api_app}, default=django_asgi_app),
+                                                settings.REQUEST_BODY_LIMITS), generation_paths),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(ApiKeyWebsocketMiddleware(URLRouter(websocket_urlpatterns)))
         ),

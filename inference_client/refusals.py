@@ -19,10 +19,11 @@ once the refusal runs out, as for a client that honours Retry-After.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import secrets
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -102,16 +103,34 @@ class RefusalGate:
         return await self.app(scope, receive, send)
 
 
+@functools.cache
+def _counters(tier: str) -> tuple[Any, Any]:
+    return m.REJECTED.labels(tier, "requests"), m.REQUESTS.labels("unknown", "429")
+
+
+# Refusal bodies by message: a flood's refusals share a few hundred (tenths of a second left).
+_bodies: dict[str, bytes] = {}
+
+
+def _body(refusal: DomainError) -> bytes:
+    body = _bodies.get(refusal.message)
+    if body is None:
+        if len(_bodies) >= MAX_REMEMBERED:
+            _bodies.clear()
+        body = _bodies[refusal.message] = json.dumps(domain_error_body(refusal)).encode()
+    return body
+
+
 async def _refuse(send: Send, left_ms: int, tier: str, limit: str, request_id: bytes) -> None:
-    m.REJECTED.labels(tier, "requests").inc()
-    m.REQUESTS.labels("unknown", "429").inc()
+    for counter in _counters(tier):
+        counter.inc()
     bucket = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": duration_text(left_ms)}
     if limit:
         bucket["x-ratelimit-limit-requests"] = limit
     refusal = rate_limited("requests", tier, left_ms, bucket)
-    body = json.dumps(domain_error_body(refusal)).encode()
+    body = _body(refusal)
     incoming = request_id.decode("latin-1")
-    request_id = (incoming if REQUEST_ID_RE.fullmatch(incoming) else uuid.uuid4().hex).encode()
+    request_id = (incoming if REQUEST_ID_RE.fullmatch(incoming) else secrets.token_hex(16)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                (b"x-request-id", request_id)]
     headers += [(name.lower().encode(), value.encode()) for name, value in refusal.headers.items()]
