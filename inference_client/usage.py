@@ -20,6 +20,7 @@ Without Redis (the embedded default) the record is inserted directly.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ import weakref
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from accounts.models import ApiKey
@@ -56,17 +58,39 @@ def record_json(**fields) -> str:
 def _store(raws: list[str]) -> None:
     records = [json.loads(raw) for raw in raws]
     logged = [(r, r.pop("generation")) for r in records if "generation" in r]
-    rows = [UsageRecord(**r) for r in records]
-    # One INSERT; request_id is unique, so a record claimed twice is stored once.
-    UsageRecord.objects.bulk_create(rows, ignore_conflicts=True)
-    _touch_keys(rows)
+    _insert(records)
+    _touch_keys(records)
     if logged:
         generations_store(logged)
 
 
-def _touch_keys(rows: list[UsageRecord]) -> None:
+def _insert(records: list[dict[str, Any]]) -> None:
+    """One INSERT; request_id is unique, so a record claimed twice is stored once."""
+    if connection.vendor != "postgresql":
+        UsageRecord.objects.bulk_create([UsageRecord(**r) for r in records], ignore_conflicts=True)
+        return
+    # PostgreSQL takes the batch as one JSON parameter: 500 model instances, and
+    # binding each of their fields, cost the writer 6x the CPU (72-91 us a record
+    # against 12-14). A record names every column but `id` and `created_at`
+    # (stages/record.py).
+    now = timezone.now().isoformat()
+    rows = [{**r, "created_at": now} for r in records]
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_sql(), [json.dumps(rows)])
+
+
+@functools.cache
+def _insert_sql() -> str:
+    quote = connection.ops.quote_name
+    table = quote(UsageRecord._meta.db_table)
+    columns = ", ".join(quote(f.column) for f in UsageRecord._meta.concrete_fields if not f.primary_key)
+    return (f"INSERT INTO {table} ({columns}) SELECT {columns}"
+            f" FROM json_populate_recordset(NULL::{table}, %s) ON CONFLICT (request_id) DO NOTHING")
+
+
+def _touch_keys(records: list[dict[str, Any]]) -> None:
     """last_used_at of the keys in the batch (cached lookups skip the database)."""
-    key_ids = {r.api_key_id for r in rows if r.api_key_id is not None}
+    key_ids = {r["api_key_id"] for r in records if r.get("api_key_id") is not None}
     if key_ids:
         ApiKey.objects.filter(pk__in=key_ids).update(last_used_at=timezone.now())
 
