@@ -8,6 +8,7 @@ import json
 
 import httpx
 import pytest
+from django.conf import settings
 
 from core.redis import get_aredis
 from inference_client.refusals import MAX_REMEMBERED, RefusalGate, RefusalMemory
@@ -127,6 +128,9 @@ async def test_should_answer_a_flooding_key_from_memory_as_the_full_path_would(o
         assert 1 <= int(remembered.headers["Retry-After"]) <= int(full.headers["Retry-After"])
         assert remembered.headers["x-ratelimit-limit-requests"] == full.headers["x-ratelimit-limit-requests"]
         assert remembered.headers["x-request-id"] == "flood-1"
+        # The gate comes first: a remembered key's oversized body is not read, the 429 stands.
+        oversized = b"x" * (settings.INFERENCE_MAX_BODY_BYTES + 1)
+        assert (await http.post(PATH, content=oversized, headers=auth)).status_code == 429
         # A retry with an Idempotency-Key takes the full path, which admits it now.
         retried = await http.post(PATH, json=body, headers={**auth, "Idempotency-Key": "memo-1"})
         assert retried.status_code == 200, retried.text
