@@ -100,16 +100,22 @@ def test_should_route_nothing_to_a_version_whose_checkpoint_does_not_verify(mode
     store.copy(f"sha256/{real}", "sha256/" + "1" * 64)
     publish_models(model, {"v1": 50, "v2": 50})
     _, key = make_key("paid")
-    with open(tmp_path / "good.log", "w") as good_log, \
+    with open(tmp_path / "good.log", "w") as good_log, open(tmp_path / "corrupt.log", "w") as corrupt_log, \
             celery_worker({}, [f"gpu.{model}@v1"], concurrency=16, name="good", stdout=good_log), \
-            celery_worker({}, [f"gpu.{model}@v2"], concurrency=16, name="corrupt"):
+            celery_worker({}, [f"gpu.{model}@v2"], concurrency=16, name="corrupt", stdout=corrupt_log):
         wait_for(lambda: live_workers(f"{model}@v1"), timeout=60, what="v1 ready")
         # the worker took its spec from the signed document (it names the model, not its environment)
         assert [r["config"] for r in live_workers(f"{model}@v1")] == [1]
         label = f"{model}@v2"
-        entry = wait_for(lambda: next((n["checkpoints"][label] for n in read_nodes()
-                                       if n["checkpoints"].get(label, {}).get("state") == FAILED), None),
-                         timeout=60, what="v2's fetch to fail")
+        try:
+            entry = wait_for(lambda: next((n["checkpoints"][label] for n in read_nodes()
+                                           if n["checkpoints"].get(label, {}).get("state") == FAILED), None),
+                             timeout=60, what="v2's fetch to fail")
+        except TimeoutError:  # seen once on a loaded CI run: say what the worker was doing
+            log = (tmp_path / "corrupt.log").read_text()[-4000:]
+            seen = [n["checkpoints"][label] for n in read_nodes() if label in n["checkpoints"]]
+            raise AssertionError(f"v2's fetch did not fail within 60 s (its node records: {seen}); "
+                                 f"the corrupt worker's log ends:\n{log}") from None
         assert "does not match" in entry["reason"]
         with uvicorn_server(django_db_blocker) as base:
             statuses = [ask(base, key, model) for _ in range(30)]
