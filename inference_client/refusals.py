@@ -108,14 +108,16 @@ def _counters(tier: str) -> tuple[Any, Any]:
     return m.REJECTED.labels(tier, "requests"), m.REQUESTS.labels("unknown", "429")
 
 
-# Refusal bodies by message: a flood's refusals share a few hundred (tenths of a second left).
+# Refusal bodies by message: a flood's refusals share a few hundred (tenths of a second
+# left, per tier); past this many the cache starts over.
+MAX_BODIES = 10_000
 _bodies: dict[str, bytes] = {}
 
 
 def _body(refusal: DomainError) -> bytes:
     body = _bodies.get(refusal.message)
     if body is None:
-        if len(_bodies) >= MAX_REMEMBERED:
+        if len(_bodies) >= MAX_BODIES:
             _bodies.clear()
         body = _bodies[refusal.message] = json.dumps(domain_error_body(refusal)).encode()
     return body
