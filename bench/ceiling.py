@@ -27,7 +27,9 @@ RabbitMQ and PostgreSQL are shared services: their CPU includes whatever else us
 wrk at 400 connections as fast as answered, alone (429s per second: the serve
 process's ceiling when it is saturated; its CPU in cores; Retry-After on 50 refusals
 sampled with httpx); then a paid key at about --paid-rate req/s (20 connections), alone
-and beside the flood paced at about --flood-rate req/s: paid p99 beside / alone.
+and beside the flood paced at about --flood-rate req/s, twice: its connections pausing
+at random (independent clients) and all pausing the same time (in step, so they re-send
+in bursts): paid p99 beside / alone for each.
 """
 
 from __future__ import annotations
@@ -71,6 +73,9 @@ FIXED = {"engine": "fixed_cost", "max_inputs": MAX_INPUTS, "call_s": CALL_S}
 UP_MODEL = "bench-upstream"  # our upstream engine's model, and LiteLLM's
 UP_BODY = {**BODY, "model": UP_MODEL}
 LITELLM = "/work/litellm-venv/bin/litellm"
+# The flood beside the paid key: its connections pause at random (independent clients,
+# arrivals close to Poisson) or all the same time (they re-send in step, in bursts).
+FLOOD_SHAPES = {"independent clients": True, "lockstep": False}
 SAMPLE = 20  # flood refusals checked for Retry-After (one at a time, each behind the flood)
 GATEWAY = ("server", "workers", "redis", "rabbitmq", "postgres", "litellm")  # not wrk, not the upstream
 
@@ -91,13 +96,15 @@ def busy_seconds() -> float:
     return t.user + t.nice + t.system + t.irq + t.softirq + getattr(t, "steal", 0.0)
 
 
-def run(target: Target, connections: int, duration: float, rate: float = 0) -> dict:
+def run(target: Target, connections: int, duration: float, rate: float = 0,
+        random_pauses: bool = False) -> dict:
     """One wrk run (bench/e2e.py's), plus the groups' and the machine's share of the cores;
-    ``rate``: about that many requests/s in all (each connection pauses between requests)."""
+    ``rate``: about that many requests/s in all (each connection pauses between requests,
+    a fixed time or, ``random_pauses``, a random one of that mean)."""
     busy = busy_seconds()
     delay_ms = round(connections * 1000 / rate) if rate else 0
     r = wrk(target.base, target.keys, connections, duration, body=target.body, stack=target,
-            delay_ms=delay_ms)
+            delay_ms=delay_ms, random_pauses=random_pauses)
     seconds = r["duration_us"] / 1e6
     r["busy"] = (busy_seconds() - busy) / r["elapsed"] / os.cpu_count()
     r["share"] = sum(r["cpu"].values()) / seconds / os.cpu_count()
@@ -328,12 +335,14 @@ def flood(args: argparse.Namespace) -> None:
         time.sleep(2)  # sample once the flood runs (a bench, not a test)
         refused, with_ra, values = retry_after_sample(stack.base, free.keys[0], SAMPLE)
         thread.join()
-        settle()
-        thread, beside_flood = in_thread(
-            lambda: run(free, args.flood_connections, duration + 4, args.flood_rate))
-        time.sleep(2)
-        beside = run(paid, args.paid_connections, duration, args.paid_rate)
-        thread.join()
+        beside = {}
+        for shape, random_pauses in FLOOD_SHAPES.items():
+            settle()
+            thread, flood_run = in_thread(lambda r=random_pauses: run(
+                free, args.flood_connections, duration + 4, args.flood_rate, r))
+            time.sleep(2)
+            beside[shape] = (run(paid, args.paid_connections, duration, args.paid_rate), flood_run)
+            thread.join()
     rate = refusals["statuses"].get("429", 0) / (refusals["duration_us"] / 1e6)
     serve_cores = refusals["cpu"]["server"] / (refusals["duration_us"] / 1e6)
     print(f"\n== flood: a free key at 1 request/min under wrk at {args.flood_connections} connections, "
@@ -349,14 +358,16 @@ def flood(args: argparse.Namespace) -> None:
     print(f"  paid at about {args.paid_rate:.0f} req/s ({args.paid_connections} connections), alone and "
           f"beside the flood at about {args.flood_rate:.0f} req/s:")
     print(line(f"paid {args.paid_connections} conns alone", alone))
-    print(line("paid beside the flood", beside))
-    flood_rate = beside_flood["statuses"].get("429", 0) / (beside_flood["duration_us"] / 1e6)
-    if not beside["requests"]:
-        print(f"  flood beside paid: {flood_rate:.0f} 429s/s; the paid key got no answer in {duration:.0f} s")
-        return
-    print(f"  flood beside paid: {flood_rate:.0f} 429s/s; paid p99 beside / alone "
-          f"{beside['p99_us'] / alone['p99_us']:.2f} (goal: unchanged), p50 "
-          f"{beside['p50_us'] / alone['p50_us']:.2f}; paid req/s {beside['rps'] / alone['rps']:.2f}")
+    for shape, (paid_run, flood_run) in beside.items():
+        flood_rate = flood_run["statuses"].get("429", 0) / (flood_run["duration_us"] / 1e6)
+        print(line(f"paid beside, {shape}", paid_run))
+        if not paid_run["requests"]:
+            print(f"  flood ({shape}): {flood_rate:.0f} 429s/s; the paid key got no answer "
+                  f"in {duration:.0f} s")
+            continue
+        print(f"  flood ({shape}): {flood_rate:.0f} 429s/s; paid p99 beside / alone "
+              f"{paid_run['p99_us'] / alone['p99_us']:.2f} (goal: unchanged), p50 "
+              f"{paid_run['p50_us'] / alone['p50_us']:.2f}; paid req/s {paid_run['rps'] / alone['rps']:.2f}")
 
 
 def main() -> None:

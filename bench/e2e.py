@@ -71,6 +71,9 @@ wrk.headers["Content-Type"] = "application/json"
 local keys = {}
 for k in string.gmatch(os.getenv("BENCH_KEYS"), "[^,]+") do table.insert(keys, k) end
 local pause = tonumber(os.getenv("BENCH_DELAY_MS") or "0")
+-- random pauses: exponential with mean ``pause``, so connections drift apart like
+-- independent clients (their sum is close to Poisson) instead of re-sending in step
+local random_pauses = os.getenv("BENCH_PAUSES") == "random"
 local threads = {}
 local counter = 0
 function setup(thread)
@@ -81,6 +84,7 @@ end
 function init(args)
   statuses = {}
   n = 0
+  math.randomseed(os.time() * 1000 + id)
 end
 function request()
   -- one key per connection request, round robin over the keys
@@ -89,6 +93,7 @@ function request()
   return wrk.format(nil, nil, {["Authorization"] = "Bearer " .. key}, nil)
 end
 function delay()
+  if random_pauses then return math.floor(-pause * math.log(1 - math.random()) + 0.5) end
   return pause
 end
 function response(status, headers, body)
@@ -209,12 +214,13 @@ class Stack:
 # ---- wrk -------------------------------------------------------------------------
 
 def wrk(base: str, keys: list[str], connections: int, duration: float, *, delay_ms: int = 0,
-        body: dict | None = None, stack: Stack | None = None) -> dict:
-    """One wrk run; returns its summary plus CPU seconds per process group."""
+        random_pauses: bool = False, body: dict | None = None, stack: Stack | None = None) -> dict:
+    """One wrk run; returns its summary plus CPU seconds per process group. Each connection
+    pauses ``delay_ms`` between requests, or a random time of that mean (``random_pauses``)."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(WRK_LUA)
     env = dict(os.environ, BENCH_BODY=json.dumps(body or BODY), BENCH_KEYS=",".join(keys),
-               BENCH_DELAY_MS=str(delay_ms))
+               BENCH_DELAY_MS=str(delay_ms), BENCH_PAUSES="random" if random_pauses else "fixed")
     threads = max(1, min(2, connections))
     groups = stack.groups() if stack else {}
     before = {name: cpu_by_pid(procs) for name, procs in groups.items()}
