@@ -53,14 +53,6 @@ class UsageRecord(models.Model):
                                 name="usage_eval_run")]
 
 
-class KeyPreference(models.Model):
-    """Gateway options chosen per API key (the key row itself belongs to accounts)."""
-
-    api_key = models.OneToOneField("accounts.ApiKey", on_delete=models.CASCADE,
-                                   related_name="inference_preference")
-    semantic_cache = models.BooleanField(default=False)
-
-
 class ImmutableModelVersionError(Exception):
     pass
 

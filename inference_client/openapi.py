@@ -52,9 +52,8 @@ def sampling_properties(default_max_tokens: int) -> dict:
         "n": {"type": "integer", "minimum": 1, "maximum": settings.INFERENCE_MAX_N, "nullable": True,
               "default": 1, "description": "Choices to generate."},
         "user": USER,
-        "semantic_cache": {"type": "boolean", "nullable": True,
-                           "description": "Answer from the semantic prompt cache (default: the key's "
-                                          "preference)."},
+        "semantic_cache": {"type": "boolean", "nullable": True, "default": False,
+                           "description": "Answer from the semantic prompt cache too."},
     }
 
 

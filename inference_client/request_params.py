@@ -25,7 +25,7 @@ class ChatParams:
     stop: list[str] = dataclasses.field(default_factory=list)
     seed: int | None = None
     include_usage: bool = False
-    semantic_cache: bool | None = None   # None: the key's preference
+    semantic_cache: bool = False         # the semantic prompt cache too (asked per request)
     response_format: dict | None = None  # a constraint (inference_protocol.structured), None: text
     n: int = 1
     logprobs: int | None = None          # alternatives per token (0: only the chosen one); None: off
@@ -193,7 +193,7 @@ def check_params(body: dict, stream: bool, *, default_max_tokens: int) -> ChatPa
     if semantic is not None and not isinstance(semantic, bool):
         raise bad("Invalid type for 'semantic_cache': expected a boolean.", "semantic_cache",
                   "invalid_type")
-    params.semantic_cache = semantic
+    params.semantic_cache = bool(semantic)
     return params
 
 

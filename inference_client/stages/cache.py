@@ -10,10 +10,8 @@ from inference_client import metrics as m
 from inference_client import prompt_cache
 from inference_client.completion import Completion, read_events, spawn
 from inference_client.idempotency import body_fingerprint, idempotency_reserve
-from inference_client.models import KeyPreference
 from inference_client.stages.call import Call
 from inference_client.stages.record import record
-from inference_client.threads import run_db
 from inference_protocol.backend import get_backend
 from inference_protocol.catalog import served_name
 
@@ -55,7 +53,7 @@ async def lookup(call: Call) -> None:
                                             messages=messages, params=fp)
     call.hit = await prompt_cache.exact_get(call.exact_key)
     call.cache_hit = "exact" if call.hit else ""
-    if await _semantic_opted_in(call):
+    if params.semantic_cache:
         call.semantic_scope = prompt_cache.semantic_scope(tenant=principal.tenant, model=cache_model,
                                                           messages=messages, params=fp)
         if call.hit is None:
@@ -63,15 +61,6 @@ async def lookup(call: Call) -> None:
                                                     question=messages[-1]["content"], priority=call.priority)
             call.hit, call.cache_hit = (found[0], "semantic") if found else (None, "")
     m.count_cache(call.cache_hit or "miss")
-
-
-async def _semantic_opted_in(call: Call) -> bool:
-    if call.params.semantic_cache is not None:
-        return call.params.semantic_cache
-    if call.principal.api_key is None:
-        return False
-    return await run_db(KeyPreference.objects.filter(api_key=call.principal.api_key,
-                                                     semantic_cache=True).exists)
 
 
 async def answer(call: Call) -> Completion:
