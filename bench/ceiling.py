@@ -27,9 +27,11 @@ RabbitMQ and PostgreSQL are shared services: their CPU includes whatever else us
 wrk at 400 connections as fast as answered, alone (429s per second: the serve
 process's ceiling when it is saturated; its CPU in cores; Retry-After on 50 refusals
 sampled with httpx); then a paid key at about --paid-rate req/s (20 connections), alone
-and beside the flood paced at about --flood-rate req/s, twice: its connections pausing
-at random (independent clients) and all pausing the same time (in step, so they re-send
-in bursts): paid p99 beside / alone for each.
+and beside the flood paced at about --flood-rate req/s, three times: its connections
+pausing at random (independent clients), all pausing the same time (in step, so they
+re-send in bursts), and at random against a second serve process, which shares the
+cores with the paid key's path but not its event loop (what the cores alone add):
+paid p99 beside / alone for each.
 """
 
 from __future__ import annotations
@@ -73,9 +75,12 @@ FIXED = {"engine": "fixed_cost", "max_inputs": MAX_INPUTS, "call_s": CALL_S}
 UP_MODEL = "bench-upstream"  # our upstream engine's model, and LiteLLM's
 UP_BODY = {**BODY, "model": UP_MODEL}
 LITELLM = "/work/litellm-venv/bin/litellm"
-# The flood beside the paid key: its connections pause at random (independent clients,
-# arrivals close to Poisson) or all the same time (they re-send in step, in bursts).
-FLOOD_SHAPES = {"independent clients": True, "lockstep": False}
+# The flood beside the paid key, label: (random pauses, sent to another serve process).
+# Its connections pause at random (independent clients, arrivals close to Poisson) or all
+# the same time (they re-send in step, in bursts); sent to a serve process of its own, it
+# shares the cores with the paid key's path but not its event loop.
+FLOOD_CASES = {"independent clients": (True, False), "lockstep": (False, False),
+               "on another serve process": (True, True)}
 SAMPLE = 20  # flood refusals checked for Retry-After (one at a time, each behind the flood)
 GATEWAY = ("server", "workers", "redis", "rabbitmq", "postgres", "litellm")  # not wrk, not the upstream
 
@@ -326,8 +331,12 @@ def flood(args: argparse.Namespace) -> None:
     duration = args.duration
     env = dict(stack_env({MODEL: FIXED}), RATE_LIMIT_FREE_RPM="1", RATE_LIMIT_FREE_TPM="1000000")
     with Stack(1, 1, env) as stack:
+        other_port = free_port()
+        stack.spawn("serve-other", ["manage.py", "serve", "--no-demo", "--port", str(other_port)])
+        wait_for(f"http://127.0.0.1:{other_port}/login/", "the other serve process")
         paid = Target("paid", stack.base, make_keys("paid", 1), stack.groups)
         free = Target("free flood", stack.base, make_keys("free", 1), stack.groups)
+        elsewhere = dataclasses.replace(free, base=f"http://127.0.0.1:{other_port}")
         run(paid, args.paid_connections, 3)  # warm up
         settle()
         alone = run(paid, args.paid_connections, duration, args.paid_rate)
@@ -336,12 +345,12 @@ def flood(args: argparse.Namespace) -> None:
         refused, with_ra, values = retry_after_sample(stack.base, free.keys[0], SAMPLE)
         thread.join()
         beside = {}
-        for shape, random_pauses in FLOOD_SHAPES.items():
+        for case, (random_pauses, other) in FLOOD_CASES.items():
             settle()
-            thread, flood_run = in_thread(lambda r=random_pauses: run(
-                free, args.flood_connections, duration + 4, args.flood_rate, r))
+            thread, flood_run = in_thread(lambda r=random_pauses, t=elsewhere if other else free: run(
+                t, args.flood_connections, duration + 4, args.flood_rate, r))
             time.sleep(2)
-            beside[shape] = (run(paid, args.paid_connections, duration, args.paid_rate), flood_run)
+            beside[case] = (run(paid, args.paid_connections, duration, args.paid_rate), flood_run)
             thread.join()
     rate = refusals["statuses"].get("429", 0) / (refusals["duration_us"] / 1e6)
     serve_cores = refusals["cpu"]["server"] / (refusals["duration_us"] / 1e6)
@@ -358,7 +367,7 @@ def flood(args: argparse.Namespace) -> None:
     print(f"  paid at about {args.paid_rate:.0f} req/s ({args.paid_connections} connections), alone and "
           f"beside the flood at about {args.flood_rate:.0f} req/s:")
     print(line(f"paid {args.paid_connections} conns alone", alone))
-    for shape, (paid_run, flood_run) in beside.items():
+    for shape, (paid_run, flood_run) in beside.items():  # the last: what the shared cores alone add
         flood_rate = flood_run["statuses"].get("429", 0) / (flood_run["duration_us"] / 1e6)
         print(line(f"paid beside, {shape}", paid_run))
         if not paid_run["requests"]:

@@ -1,7 +1,7 @@
 """Open-loop latency of the whole /v1 path (run by hand; prints ratios, asserts nothing).
 
     .venv/bin/python bench/openloop.py [--duration 20] [--loads 0.5,0.8,0.95] [--configs 1x1,1x2]
-        [--poisson] [--worker-flags '-c 100']
+        [--poisson] [--worker-flags '-c 100'] [--max-inputs 50]
 
 A closed loop (wrk, bench/e2e.py) sends the next request only when an answer
 comes back, so at 200 connections on a 250 req/s device Little's law fixes the
@@ -203,8 +203,13 @@ def main() -> None:
     parser.add_argument("--poisson", action="store_true", help="Poisson arrivals instead of a fixed rate")
     parser.add_argument("--worker-flags", default="",
                         help="each worker's Celery pool flags, e.g. '-c 100' (default: it sizes itself)")
+    parser.add_argument("--max-inputs", type=int, default=e2e.MAX_INPUTS,
+                        help="the device's inputs per call: fewer, the same call time, a lower limit "
+                             "(the same loads for less CPU)")
     args = parser.parse_args()
     e2e.WORKER_FLAGS[:] = args.worker_flags.split()
+    e2e.MAX_INPUTS = args.max_inputs
+    e2e.ENGINE["max_inputs"] = args.max_inputs
     print(f"open loop on this machine ({psutil.cpu_count()} cores, shared by the client and the whole stack)")
     for config in args.configs.split(","):
         serve, devices = (int(n) for n in config.split("x"))
