@@ -23,15 +23,12 @@ the groups' share of the machine's cores and the machine's busy share (the diffe
 is other work on the same cores); then ours / LiteLLM for each pairing. Redis,
 RabbitMQ and PostgreSQL are shared services: their CPU includes whatever else uses them.
 
---flood: 1 serve x 1 device (fixed-cost), a free key at RATE_LIMIT_FREE_RPM=1 under
-wrk at 400 connections as fast as answered, alone (429s per second: the serve
-process's ceiling when it is saturated; its CPU in cores; Retry-After on 50 refusals
-sampled with httpx); then a paid key at about --paid-rate req/s (20 connections), alone
-and beside the flood paced at about --flood-rate req/s, three times: its connections
-pausing at random (independent clients), all pausing the same time (in step, so they
-re-send in bursts), and at random against a second serve process, which shares the
-cores with the paid key's path but not its event loop (what the cores alone add):
-paid p99 beside / alone for each.
+--flood: 1 serve x 1 device (fixed-cost), a free key at RATE_LIMIT_FREE_RPM=1 under wrk
+at 400 connections as fast as answered, alone (429s/s: the serve process's ceiling when
+saturated; its CPU; Retry-After on 20 sampled refusals); then a paid key at about
+--paid-rate req/s, alone and beside the flood at about --flood-rate req/s whose
+connections pause at random (independent clients), in step (bursts), and at random
+against a second serve process (the cores it shares, not the event loop): p99 beside / alone.
 """
 
 from __future__ import annotations
@@ -76,9 +73,6 @@ UP_MODEL = "bench-upstream"  # our upstream engine's model, and LiteLLM's
 UP_BODY = {**BODY, "model": UP_MODEL}
 LITELLM = "/work/litellm-venv/bin/litellm"
 # The flood beside the paid key, label: (random pauses, sent to another serve process).
-# Its connections pause at random (independent clients, arrivals close to Poisson) or all
-# the same time (they re-send in step, in bursts); sent to a serve process of its own, it
-# shares the cores with the paid key's path but not its event loop.
 FLOOD_CASES = {"independent clients": (True, False), "lockstep": (False, False),
                "on another serve process": (True, True)}
 SAMPLE = 20  # flood refusals checked for Retry-After (one at a time, each behind the flood)
@@ -320,8 +314,8 @@ def in_thread(fn: Callable[[], dict]) -> tuple[threading.Thread, dict]:
 
 def retry_after_sample(base: str, key: str, n: int) -> tuple[int, int, list[float]]:
     with httpx.Client(base_url=base, timeout=30) as client:
-        answers = [client.post("/v1/chat/completions", json=BODY,
-                               headers={"Authorization": f"Bearer {key}"}) for _ in range(n)]
+        answers = [client.post("/v1/chat/completions", json=BODY, headers={"Authorization": f"Bearer {key}"})
+                   for _ in range(n)]
     refused = [a for a in answers if a.status_code == 429]
     values = [float(a.headers["Retry-After"]) for a in refused if a.headers.get("Retry-After")]
     return len(refused), len(values), values
@@ -354,8 +348,7 @@ def flood(args: argparse.Namespace) -> None:
             thread.join()
     rate = refusals["statuses"].get("429", 0) / (refusals["duration_us"] / 1e6)
     serve_cores = refusals["cpu"]["server"] / (refusals["duration_us"] / 1e6)
-    print(f"\n== flood: a free key at 1 request/min under wrk at {args.flood_connections} connections, "
-          f"1 serve x 1 device, {duration:.0f} s")
+    print(f"\n== flood: a free key at 1 req/min, wrk at {args.flood_connections} conns, 1 serve x 1 device")
     saturated = "saturated: the refusal rate is its ceiling" if serve_cores > 0.9 else "not saturated"
     print(f"  flood alone: {rate:.0f} 429s/s per serve process (goal >= 5,000); answers "
           f"{refusals['statuses']}, transport errors {transport_errors(refusals)}; "
@@ -370,13 +363,10 @@ def flood(args: argparse.Namespace) -> None:
     for shape, (paid_run, flood_run) in beside.items():  # the last: what the shared cores alone add
         flood_rate = flood_run["statuses"].get("429", 0) / (flood_run["duration_us"] / 1e6)
         print(line(f"paid beside, {shape}", paid_run))
-        if not paid_run["requests"]:
-            print(f"  flood ({shape}): {flood_rate:.0f} 429s/s; the paid key got no answer "
-                  f"in {duration:.0f} s")
-            continue
-        print(f"  flood ({shape}): {flood_rate:.0f} 429s/s; paid p99 beside / alone "
-              f"{paid_run['p99_us'] / alone['p99_us']:.2f} (goal: unchanged), p50 "
-              f"{paid_run['p50_us'] / alone['p50_us']:.2f}; paid req/s {paid_run['rps'] / alone['rps']:.2f}")
+        ratios = (f"paid p99 beside / alone {paid_run['p99_us'] / alone['p99_us']:.2f} (goal: same), p50 "
+                  f"{paid_run['p50_us'] / alone['p50_us']:.2f}, req/s {paid_run['rps'] / alone['rps']:.2f}"
+                  if paid_run["requests"] else f"the paid key got no answer in {duration:.0f} s")
+        print(f"  flood ({shape}): {flood_rate:.0f} 429s/s; {ratios}")
 
 
 def main() -> None:

@@ -1,8 +1,7 @@
 """The whole /v1 path under load: wrk against the real stack (run by hand;
 prints ratios, asserts nothing).
 
-    apt-get install -y wrk        # a C load generator (Debian package): the client
-                                  # must not be the bottleneck, as a Python one is
+    apt-get install -y wrk        # a C load generator: the client must not be the bottleneck
     .venv/bin/python bench/e2e.py [--quick] [--duration S] [--configs 1x1,2x1,1x2]
 
 Needs the services scripts/test.sh points at (export DATABASE_URL, REDIS_URL,
@@ -71,8 +70,7 @@ wrk.headers["Content-Type"] = "application/json"
 local keys = {}
 for k in string.gmatch(os.getenv("BENCH_KEYS"), "[^,]+") do table.insert(keys, k) end
 local pause = tonumber(os.getenv("BENCH_DELAY_MS") or "0")
--- random pauses: exponential with mean ``pause``, so connections drift apart like
--- independent clients (their sum is close to Poisson) instead of re-sending in step
+-- random: exponential pauses of that mean (connections drift apart like independent clients)
 local random_pauses = os.getenv("BENCH_PAUSES") == "random"
 local threads = {}
 local counter = 0

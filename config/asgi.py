@@ -33,13 +33,15 @@ start_watcher()
 generation_paths = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings")
 api_app = ApiHandler(settings.API_MIDDLEWARE, signal_free=generation_paths)
 
+# First, a key its requests bucket refused is refused again from memory until its
+# Retry-After (inference_client/refusals.py; under `serve`, from the request's headers,
+# before its task: config/http.py); then every request body is bounded before the app
+# reads it (core/bodylimit.py).
+refusal_gate = RefusalGate(BodyLimitMiddleware(PrefixRouter({"/v1/": api_app}, default=django_asgi_app),
+                                               settings.REQUEST_BODY_LIMITS), generation_paths)
 application = ProtocolTypeRouter(
     {
-        # First, a key its requests bucket refused is refused again from memory until
-        # its Retry-After (inference_client/refusals.py); then every request body is
-        # bounded before the app reads it (core/bodylimit.py).
-        "http": RefusalGate(BodyLimitMiddleware(PrefixRouter({"/v1/": api_app}, default=django_asgi_app),
-                                                settings.REQUEST_BODY_LIMITS), generation_paths),
+        "http": refusal_gate,
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(ApiKeyWebsocketMiddleware(URLRouter(websocket_urlpatterns)))
         ),

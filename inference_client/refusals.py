@@ -80,27 +80,42 @@ def remember_refusal(request: Any, exc: DomainError, tier: str) -> None:
                     exc.headers.get("x-ratelimit-limit-requests", ""))
 
 
+# A refusal as written: (status, headers, body).
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+
 class RefusalGate:
     """ASGI, in front of the API app: POSTs to ``paths`` by a remembered key are
-    refused here, with the full path's body and headers."""
+    refused here, with the full path's body and headers. ``answer`` is the rule
+    alone, for a server that asks before making the request's task (config/http.py)."""
 
     def __init__(self, app: ASGIApp, paths: tuple[str, ...], memory: RefusalMemory = memory) -> None:
         self.app, self.paths, self.memory = app, frozenset(paths), memory
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
-        if scope["type"] == "http" and scope["path"] in self.paths and scope["method"] == "POST":
-            authorization = request_id = b""
-            for name, value in scope["headers"]:
-                if name == b"authorization":
-                    authorization = value
-                elif name == b"idempotency-key":
-                    return await self.app(scope, receive, send)
-                elif name == b"x-request-id":
-                    request_id = value
-            refusal = self.memory.refusal(authorization) if authorization else None
-            if refusal is not None:
-                return await _refuse(send, *refusal, request_id)
+        if scope["type"] == "http":
+            answer = self.answer(scope["method"], scope["path"], scope["headers"])
+            if answer is not None:
+                status, headers, body = answer
+                await send({"type": "http.response.start", "status": status, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return None
         return await self.app(scope, receive, send)
+
+    def answer(self, method: str, path: str, headers: list[tuple[bytes, bytes]]) -> Answer | None:
+        """The refusal of a request with these (lower-case) headers, if its key is remembered."""
+        if method != "POST" or path not in self.paths:
+            return None
+        authorization = request_id = b""
+        for name, value in headers:
+            if name == b"authorization":
+                authorization = value
+            elif name == b"idempotency-key":
+                return None
+            elif name == b"x-request-id":
+                request_id = value
+        refusal = self.memory.refusal(authorization) if authorization else None
+        return _refusal(*refusal, request_id) if refusal is not None else None
 
 
 @functools.cache
@@ -123,7 +138,7 @@ def _body(refusal: DomainError) -> bytes:
     return body
 
 
-async def _refuse(send: Send, left_ms: int, tier: str, limit: str, request_id: bytes) -> None:
+def _refusal(left_ms: int, tier: str, limit: str, request_id: bytes) -> Answer:
     for counter in _counters(tier):
         counter.inc()
     bucket = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": duration_text(left_ms)}
@@ -136,5 +151,4 @@ async def _refuse(send: Send, left_ms: int, tier: str, limit: str, request_id: b
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                (b"x-request-id", request_id)]
     headers += [(name.lower().encode(), value.encode()) for name, value in refusal.headers.items()]
-    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    return refusal.status, headers, body

@@ -274,6 +274,10 @@ LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 # 0.4 ms of the gateway's 8 ms overhead at one connection (bench/overhead.py).
 # Requests are accounted for without it (usage records, /metrics, X-Request-Id).
 ACCESS_LOG = env_bool("ACCESS_LOG", False)
+# The HTTP protocol `serve` gives uvicorn: httptools', refusing a remembered key from the
+# request's headers (config/http.py). With the access log on, uvicorn's own, which logs
+# every answer.
+SERVE_HTTP_PROTOCOL = "config.http.GatedHttpToolsProtocol"
 # Seconds a stopping `serve` lets in-flight requests and streams run before it ends
 # what is left with a terminal server_shutting_down error; a stopping job worker
 # waits as long for its drivers to let their leases go (core/shutdown.py).

@@ -4,7 +4,10 @@ Retry-After; the answer is the full path's; other keys, other paths and calls
 with an Idempotency-Key go through."""
 
 import asyncio
+import http.client
+import io
 import json
+import socket
 
 import httpx
 import pytest
@@ -12,7 +15,8 @@ from django.conf import settings
 
 from core.redis import get_aredis
 from inference_client.refusals import MAX_REMEMBERED, RefusalGate, RefusalMemory
-from tests.inference_client.conftest import MODEL, make_key, uvicorn_server
+from tests.inference_client.conftest import MODEL, database_url, make_key, stack_env
+from tests.livesubprocess import free_port, running_server
 
 PATH = "/v1/chat/completions"
 KEY = b"Bearer py_refused"
@@ -107,8 +111,11 @@ def test_should_forget_the_oldest_key_past_its_bound():
 
 @pytest.fixture
 def one_a_minute(django_db_blocker, worker, transactional_db):
-    with uvicorn_server(django_db_blocker, RATE_LIMIT_FREE_RPM="1") as base:
-        yield base
+    """`manage.py serve`: its HTTP protocol asks the gate before the request's task (config/http.py)."""
+    port = free_port()
+    env = stack_env(DATABASE_URL=database_url(django_db_blocker), RATE_LIMIT_FREE_RPM="1")
+    with running_server(["manage.py", "serve", "--no-demo", "--port", str(port)], env, port) as server:
+        yield server.base
 
 
 @pytest.mark.needs_services
@@ -134,3 +141,69 @@ async def test_should_answer_a_flooding_key_from_memory_as_the_full_path_would(o
         # A retry with an Idempotency-Key takes the full path, which admits it now.
         retried = await http.post(PATH, json=body, headers={**auth, "Idempotency-Key": "memo-1"})
         assert retried.status_code == 200, retried.text
+
+
+class _Unclosed(io.BufferedReader):
+    def close(self):  # http.client closes its file after each response: this one goes on
+        pass
+
+
+class _Stream:
+    """One buffered reader for several responses on a socket (http.client reads one)."""
+
+    def __init__(self, sock: socket.socket):
+        self.file = _Unclosed(socket.SocketIO(sock, "rb"))
+
+    def makefile(self, mode):
+        return self.file
+
+    def response(self) -> tuple[int, dict, bytes]:
+        answer = http.client.HTTPResponse(self)  # type: ignore[arg-type]
+        answer.begin()
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
+
+
+def _post(auth: str, body: bytes, *extra: str) -> bytes:
+    head = [f"POST {PATH} HTTP/1.1", "Host: 127.0.0.1", f"Authorization: {auth}",
+            "Content-Type: application/json", f"Content-Length: {len(body)}", *extra]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+GET_HEALTH = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+@pytest.mark.needs_services
+async def test_should_answer_a_remembered_key_from_its_headers_and_keep_the_connection_in_order(one_a_minute):
+    key, raw = await asyncio.to_thread(make_key, "free")
+    auth = f"Bearer {raw}"
+    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "memo"}],
+                       "max_tokens": 4}).encode()
+    async with httpx.AsyncClient(base_url=one_a_minute, timeout=30) as client:
+        assert (await client.post(PATH, content=body, headers={"Authorization": auth})).status_code == 200
+        assert (await client.post(PATH, content=body, headers={"Authorization": auth})).status_code == 429
+    await get_aredis().delete(f"rl:k:k{key.pk}:r")  # from here only the process's memory refuses
+
+    def exchange() -> tuple[list, list, bytes]:
+        port = int(one_a_minute.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            stream = _Stream(sock)
+            # Refused with its body unread by any app, then the next request on the connection.
+            sock.sendall(_post(auth, body) + GET_HEALTH)
+            kept = [stream.response(), stream.response()]
+            # Pipelined behind a request still in flight: the answers keep their order.
+            sock.sendall(GET_HEALTH + _post(auth, body))
+            ordered = [stream.response(), stream.response()]
+            # A refusal that asks to close the connection closes it.
+            sock.sendall(_post(auth, body, "Connection: close"))
+            closing = stream.response()
+            return kept, ordered + [closing], stream.file.read()
+
+    kept, (health, refused, closing), rest = await asyncio.to_thread(exchange)
+    assert [status for status, _, _ in kept] == [429, 200]
+    status, headers, answer = kept[0]
+    assert json.loads(answer)["error"]["code"] == "rate_limit_exceeded"
+    assert 1 <= int(headers["retry-after"]) <= 60 and headers["x-ratelimit-remaining-requests"] == "0"
+    assert headers["content-type"] == "application/json" and len(headers["x-request-id"]) == 32
+    assert "date" in headers and "server" in headers  # the server's own headers, as on any answer
+    assert (health[0], refused[0]) == (200, 429)
+    assert closing[0] == 429 and closing[1]["connection"] == "close" and rest == b""

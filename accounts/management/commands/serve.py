@@ -16,6 +16,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import BaseCommand, CommandError, call_command
+from django.utils.module_loading import import_string
 from uvicorn.supervisors import Multiprocess
 
 from core.shutdown import DEADLINE_HOOKS_S, GracefulServer
@@ -62,6 +63,7 @@ class Command(BaseCommand):
         config = uvicorn.Config(
             "config.asgi:application", host=host, port=port, log_level=settings.LOG_LEVEL.lower(),
             access_log=settings.ACCESS_LOG, lifespan="off", workers=workers,
+            http="auto" if settings.ACCESS_LOG else import_string(settings.SERVE_HTTP_PROTOCOL),
             # The client address is the app's to work out, from TRUSTED_PROXIES
             # only (core/clientip.py): uvicorn would trust X-Forwarded-For from 127.0.0.1.
             proxy_headers=False,
