@@ -42,10 +42,13 @@ def _gate():
 
 class GatedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
-        # Only a POST can be refused, and only with nothing ahead of it on the connection.
-        if self.parser.get_method() == b"POST" and (self.cycle is None or self.cycle.response_complete):
+        # Only a POST can be refused, only while some key is remembered, and only with
+        # nothing ahead of it on the connection; otherwise uvicorn's own path, unchanged.
+        gate = _gate()
+        if (self.parser.get_method() == b"POST" and len(gate.memory)
+                and (self.cycle is None or self.cycle.response_complete)):
             path = self.root_path + httptools.parse_url(self.url).path.decode("latin-1")
-            answer = _gate().answer("POST", path, self.headers)
+            answer = gate.answer("POST", path, self.headers)
             if answer is not None:
                 self._answer(*answer)
                 return

@@ -54,6 +54,10 @@ class RefusalMemory:
                 del self._refused[next(iter(self._refused))]
         self._refused[authorization] = (now + retry_after_ms / 1000, tier, limit)
 
+    def __len__(self) -> int:
+        """Keys remembered (some may have run out: they go when next looked up)."""
+        return len(self._refused)
+
     def refusal(self, authorization: bytes) -> tuple[int, str, str] | None:
         """(milliseconds left, tier, limit) while the key is refused, else None."""
         entry = self._refused.get(authorization)
