@@ -3,9 +3,10 @@ flight finish until SHUTDOWN_GRACE_S, ends the rest with a terminal
 server_shutting_down error (a stream's last frame), closes websockets with 1012
 (service restart) and exits. Every request is counted: each completed or got
 that error; none lost, none answered twice. On a fixed-cost device of 4 inputs /
-1 s a call, 16 requests are 4 calls, of which the first ends within the 2.5 s
-grace and the last cannot: on the embedded default (its worker runs in the serve
-process) and with the services (a Celery worker, events through Redis)."""
+1 s a call, 20 requests are 5 calls (6 if the first starts before all have
+arrived), of which the first two end within the 3 s grace and the last cannot:
+on the embedded default (its worker runs in the serve process) and with the
+services (a Celery worker, events through Redis)."""
 
 import asyncio
 import json
@@ -30,7 +31,8 @@ from tests.test_embedded_default import _login
 
 pytestmark = [pytest.mark.slow]
 
-GRACE_S, CALL_S, INPUTS = 2.5, 1.0, 4
+GRACE_S, CALL_S, INPUTS = 3.0, 1.0, 4
+PLAIN, STREAMS = 4, 16
 MODELS = {"slow": {"engine": "fixed_cost", "max_inputs": INPUTS, "call_s": CALL_S}}
 
 
@@ -81,12 +83,12 @@ async def _websocket_close_code(base: str, cookies: dict, opened: asyncio.Event)
 
 
 async def _load_and_stop(server, clients: list[httpx.AsyncClient], model: str, *before_sigterm) -> list:
-    """16 requests (4 plain, then 12 streams) in flight, SIGTERM, every outcome;
+    """20 requests (4 plain, then 16 streams) in flight, SIGTERM, every outcome;
     the server stops accepting and exits within the grace and its hooks."""
-    plain = [asyncio.create_task(_plain(c, f"plain {i}", model)) for i, c in enumerate(clients[:4])]
-    starts = [asyncio.Event() for _ in range(12)]
+    plain = [asyncio.create_task(_plain(c, f"plain {i}", model)) for i, c in enumerate(clients[:PLAIN])]
+    starts = [asyncio.Event() for _ in range(STREAMS)]
     streams = [asyncio.create_task(_stream(c, f"stream {i}", starts[i], model))
-               for i, c in enumerate(clients[4:])]
+               for i, c in enumerate(clients[PLAIN:])]
     await asyncio.wait_for(asyncio.gather(*before_sigterm, *(s.wait() for s in starts)), 60)
     server.proc.send_signal(signal.SIGTERM)
     outcomes = await asyncio.gather(*plain, *streams)  # a transport error here: a request lost
@@ -102,8 +104,8 @@ async def _load_and_stop(server, clients: list[httpx.AsyncClient], model: str, *
     # uvicorn re-raises the SIGTERM it handled once it is done: the exit a supervisor expects.
     assert exit_code in (0, -signal.SIGTERM), output
     kinds = [kind for kind, _, _ in outcomes]
-    assert len(outcomes) == 16 and {text for _, text, _ in outcomes} == (
-        {f"plain {i}" for i in range(4)} | {f"stream {i}" for i in range(12)})
+    assert len(outcomes) == PLAIN + STREAMS and {text for _, text, _ in outcomes} == (
+        {f"plain {i}" for i in range(PLAIN)} | {f"stream {i}" for i in range(STREAMS)})
     assert kinds.count("completed") >= INPUTS and kinds.count("ended") >= INPUTS, kinds
     # Nothing was cut off at the deadline. (uvicorn may also wait a moment for a
     # task that outlives its connection: a chat socket's disconnect handler
@@ -121,7 +123,7 @@ async def test_serve_sent_sigterm_finishes_or_ends_every_request_and_exits(tmp_p
         cookies = dict(login.cookies)
         headers = {"X-CSRFToken": cookies["csrftoken"], "Origin": server.base}
         clients = [httpx.AsyncClient(base_url=server.base, cookies=cookies, headers=headers, timeout=60)
-                   for _ in range(16)]
+                   for _ in range(PLAIN + STREAMS)]
         opened = asyncio.Event()
         ws = asyncio.create_task(_websocket_close_code(server.base, cookies, opened))
         await _load_and_stop(server, clients, "slow", opened.wait())
@@ -144,7 +146,8 @@ async def test_serve_with_services_sent_sigterm_finishes_or_ends_every_request_a
                 running_server(["manage.py", "serve", "--no-demo", "--port", str(port)], env, port) as server:
             await asyncio.to_thread(wait_for, lambda: live_workers(model), 90, 0.1, "the worker")
             clients = [httpx.AsyncClient(base_url=server.base, timeout=60,
-                                         headers={"Authorization": f"Bearer {raw}"}) for _ in range(16)]
+                                         headers={"Authorization": f"Bearer {raw}"})
+                       for _ in range(PLAIN + STREAMS)]
             outcomes = await _load_and_stop(server, clients, model)
             log = RedisEventLog()
             ended = [rid for kind, _, rid in outcomes if kind == "ended" and rid]  # the streams' ids

@@ -64,7 +64,10 @@ def test_a_rule_made_on_the_page_scores_v1_traffic_shown_on_the_version_page(liv
 
     page.get_by_role("link", name="Online evaluation", exact=True).click()
     expect(rule_row).to_contain_text("4 sampled · 4 scored")
-    page.locator("[data-toggle]").uncheck()
+    # The page saves the change and reloads itself: click, then wait for both
+    # (uncheck() would check the box's state in the middle of that reload).
+    with page.expect_response(lambda r: r.request.method == "PATCH"), page.expect_navigation():
+        page.locator("[data-toggle]").click()
     expect(page.locator("[data-toggle]")).not_to_be_checked()
     wait_for(lambda: not OnlineEvalRule.objects.get().enabled, what="the rule to be paused")
     assert console_errors == []

@@ -53,8 +53,9 @@ class Origin:
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        # loop="asyncio": uvloop's policy would outlive this server in the test process.
         config = uvicorn.Config(self._app, interface="asgi3", ws="none", log_level="warning",
-                                lifespan="off", timeout_keep_alive=60)
+                                lifespan="off", timeout_keep_alive=60, loop="asyncio")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
                                         name="s3-origin", daemon=True)
