@@ -55,8 +55,8 @@ def spawn(coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
     return task
 
 
-def read_events(request_id: str, *, timeout_s: float) -> AsyncIterator[dict]:
-    return get_backend().aevents(request_id, timeout_s=timeout_s)
+def read_events(request_id: str, *, timeout_s: float, attached: bool = False) -> AsyncIterator[dict]:
+    return get_backend().aevents(request_id, timeout_s=timeout_s, attached=attached)
 
 
 @dataclasses.dataclass

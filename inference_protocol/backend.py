@@ -23,7 +23,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from inference_protocol.events import EventLog, get_event_log
+from inference_protocol.events import EventLog, get_event_log, replay
 from inference_protocol.generation import GenerationRequest
 
 # How long one blocking read of the event log waits (ms) before checking again.
@@ -57,15 +57,23 @@ class Backend(abc.ABC):
         reader = _EventReader(timeout_s)
         while not reader.finished:
             batch = [] if reader.expired() else self.log.read(request_id, reader.cursor, reader.block_ms())
+            if not batch and (final := self.log.final(request_id)) is not None:
+                batch = reader.replayed(final)  # its log gone (or a cached answer's still being written)
             yield from reader.feed(batch)
 
-    async def aevents(self, request_id: str, *,
-                      timeout_s: float | None = None) -> AsyncIterator[dict[str, Any]]:
-        """``events`` for async views."""
+    async def aevents(self, request_id: str, *, timeout_s: float | None = None,
+                      attached: bool = False) -> AsyncIterator[dict[str, Any]]:
+        """``events`` for async views. ``attached``: a reader of a request that may
+        have finished long ago (a retry), answered from its result if it has one."""
         reader = _EventReader(timeout_s)
+        if attached and (final := await self.log.afinal(request_id)) is not None:
+            for event in reader.feed(reader.replayed(final)):
+                yield event
         while not reader.finished:
             batch = [] if reader.expired() else await self.log.aread(request_id, reader.cursor,
                                                                       reader.block_ms())
+            if not batch and (final := await self.log.afinal(request_id)) is not None:
+                batch = reader.replayed(final)
             for event in reader.feed(batch):
                 yield event
 
@@ -95,6 +103,10 @@ class _EventReader:
         if self.deadline is None:
             return READ_BLOCK_MS
         return max(1, min(READ_BLOCK_MS, int((self.deadline - time.monotonic()) * 1000)))
+
+    def replayed(self, final: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """The log's entries rebuilt from the result, after this reader's cursor."""
+        return [(self.cursor, event) for event in replay(final)]
 
     def feed(self, batch: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
         if not batch and self.expired():

@@ -4,7 +4,10 @@ the worker to whoever streams them, and where the final result is kept.
 Each generation has an append-only log of events (Redis Streams: a reader that
 connects late, or reconnects, reads from the start; pub/sub would lose what it
 missed) and a result slot written once (first writer wins), so a redelivered
-task never produces a second result.
+task never produces a second result. The result is kept a day (idempotent
+retries, resumed batches); the log only a minute after the result: a reader
+that comes later is answered from the result (``replay``), as one token per
+choice, at a tenth of the memory.
 
 Events are dicts: {"type": "token", "attempt", "offset", "text"},
 {"type": "done", "result": {...}}, {"type": "error", "code", "message"}.
@@ -33,8 +36,10 @@ from core.redis import PipelineWriter, get_aredis, get_redis
 
 logger = logging.getLogger(__name__)
 
-# How long logs and results are kept (seconds): covers idempotent retries.
+# How long results (and logs still running) are kept (seconds): covers idempotent retries.
 EVENT_TTL_S = 24 * 3600
+# How long a finished generation's log is kept (seconds): its live readers have read it by then.
+FINISHED_LOG_TTL_S = 60
 # Pub/sub channel of cancel notices (request ids), for low-latency cancellation.
 CANCEL_CHANNEL = "gen:cancel"
 
@@ -60,6 +65,9 @@ class EventLog(abc.ABC):
     @abc.abstractmethod
     def final(self, request_id: str) -> Event | None:
         """The terminal event, if the generation has finished."""
+
+    async def afinal(self, request_id: str) -> Event | None:
+        return self.final(request_id)
 
     def state(self, request_id: str) -> tuple[Event | None, bool]:
         """(the terminal event or None, whether a cancel was asked), at once."""
@@ -96,15 +104,15 @@ class EventLog(abc.ABC):
 
     async def astore(self, request_id: str, event: Event) -> bool:
         """``finish`` for a result that did not come from a worker (a cache hit):
-        a done event's whole text is logged as one token first, so a reader
+        each choice's whole text is logged as one token first, so a reader
         attached later (an idempotent retry) reads it like a generation."""
         return await asyncio.to_thread(self._store, request_id, event)
 
     def _store(self, request_id: str, event: Event) -> bool:
         if self.final(request_id) is not None:
             return False
-        if event["type"] == "done" and event["result"]["text"]:
-            self.append(request_id, _whole_text(event))
+        for token in replay(event)[:-1]:
+            self.append(request_id, token)
         return self.finish(request_id, event)
 
 
@@ -145,7 +153,7 @@ class RedisEventLog(EventLog):
             # EVAL, not a registered script: redis-py checks a pipeline's scripts
             # with SCRIPT EXISTS first, a second round trip before the terminal
             # event leaves (Redis caches the compiled script by its body's hash).
-            pipe.eval(_FINISH, len(keys), *keys, raw, EVENT_TTL_S)  # type: ignore[arg-type]  # stub: not only str
+            pipe.eval(_FINISH, len(keys), *keys, raw, EVENT_TTL_S, FINISHED_LOG_TTL_S)  # type: ignore[arg-type]  # stub: not only str
         done: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self.writer.put(add, done)
         return done
@@ -175,10 +183,9 @@ class RedisEventLog(EventLog):
             return False
         stream = self._stream(request_id)
         async with aredis.pipeline(transaction=False) as pipe:
-            if event["type"] == "done" and event["result"]["text"]:
-                pipe.xadd(stream, {"e": json.dumps(_whole_text(event))})
-            pipe.xadd(stream, {"e": json.dumps(event)})
-            pipe.expire(stream, EVENT_TTL_S)
+            for each in replay(event):
+                pipe.xadd(stream, {"e": json.dumps(each)})
+            pipe.expire(stream, FINISHED_LOG_TTL_S)
             await pipe.execute()
         return True
 
@@ -224,6 +231,10 @@ class RedisEventLog(EventLog):
         raw = cast(bytes | None, self.redis.get(self._result(request_id)))
         return json.loads(raw) if raw else None
 
+    async def afinal(self, request_id: str) -> Event | None:
+        raw = await get_aredis().get(self._result(request_id))
+        return json.loads(raw) if raw else None
+
     def read(self, request_id: str, after: str, block_ms: int) -> list[tuple[str, Event]]:
         reply = self.redis.xread({self._stream(request_id): after}, block=block_ms or None, count=500)
         return _entries(reply)
@@ -237,19 +248,38 @@ class RedisEventLog(EventLog):
         return _entries(reply)
 
 
-# The terminal event, first writer wins: KEYS result, stream; ARGV event, ttl.
+# The terminal event, first writer wins: KEYS result, stream; ARGV event, its ttl, the log's.
 _FINISH = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
   redis.call('XADD', KEYS[2], '*', 'e', ARGV[1])
-  redis.call('EXPIRE', KEYS[2], ARGV[2])
+  redis.call('EXPIRE', KEYS[2], ARGV[3])
   return 1
 end
 return 0
 """
 
 
-def _whole_text(done: Event) -> Event:
-    return {"type": "token", "attempt": 1, "offset": 0, "text": done["result"]["text"]}
+def replay(final: Event) -> list[Event]:
+    """A finished generation's events rebuilt from its terminal event: each
+    choice's whole text (and logprobs) as one token at offset 0, so a reader
+    that has part of it takes only the rest; then the terminal event."""
+    if final["type"] != "done":
+        return [final]
+    result = final["result"]
+    several = "choices" in result
+    choices = result.get("choices") or [
+        {"index": 0, "text": result["text"], "logprobs": result.get("logprobs")}]
+    tokens: list[Event] = []
+    for choice in choices:
+        if not choice.get("text"):
+            continue
+        token: Event = {"type": "token", "attempt": 1, "offset": 0, "text": choice["text"]}
+        if several:
+            token["index"] = choice["index"]
+        if choice.get("logprobs") is not None:
+            token["logprobs"] = choice["logprobs"]
+        tokens.append(token)
+    return [*tokens, final]
 
 
 def _entries(reply: Any) -> list[tuple[str, Event]]:

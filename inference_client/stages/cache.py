@@ -33,7 +33,7 @@ async def replay(call: Call) -> Completion | None:
     completion = Completion(id=call.answer_id(rid), request_id=rid, model=call.model,
                             created=existing["created"], attached=True, include_usage=params.include_usage,
                             headers={"Idempotent-Replayed": "true"}, **call.shape())
-    return completion.start(read_events(rid, timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S))
+    return completion.start(read_events(rid, timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S, attached=True))
 
 
 async def lookup(call: Call) -> None:

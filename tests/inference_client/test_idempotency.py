@@ -1,12 +1,15 @@
 """Idempotency-Key: retries during and after a generation return one result."""
 
 import concurrent.futures
+import json
 
 import httpx
 import pytest
 
+from core.redis import get_redis
 from inference_client.models import UsageRecord
-from tests.inference_client.conftest import chat, make_key
+from inference_protocol.events import FINISHED_LOG_TTL_S
+from tests.inference_client.conftest import MODEL, chat, make_key
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.needs_services  # idempotency keys live in Redis; the live gateway
@@ -45,3 +48,31 @@ def test_should_replay_a_streamed_generation_to_a_retry(live):
     again = httpx.post(f"{live}/v1/chat/completions", json=body, headers=headers, timeout=30).text
     assert first.endswith("data: [DONE]\n\n") and again.endswith("data: [DONE]\n\n")
     assert '"content":"em maerts"' in first and '"content":"em maerts"' in again
+
+
+def _choices(sse: str) -> dict[int, str]:
+    texts: dict[int, str] = {}
+    for line in sse.splitlines():
+        if line.startswith("data: {"):
+            for choice in json.loads(line[len("data: "):])["choices"]:
+                text = choice["delta"].get("content") or ""
+                texts[choice["index"]] = texts.get(choice["index"], "") + text
+    return texts
+
+
+def test_should_answer_a_retry_from_the_result_once_the_log_has_expired(live):
+    """A finished generation's log is kept a minute, its result a day: a retry
+    after the log has gone gets each choice whole from the result."""
+    _, raw = make_key("paid")
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "two of us"}], "stream": True, "n": 2}
+    headers = {"Authorization": f"Bearer {raw}", "Idempotency-Key": "s-2"}
+    first = httpx.post(f"{live}/v1/chat/completions", json=body, headers=headers, timeout=30)
+    rid = json.loads(first.text.split("\n")[0][len("data: "):])["id"].removeprefix("chatcmpl-")
+    redis = get_redis()
+    assert 0 < redis.ttl(f"gen:{rid}:events") <= FINISHED_LOG_TTL_S < redis.ttl(f"gen:{rid}:result")
+    redis.delete(f"gen:{rid}:events")  # its expiry, early
+    again = httpx.post(f"{live}/v1/chat/completions", json=body, headers=headers, timeout=30)
+    assert again.headers["Idempotent-Replayed"] == "true" and again.text.endswith("data: [DONE]\n\n")
+    assert _choices(first.text) == _choices(again.text) == {0: "su fo owt", 1: "su fo owt"}
+    whole = chat(live, raw, "two of us", headers={"Idempotency-Key": "s-2"}, stream=False, n=2)
+    assert whole.status_code == 422  # another body (not streamed): refused, as before
