@@ -6,6 +6,8 @@ success status); a failure names the exact cell."""
 from dataclasses import dataclass
 
 import pytest
+from django.db import transaction
+from django.test import override_settings
 
 from sharing.kinds import Role
 from tests.sharing.conftest import PRINCIPALS, SIGNED_IN, STATES, build_world
@@ -13,6 +15,18 @@ from tests.sharing.conftest import PRINCIPALS, SIGNED_IN, STATES, build_world
 # 1,000 cells of the same permission queries on either database (tests/sharing/test_sharing.py
 # runs on both profiles): once, in the services pass.
 pytestmark = pytest.mark.any_profile
+
+
+@pytest.fixture(scope="module")
+def worlds(django_db_setup, django_db_blocker):
+    """A world per state, built once for the module in a transaction rolled back
+    at its end. Each cell runs in a savepoint inside it (the ``db`` fixture), so
+    what a cell writes is undone before the next; the cache is emptied before
+    each (tests/conftest.py)."""
+    fast = override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"])
+    with django_db_blocker.unblock(), fast, transaction.atomic():
+        yield {state: build_world(state) for state in STATES}
+        transaction.set_rollback(True)
 
 
 @dataclass(frozen=True)
@@ -110,8 +124,8 @@ def _path(w, endpoint: Endpoint) -> str:
 @pytest.mark.parametrize("state", STATES)
 @pytest.mark.parametrize("principal", PRINCIPALS)
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=lambda e: e.name)
-def test_prompt_endpoint_matrix(db, endpoint, principal, state):
-    w = build_world(state)
+def test_prompt_endpoint_matrix(db, worlds, endpoint, principal, state):
+    w = worlds[state]
     client = w.client(principal)
     response = getattr(client, endpoint.method)(_path(w, endpoint), _body(w, endpoint.name), format="json")
     want = expected_status(endpoint, principal, state)
@@ -124,10 +138,10 @@ def test_prompt_endpoint_matrix(db, endpoint, principal, state):
 
 @pytest.mark.parametrize("state", STATES)
 @pytest.mark.parametrize("principal", PRINCIPALS)
-def test_prompt_lists_matrix(db, principal, state):
+def test_prompt_lists_matrix(db, worlds, principal, state):
     """The library list and "shared with me" show a prompt to its account
     holders only: links are bearer secrets, not memberships."""
-    w = build_world(state)
+    w = worlds[state]
     client = w.client(principal)
     role = role_of(principal, state)
     library = client.get("/api/prompts/")
@@ -164,8 +178,8 @@ PAGES = ["share-link", "shared-with-me", "playground", "history"]
 @pytest.mark.parametrize("state", STATES)
 @pytest.mark.parametrize("principal", PRINCIPALS)
 @pytest.mark.parametrize("page", PAGES)
-def test_page_matrix(db, page, principal, state):
-    w = build_world(state)
+def test_page_matrix(db, worlds, page, principal, state):
+    w = worlds[state]
     client = w.client(principal)
     if page == "share-link":
         token = w.tokens[TOKEN_FOR_PAGE[principal]] if principal in TOKEN_FOR_PAGE else "pys_" + "x" * 43
