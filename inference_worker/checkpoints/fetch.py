@@ -311,6 +311,10 @@ class CheckpointFetch:
         self.status.state = VERIFYING
         partial = self.cache.partial_dir(self.model, self.version)
         for f in self.files:
+            # A piece passes its hash check from memory; its blocks may still be on
+            # their way to the file (a loaded disk thread): read the file once they are in.
+            self.swarm.save_resume(f.added(), flush=True)
+        for f in self.files:
             digest = file_sha256(partial / f.entry.path)
             if digest != f.entry.sha256:
                 self._drop(f)

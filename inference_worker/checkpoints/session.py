@@ -165,11 +165,13 @@ class SwarmSession:
         if not events.removed.wait(timeout):
             logger.warning("torrent %s not removed within %ss", _key(handle), timeout)
 
-    def save_resume(self, handle, timeout: float = 10) -> bytes | None:
-        """The torrent's resume data now (pieces held, peers known), or None."""
+    def save_resume(self, handle, timeout: float = 10, *, flush: bool = False) -> bytes | None:
+        """The torrent's resume data now (pieces held, peers known), or None.
+        ``flush``: once the torrent's blocks still queued for the disk are written."""
         events = self.events(handle)
         events.resume_saved.clear()
-        handle.save_resume_data(lt.torrent_handle.save_info_dict)
+        flags = lt.torrent_handle.save_info_dict | (lt.torrent_handle.flush_disk_cache if flush else 0)
+        handle.save_resume_data(flags)
         return events.resume_data if events.resume_saved.wait(timeout) else None
 
     def close(self) -> None:
