@@ -87,12 +87,15 @@ class Backend(abc.ABC):
 
 class _EventReader:
     """Turns raw log entries into what a reader sees: each character of output
-    once (a redelivered attempt replays from offset 0), then the terminal event,
-    or a timeout error."""
+    once (a redelivered attempt, or the result's replay, starts again from offset
+    0), then the terminal event, or a timeout error. A token past what has been
+    delivered (a log that expired and was written to again) is skipped: the
+    result's replay fills the gap."""
 
     def __init__(self, timeout_s: float | None):
         self.cursor, self.finished = "0", False
         self.delivered: dict[int, int] = {}   # choice index -> characters delivered
+        self.logprobs_sent: dict[int, int] = {}   # choice index -> logprob entries delivered
         self.deadline = None if timeout_s is None else time.monotonic() + timeout_s
         self.timeout_s = timeout_s
 
@@ -122,16 +125,36 @@ class _EventReader:
             index = event.get("index", 0)
             delivered = self.delivered.get(index, 0)
             start = delivered - event["offset"]
-            if start < len(event["text"]) or (start == 0 and event.get("logprobs")):
-                text = event["text"][max(start, 0):]
+            if start < 0:
+                continue
+            logprobs = self._new_logprobs(index, event, start)
+            if start < len(event["text"]) or logprobs:
+                text = event["text"][start:]
                 self.delivered[index] = delivered + len(text)
-                token = {"type": "token", "text": text}
+                token: dict[str, Any] = {"type": "token", "text": text}
                 if "index" in event:
                     token["index"] = index
-                if start <= 0 and "logprobs" in event:  # a replayed event's logprobs were sent
-                    token["logprobs"] = event["logprobs"]
+                if logprobs is not None:
+                    token["logprobs"] = logprobs
                 out.append(token)
         return out
+
+    def _new_logprobs(self, index: int, event: dict[str, Any], start: int) -> list[Any] | None:
+        """The event's logprob entries not yet delivered: an event at offset 0
+        carries its choice's entries from the first (a replay may carry them all),
+        one further on only its own, already sent if its text was."""
+        if "logprobs" not in event:
+            return None
+        entries: list[Any] = event["logprobs"]
+        sent = self.logprobs_sent.get(index, 0)
+        if event["offset"] == 0:
+            fresh = entries[sent:]
+        elif start == 0:
+            fresh = entries
+        else:
+            return None
+        self.logprobs_sent[index] = sent + len(fresh)
+        return fresh
 
 
 @functools.cache

