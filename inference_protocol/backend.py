@@ -58,7 +58,9 @@ class Backend(abc.ABC):
         while not reader.finished:
             batch = [] if reader.expired() else self.log.read(request_id, reader.cursor, reader.block_ms())
             if not batch and (final := self.log.final(request_id)) is not None:
-                batch = reader.replayed(final)  # its log gone (or a cached answer's still being written)
+                if not reader.expired():  # its end may have come since the read
+                    batch = self.log.read(request_id, reader.cursor, 0)
+                batch = batch or reader.replayed(final)  # its log gone, or ending without it
             yield from reader.feed(batch)
 
     async def aevents(self, request_id: str, *, timeout_s: float | None = None,
@@ -73,7 +75,9 @@ class Backend(abc.ABC):
             batch = [] if reader.expired() else await self.log.aread(request_id, reader.cursor,
                                                                       reader.block_ms())
             if not batch and (final := await self.log.afinal(request_id)) is not None:
-                batch = reader.replayed(final)
+                if not reader.expired():
+                    batch = await self.log.aread(request_id, reader.cursor, 0)
+                batch = batch or reader.replayed(final)
             for event in reader.feed(batch):
                 yield event
 
