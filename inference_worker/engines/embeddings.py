@@ -48,7 +48,7 @@ class EmbeddingEngine(Engine):
         self.model_name = model_name
         self.max_inputs = max_inputs
         self.max_seq_length = int(self._model.max_seq_length)
-        self.dimensions = int(self._model.get_sentence_embedding_dimension())
+        self.dimensions = int(self._model.get_embedding_dimension())
         self._lock = threading.Lock()
 
     @property
