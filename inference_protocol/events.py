@@ -313,12 +313,12 @@ class MemoryEventLog(EventLog):
             self._cond.notify_all()
 
     def finish(self, request_id: str, event: Event) -> bool:
-        with self._cond:
+        with self._cond:  # the result and its log's last entry at once (the lock is reentrant)
             if request_id in self._final:
                 return False
             self._final[request_id] = event
             self._expire_locked()
-        self.append(request_id, event)
+            self.append(request_id, event)
         return True
 
     def cancel(self, request_id: str) -> None:
