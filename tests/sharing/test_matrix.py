@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import pytest
 from django.db import transaction
-from django.test import override_settings
 
 from sharing.kinds import Role
 from tests.sharing.conftest import PRINCIPALS, SIGNED_IN, STATES, build_world
@@ -23,8 +22,7 @@ def worlds(django_db_setup, django_db_blocker):
     at its end. Each cell runs in a savepoint inside it (the ``db`` fixture), so
     what a cell writes is undone before the next; the cache is emptied before
     each (tests/conftest.py)."""
-    fast = override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"])
-    with django_db_blocker.unblock(), fast, transaction.atomic():
+    with django_db_blocker.unblock(), transaction.atomic():
         yield {state: build_world(state) for state in STATES}
         transaction.set_rollback(True)
 
